@@ -1,0 +1,134 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { SparError } from "./errors.js";
+import { formatSchemaErrors, validatorFor } from "./schema.js";
+import type { ModelSettings } from "./types.js";
+
+/** The daemon's configuration after defaults are applied. Keys follow DESIGN §8. */
+export interface SparConfig {
+  api_listen: string;
+  default_model: ModelSettings;
+  agent: { max_iterations: number; tool_timeout_s: number; loop_guard_repeats: number };
+  api: { body_limit_bytes: number };
+  plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
+  /** Sections keyed by plugin id, each validated against that plugin's `configSchema`. */
+  plugin_settings: Record<string, Record<string, unknown>>;
+}
+
+export const LOCAL_RUNNER: ModelSettings = {
+  provider: "ollama",
+  model: "llama3.2",
+  base_url: "http://127.0.0.1:11434",
+};
+
+export const MODEL_SETTINGS_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["provider", "model"],
+  properties: {
+    provider: { type: "string", minLength: 1 },
+    model: { type: "string", minLength: 1 },
+    base_url: { type: "string", pattern: "^https?://" },
+    api_key_env: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+    max_tokens: { type: "integer", minimum: 1 },
+    temperature: { type: "number", minimum: 0, maximum: 2 },
+    context_window: { type: "integer", minimum: 256 },
+  },
+} as const;
+
+const CONFIG_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    api_listen: { type: "string", pattern: "^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$" },
+    default_model: MODEL_SETTINGS_SCHEMA,
+    agent: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
+        tool_timeout_s: { type: "number", exclusiveMinimum: 0 },
+        loop_guard_repeats: { type: "integer", minimum: 2 },
+      },
+    },
+    api: {
+      type: "object",
+      additionalProperties: false,
+      properties: { body_limit_bytes: { type: "integer", minimum: 1024 } },
+    },
+    plugins: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        enable: { type: "array", items: { type: "string" } },
+        disable: { type: "array", items: { type: "string" } },
+        dirs: { type: "array", items: { type: "string" } },
+        store: { type: "string" },
+        arena: { type: "string" },
+      },
+    },
+  },
+} as const;
+
+const CORE_KEYS = new Set(Object.keys(CONFIG_SCHEMA.properties));
+
+/** Parses a `host:port` listen address; IPv6 hosts come in brackets (`[::1]:6660`). */
+export function parseListen(value: string): { host: string; port: number } {
+  const at = value.lastIndexOf(":");
+  const host = value.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+  const port = Number(value.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new SparError("CONFIG_INVALID", `api_listen must be host:port, got "${value}"`);
+  }
+  return { host, port };
+}
+
+/**
+ * Reads `<home>/config.toml` (absent means all defaults), rejects unknown keys with their path and
+ * applies environment overrides (`SPAR_API_LISTEN`). A table that is not a core key is kept as a
+ * plugin's settings: the plugin loader refuses it unless a discovered plugin has that id.
+ */
+export function loadConfig(home: string, env = process.env): SparConfig {
+  const path = join(home, "config.toml");
+  let raw: Record<string, unknown> = {};
+  if (existsSync(path)) {
+    try {
+      raw = parseToml(readFileSync(path, "utf8")) as Record<string, unknown>;
+    } catch (err) {
+      throw new SparError("CONFIG_INVALID", `${path}: ${(err as Error).message}`);
+    }
+  }
+  const core: Record<string, unknown> = {};
+  const pluginSettings: Record<string, Record<string, unknown>> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (CORE_KEYS.has(key)) core[key] = value;
+    else if (isTable(value)) pluginSettings[key] = value;
+    else throw new SparError("CONFIG_INVALID", `${path}: unknown key "${key}"`, { path: key });
+  }
+  const validate = validatorFor(CONFIG_SCHEMA);
+  if (!validate(core)) {
+    throw new SparError("CONFIG_INVALID", `${path}: ${formatSchemaErrors(validate.errors, "")}`);
+  }
+  const c = core as Partial<{
+    api_listen: string;
+    default_model: ModelSettings;
+    agent: Partial<SparConfig["agent"]>;
+    api: Partial<SparConfig["api"]>;
+    plugins: Partial<SparConfig["plugins"]>;
+  }>;
+  const config: SparConfig = {
+    api_listen: env.SPAR_API_LISTEN || c.api_listen || "127.0.0.1:6660",
+    default_model: c.default_model ?? { ...LOCAL_RUNNER },
+    agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, ...c.agent },
+    api: { body_limit_bytes: 1_048_576, ...c.api },
+    plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },
+    plugin_settings: pluginSettings,
+  };
+  parseListen(config.api_listen);
+  return config;
+}
+
+function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

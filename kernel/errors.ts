@@ -1,0 +1,81 @@
+/**
+ * The one catalog of Spar's errors. Every error that reaches a caller carries a stable `code`; the
+ * HTTP status is looked up from that code, never guessed from message text.
+ *
+ * @example
+ * throw new SparError("FIGHTER_NOT_FOUND", `No fighter with id ${id}`);
+ */
+export const ERROR_CATALOG = {
+  VALIDATION_FAILED: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  CAPABILITY_DENIED: 403,
+  NOT_FOUND: 404,
+  FIGHTER_NOT_FOUND: 404,
+  BOUT_NOT_FOUND: 404,
+  GORILLA_NOT_FOUND: 404,
+  TROOP_NOT_FOUND: 404,
+  MOVE_NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  PROVIDER_ERROR: 502,
+  PROVIDER_TIMEOUT: 504,
+  // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.
+  CONFIG_INVALID: 500,
+  PLUGIN_INVALID: 500,
+  PLUGIN_FAILED: 500,
+  STORE_KEY_INVALID: 500,
+  STORE_FAILED: 500,
+  PORT_IN_USE: 500,
+  DAEMON_UNREACHABLE: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** Extra fields are sent beside `code` and `message` in the wire shape `{error:{code,message,...}}`. */
+export type ErrorExtra = Record<string, string | number | boolean | null | string[]>;
+
+/**
+ * A typed Spar error: `code` from the catalog, a message for people, optional extra fields.
+ *
+ * @example
+ * throw new SparError("VALIDATION_FAILED", "body/message must be a string", { path: "/message" });
+ */
+export class SparError extends Error {
+  readonly code: ErrorCode;
+  readonly extra: ErrorExtra;
+
+  constructor(code: ErrorCode, message: string, extra: ErrorExtra = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "SparError";
+    this.code = code;
+    this.extra = extra;
+  }
+
+  get status(): number {
+    return ERROR_CATALOG[this.code];
+  }
+
+  toJSON(): { error: { code: ErrorCode; message: string } & ErrorExtra } {
+    return { error: { ...this.extra, code: this.code, message: this.message } };
+  }
+}
+
+/** True when `value` is a SparError with the given code (or any SparError when no code is given). */
+export function isSparError(value: unknown, code?: ErrorCode): value is SparError {
+  return value instanceof SparError && (code === undefined || value.code === code);
+}
+
+/**
+ * Wraps an error that escaped a plugin's tap so the message says which plugin and which hook.
+ * A SparError keeps its code (a plugin may refuse with VALIDATION_FAILED on purpose).
+ */
+export function wrapPluginError(pluginId: string, hook: string, err: unknown): SparError {
+  const inner = err instanceof Error ? err.message : String(err);
+  const code: ErrorCode = isSparError(err) ? err.code : "PLUGIN_FAILED";
+  const extra: ErrorExtra = isSparError(err) ? { ...err.extra } : {};
+  return new SparError(code, `plugin ${pluginId} failed in ${hook}: ${inner}`, { ...extra, plugin: pluginId, hook }, { cause: err });
+}

@@ -1,0 +1,87 @@
+import { randomUUID } from "node:crypto";
+import type { FighterStatus, Usage } from "./types.js";
+
+/**
+ * Every lifecycle event, as a typed union keyed by `kind`. The spec's FighterSpawned, BoutStarted
+ * and the completion event are `fighter.spawned`, `bout.started` and `message.completed`.
+ */
+export type SparEventPayload =
+  | { kind: "fighter.spawned"; fighter_id: string; name: string }
+  | { kind: "fighter.killed"; fighter_id: string; name: string }
+  | { kind: "fighter.status"; fighter_id: string; status: FighterStatus }
+  | { kind: "bout.started"; fighter_id: string; bout_id: string }
+  | { kind: "message.received"; fighter_id: string; bout_id: string; from?: string }
+  | { kind: "message.delta"; fighter_id: string; bout_id: string; text: string; request_id?: string }
+  | { kind: "move.called"; fighter_id: string; bout_id: string; name: string; call_id: string }
+  | { kind: "move.result"; fighter_id: string; bout_id: string; name: string; call_id: string; ok: boolean }
+  | {
+      kind: "message.completed";
+      fighter_id: string;
+      bout_id: string;
+      usage: Usage;
+      iterations: number;
+      model: string;
+      stop_reason: string;
+    };
+
+export type SparEventKind = SparEventPayload["kind"];
+
+/** The envelope every event travels in: `seq` increases by one per event so a client can resume. */
+export type SparEvent = SparEventPayload & { id: string; seq: number; at: string };
+
+export type EventListener = (event: SparEvent) => void;
+
+export interface EventBus {
+  /** Stamps the payload with id, seq and time, keeps it in the history ring and tells every listener. */
+  publish(payload: SparEventPayload): SparEvent;
+  /** Listens to every event from now on; returns the function that stops listening. */
+  subscribe(listener: EventListener): () => void;
+  /** Events with `seq` greater than `since` still in the history ring, oldest first. */
+  since(seq: number): SparEvent[];
+  readonly lastSeq: number;
+}
+
+/**
+ * Creates the in-process bus. Listeners run synchronously in publish order; one that throws is
+ * reported through `onListenerError` and never stops the others or the publisher.
+ *
+ * @example
+ * const bus = createEventBus({ historySize: 1000 });
+ * bus.subscribe((e) => console.log(e.seq, e.kind));
+ * bus.publish({ kind: "fighter.spawned", fighter_id: id, name: "spar" });
+ */
+export function createEventBus(options: {
+  historySize: number;
+  onListenerError?: (err: unknown, event: SparEvent) => void;
+}): EventBus {
+  const history: SparEvent[] = [];
+  const listeners = new Set<EventListener>();
+  let seq = 0;
+
+  return {
+    publish(payload) {
+      seq += 1;
+      const event = { ...payload, id: randomUUID(), seq, at: new Date().toISOString() } as SparEvent;
+      history.push(event);
+      if (history.length > options.historySize) history.shift();
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          options.onListenerError?.(err, event);
+        }
+      }
+      return event;
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    since(after) {
+      return history.filter((e) => e.seq > after);
+    },
+    get lastSeq() {
+      return seq;
+    },
+  };
+}

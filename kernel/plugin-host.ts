@@ -1,0 +1,194 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { SparConfig } from "./config.js";
+import { SparError, wrapPluginError } from "./errors.js";
+import type { EventBus } from "./events.js";
+import type { RingHooks } from "./hooks.js";
+import { type DiscoveredPlugin, type PluginManifest, SINGLE_SLOT_KINDS } from "./plugin-manifest.js";
+import { formatSchemaErrors, validatorFor } from "./schema.js";
+import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "./sdk.js";
+import type { RingServices } from "./services.js";
+
+export interface PluginHostOptions {
+  plugins: DiscoveredPlugin[];
+  hooks: RingHooks;
+  config: SparConfig;
+  home: string;
+  kernelVersion: string;
+  log: Logger;
+  events: EventBus;
+  services: () => RingServices;
+  /** Per-plugin limit for import + apply. */
+  activationTimeoutMs?: number;
+}
+
+export interface PluginHost {
+  /** Plugins that may be activated: enabled, and the chosen one for single-slot kinds. */
+  readonly eligible: readonly DiscoveredPlugin[];
+  /** Activates every eligible plugin whose manifest lists `event`; resolves when all applied. */
+  activate(event: string): Promise<void>;
+  isActive(id: string): boolean;
+  manifestFor(id: string): PluginManifest | undefined;
+}
+
+/**
+ * Decides which discovered plugins may run, then imports and applies each lazily, the first time
+ * one of its activation events fires. Config tables are checked against the plugins' configSchema
+ * here, before any plugin code is imported.
+ */
+export function createPluginHost(options: PluginHostOptions): PluginHost {
+  const { config, hooks } = options;
+  const timeoutMs = options.activationTimeoutMs ?? 10_000;
+  const byId = new Map(options.plugins.map((p) => [p.manifest.id, p]));
+  checkConfigTables(config, byId);
+
+  const eligible = options.plugins.filter((p) => isEligible(p.manifest, config));
+  const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
+  for (const kind of ["store", "arena"] as const) {
+    const chosen = config.plugins[kind];
+    if (!byId.has(chosen)) {
+      throw new SparError("CONFIG_INVALID", `[plugins] ${kind} = "${chosen}" names no installed plugin`);
+    }
+  }
+  for (const p of eligible) {
+    for (const dep of p.manifest.requires ?? []) {
+      if (!eligibleIds.has(dep)) {
+        throw new SparError(
+          "PLUGIN_INVALID",
+          `plugin ${p.manifest.id} requires ${dep}, which is ${byId.has(dep) ? "disabled" : "not installed"}`,
+        );
+      }
+    }
+  }
+
+  const activations = new Map<string, Promise<void>>();
+
+  function activateOne(plugin: DiscoveredPlugin, chain: string[]): Promise<void> {
+    const id = plugin.manifest.id;
+    if (chain.includes(id)) {
+      return Promise.reject(new SparError("PLUGIN_INVALID", `plugin dependency cycle: ${[...chain, id].join(" -> ")}`));
+    }
+    let pending = activations.get(id);
+    if (!pending) {
+      pending = (async () => {
+        for (const dep of plugin.manifest.requires ?? []) {
+          const depPlugin = byId.get(dep);
+          if (depPlugin) await activateOne(depPlugin, [...chain, id]);
+        }
+        await withTimeout(load(plugin), timeoutMs, id);
+      })();
+      activations.set(id, pending);
+    }
+    return pending;
+  }
+
+  async function load(plugin: DiscoveredPlugin): Promise<void> {
+    const { manifest, dir } = plugin;
+    let mod: { default?: SparPlugin };
+    try {
+      mod = (await import(pathToFileURL(join(dir, manifest.entry)).href)) as { default?: SparPlugin };
+    } catch (err) {
+      throw wrapPluginError(manifest.id, "import", err);
+    }
+    const plugin_ = mod.default;
+    if (!plugin_ || typeof plugin_.apply !== "function" || plugin_.id !== manifest.id) {
+      throw new SparError(
+        "PLUGIN_INVALID",
+        `plugin ${manifest.id}: ${manifest.entry} must default-export definePlugin({ id: "${manifest.id}", apply })`,
+      );
+    }
+    const api: PluginApi = {
+      id: manifest.id,
+      hooks: scopeHooks(hooks, manifest.id),
+      ring: options.services(),
+      events: options.events,
+      config,
+      home: options.home,
+      dir,
+      kernelVersion: options.kernelVersion,
+      log: options.log,
+    };
+    try {
+      await plugin_.apply(api, config.plugin_settings[manifest.id] ?? {});
+    } catch (err) {
+      throw wrapPluginError(manifest.id, "apply", err);
+    }
+  }
+
+  return {
+    eligible,
+    async activate(event) {
+      const matching = eligible.filter((p) => p.manifest.activation.includes(event));
+      await Promise.all(matching.map((p) => activateOne(p, [])));
+    },
+    isActive: (id) => activations.has(id),
+    manifestFor: (id) => byId.get(id)?.manifest,
+  };
+}
+
+function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
+  const { enable, disable } = config.plugins;
+  if (disable.includes(manifest.id)) return false;
+  if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind)) return false;
+  if (manifest.kind === "store" || manifest.kind === "arena") return config.plugins[manifest.kind] === manifest.id;
+  return true;
+}
+
+function checkConfigTables(config: SparConfig, byId: Map<string, DiscoveredPlugin>): void {
+  for (const [id, table] of Object.entries(config.plugin_settings)) {
+    const plugin = byId.get(id);
+    if (!plugin) throw new SparError("CONFIG_INVALID", `config.toml: unknown key "${id}"`, { path: id });
+    const schema = plugin.manifest.configSchema;
+    if (!schema) throw new SparError("CONFIG_INVALID", `config.toml: plugin ${id} takes no settings`, { path: id });
+    const validate = validatorFor(schema);
+    if (!validate(table)) {
+      throw new SparError("CONFIG_INVALID", `config.toml: ${formatSchemaErrors(validate.errors, id)}`);
+    }
+  }
+}
+
+async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${ms} ms`, { plugin: id })),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Wraps every hook so that a plugin's taps carry its id as their name and any error escaping them
+ * is rethrown with the plugin id and the hook's path (e.g. "provider.resolve").
+ */
+export function scopeHooks(hooks: RingHooks, pluginId: string): PluginHooks {
+  const scoped: Record<string, Record<string, unknown>> = {};
+  for (const [group, members] of Object.entries(hooks)) {
+    const groupScoped: Record<string, unknown> = {};
+    for (const [name, hook] of Object.entries(members as Record<string, TappableHook>)) {
+      const path = `${group}.${name}`;
+      groupScoped[name] = Object.freeze({
+        tap(fn: (...args: unknown[]) => unknown, tapOptions?: TapOptions) {
+          hook.tapPromise({ name: pluginId, stage: tapOptions?.stage ?? 0 }, async (...args: unknown[]) => {
+            try {
+              return await fn(...args);
+            } catch (err) {
+              throw wrapPluginError(pluginId, path, err);
+            }
+          });
+        },
+      });
+    }
+    scoped[group] = Object.freeze(groupScoped);
+  }
+  return Object.freeze(scoped) as unknown as PluginHooks;
+}
+
+interface TappableHook {
+  tapPromise(options: { name: string; stage: number }, fn: (...args: unknown[]) => Promise<unknown>): void;
+}

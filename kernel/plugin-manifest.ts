@@ -1,0 +1,136 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import semver from "semver";
+import { SparError } from "./errors.js";
+import { formatSchemaErrors, validatorFor } from "./schema.js";
+import type { MoveDeclaration } from "./types.js";
+
+export type PluginKind =
+  | "provider"
+  | "channel"
+  | "strategy"
+  | "moves"
+  | "skill-pack"
+  | "compaction"
+  | "store"
+  | "arena"
+  | "tunnel";
+
+/** A plugin.json as validated against plugin.schema.json. */
+export interface PluginManifest {
+  id: string;
+  version: string;
+  kernel: string;
+  kind: PluginKind;
+  description: string;
+  entry: string;
+  activation: string[];
+  contributes?: {
+    providers?: string[];
+    channels?: string[];
+    strategies?: string[];
+    compaction?: string[];
+    skills?: string[];
+    moves?: MoveDeclaration[];
+  };
+  requires?: string[];
+  configSchema?: Record<string, unknown>;
+}
+
+export interface DiscoveredPlugin {
+  manifest: PluginManifest;
+  /** Folder holding plugin.json; `entry` is resolved against it. */
+  dir: string;
+  source: "bundled" | "user";
+}
+
+/** Kinds of which exactly one plugin is active, chosen by config. */
+export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set(["store", "arena", "tunnel"]);
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The package root: two levels up from dist/kernel/, one up from kernel/ under a TS runner. */
+export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json")) ? join(here, "..") : join(here, "..", "..");
+/** Bundled plugins are the compiled ones: dist/plugins/<id>/ holds both plugin.json and the code. */
+export const BUNDLED_PLUGINS_DIR = join(PACKAGE_ROOT, "dist", "plugins");
+
+let manifestSchema: object | undefined;
+function loadManifestSchema(): object {
+  manifestSchema ??= JSON.parse(readFileSync(join(PACKAGE_ROOT, "plugin.schema.json"), "utf8")) as object;
+  return manifestSchema;
+}
+
+/**
+ * Reads and validates one plugin.json. Nothing of the plugin's code is touched: this is what makes
+ * listing cheap and a broken plugin harmless until it is asked for.
+ */
+export function readManifest(dir: string, kernelVersion: string): PluginManifest {
+  const file = join(dir, "plugin.json");
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new SparError("PLUGIN_INVALID", `${file}: ${(err as Error).message}`);
+  }
+  const validate = validatorFor(loadManifestSchema());
+  if (!validate(data)) {
+    throw new SparError("PLUGIN_INVALID", `${file}: ${formatSchemaErrors(validate.errors, "")}`);
+  }
+  const manifest = data as PluginManifest;
+  if (manifest.id !== basename(dir)) {
+    throw new SparError("PLUGIN_INVALID", `${file}: id "${manifest.id}" must equal the folder name "${basename(dir)}"`);
+  }
+  if (!manifest.id.startsWith(`${manifest.kind}-`)) {
+    throw new SparError("PLUGIN_INVALID", `${file}: id "${manifest.id}" must start with its kind "${manifest.kind}-"`);
+  }
+  if (!semver.validRange(manifest.kernel)) {
+    throw new SparError("PLUGIN_INVALID", `${file}: kernel "${manifest.kernel}" is not a semver range`);
+  }
+  if (!semver.satisfies(kernelVersion, manifest.kernel, { includePrerelease: true })) {
+    throw new SparError(
+      "PLUGIN_INVALID",
+      `${file}: plugin ${manifest.id} supports kernel ${manifest.kernel}, this is ${kernelVersion}`,
+    );
+  }
+  return manifest;
+}
+
+/**
+ * Finds every plugin folder under the given roots (bundled first, then user dirs), validates each
+ * manifest and refuses duplicate ids. A later root never silently shadows an earlier one.
+ */
+export function discoverPlugins(
+  roots: { dir: string; source: DiscoveredPlugin["source"] }[],
+  kernelVersion: string,
+): DiscoveredPlugin[] {
+  const found = new Map<string, DiscoveredPlugin>();
+  for (const root of roots) {
+    if (!existsSync(root.dir)) continue;
+    const entries = readdirSync(root.dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && existsSync(join(root.dir, e.name, "plugin.json")))
+      .map((e) => e.name)
+      .sort();
+    for (const name of entries) {
+      const dir = resolve(root.dir, name);
+      const manifest = readManifest(dir, kernelVersion);
+      const previous = found.get(manifest.id);
+      if (previous) {
+        throw new SparError(
+          "PLUGIN_INVALID",
+          `plugin ${manifest.id} is found twice: ${previous.dir} and ${dir}; remove one`,
+        );
+      }
+      found.set(manifest.id, { manifest, dir, source: root.source });
+    }
+  }
+  return [...found.values()];
+}
+
+/** The roots to search, in order: bundled plugins, `<home>/plugins`, then `[plugins] dirs`. */
+export function pluginRoots(home: string, extraDirs: string[]): { dir: string; source: DiscoveredPlugin["source"] }[] {
+  return [
+    { dir: BUNDLED_PLUGINS_DIR, source: "bundled" },
+    { dir: join(home, "plugins"), source: "user" },
+    ...extraDirs.map((dir) => ({ dir: resolve(home, dir), source: "user" as const })),
+  ];
+}

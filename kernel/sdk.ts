@@ -1,0 +1,89 @@
+/**
+ * The SDK surface: the only kernel module a plugin imports. Types, `definePlugin`, the error
+ * catalog and the hook types; everything else in `kernel/` is internal.
+ */
+import type { SparConfig } from "./config.js";
+import type { EventBus } from "./events.js";
+import type { RingHooks } from "./hooks.js";
+import type { RingServices } from "./services.js";
+
+export type { SparConfig } from "./config.js";
+export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
+export type { ErrorCode, ErrorExtra } from "./errors.js";
+export type { EventBus, SparEvent, SparEventKind, SparEventPayload } from "./events.js";
+export type {
+  ListenRequest,
+  MoveCallInfo,
+  MoveOutcome,
+  MoveRefusal,
+  PromptParts,
+  RingHooks,
+  StoreOpenOptions,
+  TurnContext,
+  TurnSummary,
+} from "./hooks.js";
+export type { PluginManifest } from "./plugin-manifest.js";
+export type { FighterMessageResult, RingServices } from "./services.js";
+export type * from "./types.js";
+
+/** Options a tap may give: a lower `stage` runs earlier; equal stages keep activation order. */
+export interface TapOptions {
+  stage?: number;
+}
+
+/** One hook as a plugin sees it: `tap` registers a handler under the plugin's id. */
+export interface ScopedHook<Args extends unknown[], R> {
+  tap(fn: (...args: Args) => R | Promise<R>, options?: TapOptions): void;
+}
+
+type Scoped<H> = H extends { promise(...args: infer A): Promise<infer R> }
+  ? A extends unknown[]
+    ? ScopedHook<A, R>
+    : never
+  : { readonly [K in keyof H]: Scoped<H[K]> };
+
+/** The kernel's hooks with every tap named after, and every escaping error wrapped with, the plugin id. */
+export type PluginHooks = Scoped<RingHooks>;
+
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** What a plugin's `apply` receives. */
+export interface PluginApi {
+  readonly id: string;
+  readonly hooks: PluginHooks;
+  readonly ring: RingServices;
+  readonly events: EventBus;
+  readonly config: Readonly<SparConfig>;
+  /** The data dir (`$SPAR_HOME` or `~/.spar`). */
+  readonly home: string;
+  /** The plugin's own folder (where its plugin.json is). */
+  readonly dir: string;
+  readonly kernelVersion: string;
+  readonly log: Logger;
+}
+
+export interface SparPlugin<C = Record<string, unknown>> {
+  /** Must equal the manifest's `id` and the folder name. */
+  readonly id: string;
+  /** Called once, on the plugin's first activation event; `config` is its validated config.toml table. */
+  apply(api: PluginApi, config: C): void | Promise<void>;
+}
+
+/**
+ * Authors a plugin. The module's default export must be the result.
+ *
+ * @example
+ * export default definePlugin({
+ *   id: "provider-echo",
+ *   apply({ hooks }) {
+ *     hooks.provider.resolve.tap((settings) => (settings.provider === "echo" ? echoDriver : undefined));
+ *   },
+ * });
+ */
+export function definePlugin<C = Record<string, unknown>>(plugin: SparPlugin<C>): SparPlugin<C> {
+  return plugin;
+}

@@ -1,0 +1,61 @@
+import type { PluginManifest } from "./plugin-manifest.js";
+import type { BoutRecord, FighterManifest, FighterRecord, MoveDeclaration, StoredMessage, Usage } from "./types.js";
+
+/** The answer to one message: DESIGN §4 step 7. */
+export interface FighterMessageResult {
+  bout_id: string;
+  response: string;
+  usage: Usage;
+  iterations: number;
+  tool_calls: { name: string; ok: boolean }[];
+  model: string;
+  /** `end` normally; `max_iterations` or `loop_guard` when the loop was stopped. */
+  stop_reason: "end" | "max_iterations" | "loop_guard";
+}
+
+export type SpawnRequest = { manifest: unknown } | { template: string; name?: string };
+
+export interface MessageOptions {
+  bout_id?: string;
+  /** Called with each streamed text delta as the model produces it. */
+  onDelta?: (text: string) => void;
+  /** Tags the `message.delta` events so a WebSocket client can match them to its request. */
+  request_id?: string;
+}
+
+export interface MoveListing extends MoveDeclaration {
+  plugin: string;
+}
+
+export interface PluginListing {
+  id: string;
+  kind: string;
+  version: string;
+  description: string;
+  source: "bundled" | "user";
+  active: boolean;
+}
+
+/**
+ * What the Ring offers its plugins and entry points (Arena, channels, gorillas). Fighters are
+ * addressed by id or by name everywhere.
+ */
+export interface RingServices {
+  readonly version: string;
+  readonly startedAt: Date;
+  readonly fighters: {
+    spawn(request: SpawnRequest): Promise<FighterRecord>;
+    list(): FighterRecord[];
+    get(idOrName: string): FighterRecord;
+    kill(idOrName: string): Promise<void>;
+    message(idOrName: string, text: string, options?: MessageOptions): Promise<FighterMessageResult>;
+    messageTo(fromIdOrName: string, toIdOrName: string, content: string): Promise<FighterMessageResult>;
+    bouts(idOrName: string): BoutRecord[];
+    manifest(idOrName: string): FighterManifest;
+  };
+  readonly bouts: {
+    messages(boutId: string): StoredMessage[];
+  };
+  readonly moves: { list(): MoveListing[] };
+  readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };
+}

@@ -1,0 +1,182 @@
+/**
+ * The shapes shared by the kernel and its plugins: model settings, fighters, bouts, messages, the
+ * internal LLM request/response, moves and the store. Plugins see these through `kernel/sdk.ts`.
+ */
+
+/** Which LLM a request goes to. `base_url` is handed to the provider's SDK as its base URL. */
+export interface ModelSettings {
+  provider: string;
+  model: string;
+  base_url?: string;
+  api_key_env?: string;
+  max_tokens?: number;
+  temperature?: number;
+  context_window?: number;
+}
+
+export type WeightClass = "flyweight" | "lightweight" | "middleweight" | "heavyweight";
+
+/** A capability grant. `type` names it; `scope`/`pattern`/`server` narrow it where the type takes one. */
+export interface Capability {
+  type: string;
+  scope?: string;
+  pattern?: string;
+  server?: string;
+}
+
+export interface FighterManifest {
+  name: string;
+  description: string;
+  system_prompt: string;
+  model?: ModelSettings;
+  weight_class?: WeightClass;
+  capabilities?: Capability[];
+  skills?: string[];
+  quota?: { requests_per_minute?: number; tokens_per_minute?: number };
+  max_iterations?: number;
+}
+
+export type FighterStatus = "idle" | "fighting" | "resting";
+
+/** A fighter as the store keeps it. */
+export interface FighterRow {
+  id: string;
+  name: string;
+  manifest: FighterManifest;
+  created_at: string;
+}
+
+/** A fighter as the API shows it. */
+export interface FighterRecord {
+  id: string;
+  name: string;
+  description: string;
+  status: FighterStatus;
+  weight_class: WeightClass;
+  model: ModelSettings;
+  capabilities: Capability[];
+  skills: string[];
+  created_at: string;
+}
+
+export interface BoutRecord {
+  id: string;
+  fighter_id: string;
+  created_at: string;
+  updated_at: string;
+  message_count: number;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Parsed arguments; a model that sends invalid JSON gets `{}` here and `raw_arguments` kept. */
+  arguments: Record<string, unknown>;
+  raw_arguments?: string;
+}
+
+/** One message of a conversation, in the provider-neutral shape the agent loop works with. */
+export type ChatMessage =
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; name: string; content: string; is_error?: boolean };
+
+/** A stored message: a ChatMessage plus where and when. */
+export type StoredMessage = ChatMessage & { id: string; bout_id: string; seq: number; created_at: string };
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the input object. */
+  input_schema: Record<string, unknown>;
+}
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** The one request shape every provider plugin accepts. */
+export interface LlmRequest {
+  model: ModelSettings;
+  system: string;
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+  /** When given, the provider streams and calls this with each text delta as it arrives. */
+  onDelta?: (text: string) => void;
+  signal?: AbortSignal;
+}
+
+export type StopReason = "end" | "tool_use" | "max_tokens" | "other";
+
+export interface LlmResponse {
+  text: string;
+  tool_calls: ToolCall[];
+  usage: Usage;
+  stop_reason: StopReason;
+  /** The model name the provider reports having used. */
+  model: string;
+}
+
+/** What a provider plugin hands the kernel for one model setting. */
+export interface LlmDriver {
+  readonly provider: string;
+  complete(request: LlmRequest): Promise<LlmResponse>;
+}
+
+/** What the agent loop tells a move about the call it is running. */
+export interface MoveContext {
+  fighter: FighterRow;
+  bout_id: string;
+  signal: AbortSignal;
+}
+
+/** A move's code: run with validated input, return text (or a JSON-able value) for the model. */
+export interface MoveHandler {
+  readonly name: string;
+  run(input: Record<string, unknown>, context: MoveContext): Promise<unknown>;
+}
+
+/** A move as declared in a plugin manifest's `contributes.moves`. */
+export interface MoveDeclaration {
+  name: string;
+  description: string;
+  capability: string;
+  input_schema: Record<string, unknown>;
+}
+
+export interface MemoryRecord {
+  id: string;
+  fighter_id: string;
+  key: string;
+  value: string;
+  created_at: string;
+}
+
+/** The storage substrate. One store plugin provides it; the kernel is its only direct user. */
+export interface Store {
+  readonly fighters: {
+    insert(row: FighterRow): void;
+    list(): FighterRow[];
+    get(id: string): FighterRow | undefined;
+    getByName(name: string): FighterRow | undefined;
+    /** Marks the fighter killed: it leaves the registry, its bouts and messages stay on disk. */
+    kill(id: string): boolean;
+  };
+  readonly bouts: {
+    create(fighterId: string): BoutRecord;
+    get(id: string): BoutRecord | undefined;
+    latest(fighterId: string): BoutRecord | undefined;
+    list(fighterId: string): BoutRecord[];
+  };
+  readonly messages: {
+    /** Appends all messages of one turn in a single durable transaction. */
+    append(boutId: string, messages: ChatMessage[]): StoredMessage[];
+    list(boutId: string): StoredMessage[];
+  };
+  readonly memories: {
+    put(fighterId: string, key: string, value: string): MemoryRecord;
+    search(fighterId: string, query: string, limit: number): MemoryRecord[];
+  };
+  close(): void;
+}
