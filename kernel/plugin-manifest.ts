@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { basename, join, resolve } from "node:path";
 import semver from "semver";
 import { SparError } from "./errors.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { MoveDeclaration } from "./types.js";
+import { PACKAGE_ROOT } from "./version.js";
 
 export type PluginKind =
   | "provider"
@@ -48,9 +48,6 @@ export interface DiscoveredPlugin {
 /** Kinds of which exactly one plugin is active, chosen by config. */
 export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set(["store", "arena", "tunnel"]);
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** The package root: two levels up from dist/kernel/, one up from kernel/ under a TS runner. */
-export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json")) ? join(here, "..") : join(here, "..", "..");
 /** Bundled plugins are the compiled ones: dist/plugins/<id>/ holds both plugin.json and the code. */
 export const BUNDLED_PLUGINS_DIR = join(PACKAGE_ROOT, "dist", "plugins");
 

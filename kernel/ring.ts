@@ -261,6 +261,10 @@ export function createRing(options: RingOptions): Ring {
         return db.messages.list(boutId);
       },
     },
+    memory: {
+      store: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
+      recall: (fighterId, query, limit) => requireStore().memories.search(fighterId, query, limit),
+    },
     moves: { list: () => [...declaredMoves.values()] },
     plugins: {
       list: () =>

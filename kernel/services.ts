@@ -1,5 +1,13 @@
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { BoutRecord, FighterManifest, FighterRecord, MoveDeclaration, StoredMessage, Usage } from "./types.js";
+import type {
+  BoutRecord,
+  FighterManifest,
+  FighterRecord,
+  MemoryRecord,
+  MoveDeclaration,
+  StoredMessage,
+  Usage,
+} from "./types.js";
 
 /** The answer to one message: DESIGN §4 step 7. */
 export interface FighterMessageResult {
@@ -55,6 +63,11 @@ export interface RingServices {
   };
   readonly bouts: {
     messages(boutId: string): StoredMessage[];
+  };
+  /** Each fighter's long-term memory (the memory moves' substrate). */
+  readonly memory: {
+    store(fighterId: string, key: string, value: string): MemoryRecord;
+    recall(fighterId: string, query: string, limit: number): MemoryRecord[];
   };
   readonly moves: { list(): MoveListing[] };
   readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };

@@ -1,6 +1,10 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { PACKAGE_ROOT } from "./plugin-manifest.js";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The package root: two levels up from dist/kernel/, one up from kernel/ under a TS runner. */
+export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json")) ? join(here, "..") : join(here, "..", "..");
 
 /** The kernel's version is the package's: plugins declare the range of it they support. */
 export const KERNEL_VERSION: string = (

@@ -1,0 +1,39 @@
+import { loadConfig } from "../../kernel/config.js";
+import { SparError } from "../../kernel/errors.js";
+import { loadDotEnv, resolveHome } from "../../kernel/home.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
+import { type GlobalOptions, printJson, table } from "../output.js";
+
+/** Discovers plugins from their manifests alone: no plugin module is imported, no daemon is needed. */
+function discover() {
+  const home = resolveHome();
+  loadDotEnv(home);
+  const config = loadConfig(home);
+  return discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+}
+
+export async function plugin(action: string, options: GlobalOptions): Promise<void> {
+  if (action !== "list") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use list`);
+  const plugins = discover().map(({ manifest, dir, source }) => ({
+    id: manifest.id,
+    kind: manifest.kind,
+    version: manifest.version,
+    source,
+    description: manifest.description,
+    dir,
+  }));
+  if (options.json) return printJson({ plugins });
+  const rows = plugins.map((p) => [p.id, p.kind, p.version, p.source, p.description]);
+  process.stdout.write(`${table([["ID", "KIND", "VERSION", "SOURCE", "DESCRIPTION"], ...rows])}\n`);
+}
+
+export async function move(action: string, options: GlobalOptions): Promise<void> {
+  if (action !== "list") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use list`);
+  const moves = discover().flatMap(({ manifest }) =>
+    (manifest.contributes?.moves ?? []).map((m) => ({ name: m.name, capability: m.capability, plugin: manifest.id, description: m.description })),
+  );
+  if (options.json) return printJson({ moves });
+  const rows = moves.map((m) => [m.name, m.capability, m.plugin, m.description]);
+  process.stdout.write(`${table([["NAME", "CAPABILITY", "PLUGIN", "DESCRIPTION"], ...rows])}\n`);
+}

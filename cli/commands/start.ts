@@ -1,0 +1,80 @@
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SparError } from "../../kernel/errors.js";
+import { isInitialized, resolveHome } from "../../kernel/home.js";
+import { initHome } from "../../kernel/init.js";
+import { daemonUrl } from "../client.js";
+import type { GlobalOptions } from "../output.js";
+
+/** `spar start`: foreground by default; Ctrl-C (SIGINT) or SIGTERM stops it cleanly. */
+export async function start(options: GlobalOptions & { detach?: boolean }): Promise<void> {
+  const home = resolveHome();
+  if (!isInitialized(home)) {
+    const result = initHome(home);
+    process.stdout.write(`Set up Spar in ${home} (default model: ${result.default_model.provider})\n`);
+  }
+  if (options.detach) return detach(home);
+
+  const { startDaemon } = await import("../../kernel/daemon.js");
+  const daemon = await startDaemon(home);
+  const fighters = daemon.ring.services.fighters.list().length;
+  process.stdout.write(
+    `Spar ${daemon.ring.services.version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
+  );
+  const shutdown = (signal: string) => {
+    process.stdout.write(`Spar stopping (${signal})\n`);
+    daemon.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`spar: shutdown failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+}
+
+/** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
+async function detach(home: string): Promise<void> {
+  const { readPidFile } = await import("../../kernel/daemon.js");
+  const running = readPidFile(home);
+  if (running) throw new SparError("CONFLICT", `Spar is already running (pid ${running})`);
+  const logPath = join(home, "spar.log");
+  const log = openSync(logPath, "a", 0o600);
+  const bin = fileURLToPath(new URL("../../../bin/spar.js", import.meta.url));
+  const child = spawn(process.execPath, [bin, "start"], { detached: true, stdio: ["ignore", log, log] });
+  closeSync(log);
+  child.unref();
+  const url = daemonUrl();
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      const response = await fetch(`${url}/api/v1/health`);
+      if (response.ok) {
+        process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
+        return;
+      }
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new SparError("DAEMON_UNREACHABLE", `Spar did not come up; see ${logPath}`);
+}
+
+/** `spar stop`: SIGTERM to the pid in the pid file, then wait for it to exit. */
+export async function stop(_options: GlobalOptions): Promise<void> {
+  const home = resolveHome();
+  const { readPidFile } = await import("../../kernel/daemon.js");
+  const pid = readPidFile(home);
+  if (!pid) throw new SparError("DAEMON_UNREACHABLE", `no Spar daemon is running on ${home}`);
+  process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline && readPidFile(home)) await new Promise((resolve) => setTimeout(resolve, 100));
+  if (readPidFile(home)) throw new SparError("INTERNAL", `Spar (pid ${pid}) did not stop within 15 s`);
+  process.stdout.write(`Spar stopped (pid ${pid})\n`);
+}

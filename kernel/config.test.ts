@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig, parseListen } from "./config.js";
+import { parseDotEnv } from "./home.js";
+
+const homes: string[] = [];
+afterEach(() => {
+  for (const h of homes.splice(0)) rmSync(h, { recursive: true, force: true });
+});
+
+function homeWith(toml: string): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-config-"));
+  homes.push(home);
+  writeFileSync(join(home, "config.toml"), toml);
+  return home;
+}
+
+describe("config", () => {
+  it("applies defaults when the file is empty", () => {
+    const config = loadConfig(homeWith(""), {});
+    expect(config.api_listen).toBe("127.0.0.1:6660");
+    expect(config.default_model).toEqual({ provider: "ollama", model: "llama3.2", base_url: "http://127.0.0.1:11434" });
+    expect(config.agent).toEqual({ max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4 });
+    expect(config.api.body_limit_bytes).toBe(1_048_576);
+  });
+
+  it("rejects unknown keys with their path", () => {
+    expect(() => loadConfig(homeWith("[agent]\nmax_iteratons = 3\n"), {})).toThrow('unknown key "agent.max_iteratons"');
+    expect(() => loadConfig(homeWith('colour = "red"\n'), {})).toThrow('unknown key "colour"');
+    expect(() => loadConfig(homeWith('[default_model]\nprovider = "openai"\nmodel = "m"\nkey = "x"\n'), {})).toThrow(
+      'unknown key "default_model.key"',
+    );
+  });
+
+  it("rejects wrong types and bad TOML with the file path", () => {
+    expect(() => loadConfig(homeWith('[agent]\nmax_iterations = "many"\n'), {})).toThrow('"agent.max_iterations" must be integer');
+    expect(() => loadConfig(homeWith("api_listen = \n"), {})).toThrow(/config\.toml/);
+    expect(() => loadConfig(homeWith('api_listen = "nowhere"\n'), {})).toThrow(/api_listen/);
+  });
+
+  it("lets SPAR_API_LISTEN override the file", () => {
+    const config = loadConfig(homeWith('api_listen = "127.0.0.1:7000"\n'), { SPAR_API_LISTEN: "127.0.0.1:7001" });
+    expect(config.api_listen).toBe("127.0.0.1:7001");
+  });
+
+  it("keeps other tables as plugin settings for the loader to check", () => {
+    const config = loadConfig(homeWith('["moves-x"]\nlevel = 1\n'), {});
+    expect(config.plugin_settings).toEqual({ "moves-x": { level: 1 } });
+  });
+
+  it("parses listen addresses, IPv6 included", () => {
+    expect(parseListen("127.0.0.1:6660")).toEqual({ host: "127.0.0.1", port: 6660 });
+    expect(parseListen("[::1]:6660")).toEqual({ host: "::1", port: 6660 });
+    expect(() => parseListen("localhost:99999")).toThrow();
+  });
+});
+
+describe(".env", () => {
+  it("parses names, quotes, comments and export", () => {
+    expect(
+      parseDotEnv('# keys\nOPENAI_API_KEY=sk-1\nexport A="two words"\nB=\'single\'\nC=plain # note\nnot a line\n'),
+    ).toEqual({ OPENAI_API_KEY: "sk-1", A: "two words", B: "single", C: "plain" });
+  });
+});

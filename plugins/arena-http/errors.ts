@@ -1,0 +1,39 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { type ErrorCode, type Logger, SparError, isSparError } from "../../kernel/sdk.js";
+
+/** fastify's own errors, by their stable `code`, mapped onto the catalog. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "VALIDATION_FAILED",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "VALIDATION_FAILED",
+  FST_ERR_CTP_INVALID_JSON_BODY: "VALIDATION_FAILED",
+};
+
+/** Turns anything thrown in a route into the wire shape `{error:{code,message,…}}`. */
+export function toSparError(err: FastifyError | Error): SparError {
+  if (isSparError(err)) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const first = fe.validation[0];
+    return new SparError("VALIDATION_FAILED", fe.message, { path: first?.instancePath || "/" });
+  }
+  const mapped = fe.code ? FASTIFY_CODES[fe.code] : undefined;
+  if (mapped) return new SparError(mapped, fe.message);
+  // Body parse errors (bad JSON) carry status 400 and no catalog code.
+  if (fe.statusCode === 400) return new SparError("VALIDATION_FAILED", fe.message);
+  return new SparError("INTERNAL", "internal error");
+}
+
+export function createErrorHandler(log: Logger) {
+  return (err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
+    const spar = toSparError(err);
+    if (spar.code === "INTERNAL") {
+      log.error("request failed", { method: request.method, url: request.url, error: err.message });
+    }
+    if (spar.code === "RATE_LIMITED" && typeof spar.extra.retry_after_s === "number") {
+      reply.header("retry-after", String(Math.ceil(spar.extra.retry_after_s)));
+    }
+    reply.status(spar.status).send(spar.toJSON());
+  };
+}

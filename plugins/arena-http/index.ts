@@ -1,0 +1,41 @@
+import type { FastifyInstance } from "fastify";
+import { SparError, definePlugin } from "../../kernel/sdk.js";
+import { findPortOwner } from "./port-owner.js";
+import { buildServer } from "./server.js";
+
+export default definePlugin({
+  id: "arena-http",
+  apply({ hooks, ring, config, log }) {
+    let app: FastifyInstance | undefined;
+
+    hooks.daemon.ready.tap(async ({ host, port }) => {
+      app = buildServer(ring, config, log);
+      try {
+        await app.listen({ host, port });
+      } catch (err) {
+        await app.close().catch(() => undefined);
+        app = undefined;
+        if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port);
+        throw err;
+      }
+    });
+
+    hooks.daemon.close.tap(async () => {
+      await app?.close();
+      app = undefined;
+    });
+  },
+});
+
+function portInUse(host: string, port: number): SparError {
+  const owner = findPortOwner(port);
+  const who = owner ? ` by ${owner.command} (pid ${owner.pid})` : "";
+  const fix = owner
+    ? `stop that process (kill ${owner.pid}) and start again`
+    : `find the process holding it (lsof -i :${port}) and stop it`;
+  return new SparError(
+    "PORT_IN_USE",
+    `port ${port} on ${host} is already in use${who}. Fix: ${fix}, or set api_listen in config.toml (or SPAR_API_LISTEN) to a free address`,
+    { port },
+  );
+}

@@ -1,0 +1,105 @@
+import type { FastifyInstance } from "fastify";
+import { type RingServices, SparError } from "../../kernel/sdk.js";
+
+const idParams = {
+  type: "object",
+  required: ["id"],
+  properties: { id: { type: "string", minLength: 1, maxLength: 200 } },
+} as const;
+
+const messageBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["message"],
+  properties: {
+    message: { type: "string", minLength: 1 },
+    bout_id: { type: "string", format: "uuid" },
+  },
+} as const;
+
+const spawnBody = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    manifest: { type: "object" },
+    template: { type: "string", minLength: 1 },
+    name: { type: "string", minLength: 1 },
+  },
+} as const;
+
+const messageToBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["content"],
+  properties: { content: { type: "string", minLength: 1 } },
+} as const;
+
+/**
+ * The fighter, bout and move routes. Registered twice, under `/api/v1` (canonical) and `/api`
+ * (the spec's unversioned aliases): same handlers, same shapes.
+ */
+export function fighterRoutes(ring: RingServices) {
+  return async (app: FastifyInstance) => {
+    app.get("/fighters", async () => ({ fighters: ring.fighters.list() }));
+
+    app.post<{ Body: { manifest?: unknown; template?: string; name?: string } }>(
+      "/fighters",
+      { schema: { body: spawnBody } },
+      async (request, reply) => {
+        const { manifest, template, name } = request.body;
+        if ((manifest === undefined) === (template === undefined)) {
+          throw new SparError("VALIDATION_FAILED", "send exactly one of `manifest` (an object) or `template` (a kind)");
+        }
+        if (manifest !== undefined && name !== undefined) {
+          throw new SparError("VALIDATION_FAILED", "`name` goes with `template`; a manifest carries its own name");
+        }
+        const record = await ring.fighters.spawn(template !== undefined ? { template, name } : { manifest });
+        return reply.status(201).send(record);
+      },
+    );
+
+    app.get<{ Params: { id: string } }>("/fighters/:id", { schema: { params: idParams } }, async (request) =>
+      ring.fighters.get(request.params.id),
+    );
+
+    app.delete<{ Params: { id: string } }>("/fighters/:id", { schema: { params: idParams } }, async (request, reply) => {
+      await ring.fighters.kill(request.params.id);
+      return reply.status(204).send();
+    });
+
+    for (const verb of ["message", "chat"]) {
+      app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string } }>(
+        `/fighters/:id/${verb}`,
+        { schema: { params: idParams, body: messageBody } },
+        async (request) => ring.fighters.message(request.params.id, request.body.message, { bout_id: request.body.bout_id }),
+      );
+    }
+
+    app.post<{ Params: { id: string; target: string }; Body: { content: string } }>(
+      "/fighters/:id/message-to/:target",
+      { schema: { body: messageToBody } },
+      async (request) => ring.fighters.messageTo(request.params.id, request.params.target, request.body.content),
+    );
+
+    app.get<{ Params: { id: string } }>("/fighters/:id/bouts", { schema: { params: idParams } }, async (request) => ({
+      bouts: ring.fighters.bouts(request.params.id),
+    }));
+
+    app.get<{ Params: { id: string } }>("/bouts/:id/messages", { schema: { params: idParams } }, async (request) => ({
+      messages: ring.bouts.messages(request.params.id),
+    }));
+
+    app.get("/moves", async () => ({ moves: ring.moves.list() }));
+
+    app.get("/plugins", async () => ({ plugins: ring.plugins.list() }));
+
+    app.get("/status", async () => ({
+      status: "ok",
+      version: ring.version,
+      uptime_s: Math.round((Date.now() - ring.startedAt.getTime()) / 1000),
+      fighters: ring.fighters.list().map(({ id, name, status }) => ({ id, name, status })),
+    }));
+
+    app.get("/health", async () => ({ status: "ok", version: ring.version }));
+  };
+}

@@ -1,0 +1,26 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
+import { SparError } from "../../kernel/sdk.js";
+import { createErrorHandler } from "./errors.js";
+import { fighterRoutes } from "./routes.js";
+
+/** Builds the Arena's fastify instance (not yet listening). */
+export function buildServer(ring: RingServices, config: Readonly<SparConfig>, log: Logger): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: config.api.body_limit_bytes,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    // Unknown body fields are refused, never silently stripped; types are never coerced.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+  });
+  app.setErrorHandler(createErrorHandler(log));
+  app.setNotFoundHandler((request, reply) => {
+    const err = new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
+    reply.status(err.status).send(err.toJSON());
+  });
+  const routes = fighterRoutes(ring);
+  app.register(routes, { prefix: "/api/v1" });
+  app.register(routes, { prefix: "/api" });
+  return app;
+}

@@ -1,0 +1,133 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const SPAR_BIN = resolve(import.meta.dirname, "..", "..", "bin", "spar.js");
+
+/** A port that was free a moment ago (the daemon gets it by config; a test never guesses). */
+export async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}
+
+export function tempHome(): string {
+  return mkdtempSync(join(tmpdir(), "spar-e2e-"));
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI binary (`node bin/spar.js …`) against a data dir. */
+export function runCli(home: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [SPAR_BIN, ...args],
+      { env: { ...cleanEnv(), SPAR_HOME: home, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** The test process's environment without variables that would change what the daemon does. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (/^(SPAR_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_)/.test(name) || name === "NODE_OPTIONS") delete env[name];
+  }
+  return env;
+}
+
+export interface TestDaemon {
+  home: string;
+  url: string;
+  port: number;
+  process: ChildProcess;
+  output(): string;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  cli(args: string[]): Promise<CliResult>;
+  /** fetch against the daemon with a JSON body; returns status and parsed body. */
+  request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T; headers: Headers }>;
+}
+
+/** Writes a config.toml whose default model is the fake OpenAI server at `llmUrl`. */
+export function writeConfig(home: string, port: number, llmUrl: string, extra = ""): void {
+  writeFileSync(
+    join(home, "config.toml"),
+    `api_listen = "127.0.0.1:${port}"\n\n[default_model]\nprovider = "openai"\nmodel = "fake-model"\n` +
+      `base_url = "${llmUrl}"\napi_key_env = "OPENAI_API_KEY"\n${extra}`,
+  );
+}
+
+/**
+ * Starts the real built daemon (`spar start`) as a child process and waits until it reports that it
+ * listens. `home` must already hold a config.toml (see writeConfig); init runs for the rest.
+ */
+export async function startDaemon(home: string, port: number, env: NodeJS.ProcessEnv = {}): Promise<TestDaemon> {
+  const fullEnv = { ...cleanEnv(), SPAR_HOME: home, OPENAI_API_KEY: "sk-test-secret-0000", ...env };
+  const child = spawn(process.execPath, [SPAR_BIN, "start"], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  await new Promise<void>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`daemon did not start in 30 s:\n${output}`)), 30_000);
+    const check = () => {
+      if (output.includes("listening on")) {
+        clearTimeout(timer);
+        done();
+      }
+    };
+    child.stdout?.on("data", check);
+    exited.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`daemon exited with ${code} before listening:\n${output}`));
+    });
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    home,
+    url,
+    port,
+    process: child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+    cli: (args) => runCli(home, args, { OPENAI_API_KEY: fullEnv.OPENAI_API_KEY }),
+    async request(method, path, body) {
+      const response = await fetch(`${url}${path}`, {
+        method,
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      });
+      const text = await response.text();
+      return { status: response.status, body: (text ? JSON.parse(text) : undefined) as never, headers: response.headers };
+    },
+  };
+}
+
+export function removeHome(home: string): void {
+  rmSync(home, { recursive: true, force: true });
+}
