@@ -1,5 +1,5 @@
 import { loadConfig } from "../kernel/config.js";
-import { SparError, type ErrorCode } from "../kernel/errors.js";
+import { type ErrorCode, SparError } from "../kernel/errors.js";
 import { loadDotEnv, resolveHome } from "../kernel/home.js";
 
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */

@@ -31,7 +31,9 @@ cli
   .command("chat <text>", "Send a message to a fighter (the default fighter unless --fighter)")
   .option("--fighter <name>", "Fighter name or id", { default: "spar" })
   .option("--bout <id>", "Continue this bout instead of the fighter's latest")
-  .action((text: string, options) => runAction(async () => (await import("./commands/chat.js")).chat(text, options)));
+  .action((text: string, options) =>
+    runAction(async () => (await import("./commands/chat.js")).chat(text, options)),
+  );
 
 cli
   .command("fighter <action> [target]", "Manage fighters: spawn <kind> | list | kill <name|id>")
@@ -48,7 +50,9 @@ cli
 
 cli
   .command("move <action>", "Inspect moves: list (reads manifests only)")
-  .action((action: string, options) => runAction(async () => (await import("./commands/plugin.js")).move(action, options)));
+  .action((action: string, options) =>
+    runAction(async () => (await import("./commands/plugin.js")).move(action, options)),
+  );
 
 cli.help();
 cli.version(KERNEL_VERSION);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type TurnInput, runTurn } from "./agent-loop.js";
+import { runTurn, type TurnInput } from "./agent-loop.js";
 import { SparError } from "./errors.js";
 import { createEventBus } from "./events.js";
 import { createHooks } from "./hooks.js";
@@ -13,7 +13,14 @@ function scriptedDriver(replies: Partial<LlmResponse>[]) {
     async complete(request) {
       requests.push(structuredClone({ ...request, onDelta: undefined }));
       const next = replies.shift() ?? { text: "final" };
-      return { text: "", tool_calls: [], usage: { input_tokens: 10, output_tokens: 2 }, stop_reason: "end", model: "m", ...next };
+      return {
+        text: "",
+        tool_calls: [],
+        usage: { input_tokens: 10, output_tokens: 2 },
+        stop_reason: "end",
+        model: "m",
+        ...next,
+      };
     },
   };
   return { driver, requests };
@@ -66,7 +73,12 @@ describe("agent loop", () => {
   it("answers in one iteration when the model calls no tool", async () => {
     const { driver, requests } = scriptedDriver([{ text: "hello" }]);
     const out = await runTurn(input(), deps(driver));
-    expect(out.result).toMatchObject({ response: "hello", iterations: 1, stop_reason: "end", tool_calls: [] });
+    expect(out.result).toMatchObject({
+      response: "hello",
+      iterations: 1,
+      stop_reason: "end",
+      tool_calls: [],
+    });
     expect(out.messages).toEqual([
       { role: "user", content: "hi" },
       { role: "assistant", content: "hello" },
@@ -78,9 +90,18 @@ describe("agent loop", () => {
   it("runs tool calls, feeds results back and sums usage", async () => {
     const { driver, requests } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "done" }]);
     const out = await runTurn(input(), deps(driver, echoHandler));
-    expect(out.result).toMatchObject({ response: "done", iterations: 2, tool_calls: [{ name: "echo", ok: true }] });
+    expect(out.result).toMatchObject({
+      response: "done",
+      iterations: 2,
+      tool_calls: [{ name: "echo", ok: true }],
+    });
     expect(out.result.usage).toEqual({ input_tokens: 20, output_tokens: 4 });
-    expect(requests[1]?.messages.at(-1)).toEqual({ role: "tool", tool_call_id: "c1", name: "echo", content: "said a" });
+    expect(requests[1]?.messages.at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "c1",
+      name: "echo",
+      content: "said a",
+    });
   });
 
   it("returns refusals, bad input, unknown moves and failures to the model as tool errors", async () => {
@@ -108,14 +129,19 @@ describe("agent loop", () => {
   it("lets a move.beforeCall tap refuse a call", async () => {
     const { driver } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "ok" }]);
     const d = deps(driver, echoHandler);
-    d.hooks.move.beforeCall.tapPromise("test", async () => ({ code: "CAPABILITY_DENIED", message: "no grant" }));
+    d.hooks.move.beforeCall.tapPromise("test", async () => ({
+      code: "CAPABILITY_DENIED",
+      message: "no grant",
+    }));
     const out = await runTurn(input(), d);
     expect(out.result.tool_calls).toEqual([{ name: "echo", ok: false }]);
     expect(out.messages[2]).toMatchObject({ role: "tool", is_error: true });
   });
 
   it("stops at max_iterations", async () => {
-    const replies = Array.from({ length: 10 }, (_, i) => ({ tool_calls: [call({ text: String(i) }, `c${i}`)] }));
+    const replies = Array.from({ length: 10 }, (_, i) => ({
+      tool_calls: [call({ text: String(i) }, `c${i}`)],
+    }));
     const { driver, requests } = scriptedDriver(replies);
     const out = await runTurn(input({ maxIterations: 3 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("max_iterations");
@@ -124,12 +150,16 @@ describe("agent loop", () => {
   });
 
   it("stops when the same call repeats, answering every pending call", async () => {
-    const same = { tool_calls: [call({ text: "x" }), { id: "other", name: "echo", arguments: { text: "y" } }] };
+    const same = {
+      tool_calls: [call({ text: "x" }), { id: "other", name: "echo", arguments: { text: "y" } }],
+    };
     const { driver } = scriptedDriver([same, same, same, same]);
     const out = await runTurn(input({ loopGuardRepeats: 3 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("loop_guard");
     expect(out.result.iterations).toBe(3);
-    const callIds = out.messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : []));
+    const callIds = out.messages.flatMap((m) =>
+      m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : [],
+    );
     const resultIds = out.messages.flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : []));
     expect(resultIds).toEqual(callIds);
   });

@@ -1,4 +1,4 @@
-import { SparError, isSparError } from "./errors.js";
+import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { MoveCallInfo, RingHooks } from "./hooks.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
@@ -68,22 +68,39 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
     );
     const onDelta = (text: string) => {
       input.onDelta?.(text);
-      deps.events.publish({ kind: "message.delta", fighter_id: fighter.id, bout_id, text, request_id: input.request_id });
+      deps.events.publish({
+        kind: "message.delta",
+        fighter_id: fighter.id,
+        bout_id,
+        text,
+        request_id: input.request_id,
+      });
     };
     const reply = await callModel(driver, {
       model: input.model,
       system: prompt.system,
       messages: prompt.messages,
-      tools: input.offered.map((m) => ({ name: m.name, description: m.description, input_schema: m.input_schema })),
+      tools: input.offered.map((m) => ({
+        name: m.name,
+        description: m.description,
+        input_schema: m.input_schema,
+      })),
       onDelta,
     });
     usage.input_tokens += reply.usage.input_tokens;
     usage.output_tokens += reply.usage.output_tokens;
     model = reply.model || model;
     response = reply.text;
-    turn.push({ role: "assistant", content: reply.text, ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}) });
+    turn.push({
+      role: "assistant",
+      content: reply.text,
+      ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
+    });
     if (reply.tool_calls.length === 0) {
-      return { result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "end" }, messages: turn };
+      return {
+        result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "end" },
+        messages: turn,
+      };
     }
 
     for (const call of reply.tool_calls) {
@@ -92,21 +109,39 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
       repeats.set(signature, seen);
       const outcome = await runMove(call, input, deps);
       toolCalls.push({ name: call.name, ok: outcome.ok });
-      turn.push({ role: "tool", tool_call_id: call.id, name: call.name, content: outcome.content, ...(outcome.ok ? {} : { is_error: true }) });
+      turn.push({
+        role: "tool",
+        tool_call_id: call.id,
+        name: call.name,
+        content: outcome.content,
+        ...(outcome.ok ? {} : { is_error: true }),
+      });
       if (seen >= input.loopGuardRepeats) {
         // Answer the remaining calls so no tool_call is left without a result in the stored history.
         for (const rest of reply.tool_calls.slice(reply.tool_calls.indexOf(call) + 1)) {
-          turn.push({ role: "tool", tool_call_id: rest.id, name: rest.name, content: "skipped: the turn was stopped", is_error: true });
+          turn.push({
+            role: "tool",
+            tool_call_id: rest.id,
+            name: rest.name,
+            content: "skipped: the turn was stopped",
+            is_error: true,
+          });
         }
         response = `Stopped: the model called ${call.name} with the same arguments ${seen} times in one turn.`;
         turn.push({ role: "assistant", content: response });
-        return { result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "loop_guard" }, messages: turn };
+        return {
+          result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "loop_guard" },
+          messages: turn,
+        };
       }
     }
   }
   response = `Stopped after ${input.maxIterations} iterations without a final answer.${response ? ` Last reply: ${response}` : ""}`;
   turn.push({ role: "assistant", content: response });
-  return { result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "max_iterations" }, messages: turn };
+  return {
+    result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "max_iterations" },
+    messages: turn,
+  };
 }
 
 async function callModel(driver: LlmDriver, request: Parameters<LlmDriver["complete"]>[0]) {
@@ -114,26 +149,54 @@ async function callModel(driver: LlmDriver, request: Parameters<LlmDriver["compl
     return await driver.complete(request);
   } catch (err) {
     if (isSparError(err)) throw err;
-    throw new SparError("PROVIDER_ERROR", `${driver.provider}: ${(err as Error).message}`, { provider: driver.provider });
+    throw new SparError("PROVIDER_ERROR", `${driver.provider}: ${(err as Error).message}`, {
+      provider: driver.provider,
+    });
   }
 }
 
 /** Runs one tool call; every failure becomes an error result for the model, never an exception. */
-async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<{ ok: boolean; content: string }> {
+async function runMove(
+  call: ToolCall,
+  input: TurnInput,
+  deps: TurnDeps,
+): Promise<{ ok: boolean; content: string }> {
   const { fighter, bout_id } = input;
-  deps.events.publish({ kind: "move.called", fighter_id: fighter.id, bout_id, name: call.name, call_id: call.id });
+  deps.events.publish({
+    kind: "move.called",
+    fighter_id: fighter.id,
+    bout_id,
+    name: call.name,
+    call_id: call.id,
+  });
   const outcome = await attemptMove(call, input, deps);
-  deps.events.publish({ kind: "move.result", fighter_id: fighter.id, bout_id, name: call.name, call_id: call.id, ok: outcome.ok });
+  deps.events.publish({
+    kind: "move.result",
+    fighter_id: fighter.id,
+    bout_id,
+    name: call.name,
+    call_id: call.id,
+    ok: outcome.ok,
+  });
   return outcome;
 }
 
-async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<{ ok: boolean; content: string }> {
+async function attemptMove(
+  call: ToolCall,
+  input: TurnInput,
+  deps: TurnDeps,
+): Promise<{ ok: boolean; content: string }> {
   const declaration = input.declared.get(call.name);
   if (!declaration) return toolError("MOVE_NOT_FOUND", `no move named ${call.name}`);
   if (call.raw_arguments !== undefined) {
     return toolError("VALIDATION_FAILED", `arguments for ${call.name} are not valid JSON`);
   }
-  const info: MoveCallInfo = { call, fighter: input.fighter, bout_id: input.bout_id, capability: declaration.capability };
+  const info: MoveCallInfo = {
+    call,
+    fighter: input.fighter,
+    bout_id: input.bout_id,
+    capability: declaration.capability,
+  };
   try {
     const refusal = await deps.hooks.move.beforeCall.promise(info);
     if (refusal) return toolError(refusal.code, refusal.message);

@@ -21,27 +21,37 @@ describe("config", () => {
   it("applies defaults when the file is empty", () => {
     const config = loadConfig(homeWith(""), {});
     expect(config.api_listen).toBe("127.0.0.1:6660");
-    expect(config.default_model).toEqual({ provider: "ollama", model: "llama3.2", base_url: "http://127.0.0.1:11434" });
+    expect(config.default_model).toEqual({
+      provider: "ollama",
+      model: "llama3.2",
+      base_url: "http://127.0.0.1:11434",
+    });
     expect(config.agent).toEqual({ max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4 });
     expect(config.api.body_limit_bytes).toBe(1_048_576);
   });
 
   it("rejects unknown keys with their path", () => {
-    expect(() => loadConfig(homeWith("[agent]\nmax_iteratons = 3\n"), {})).toThrow('unknown key "agent.max_iteratons"');
-    expect(() => loadConfig(homeWith('colour = "red"\n'), {})).toThrow('unknown key "colour"');
-    expect(() => loadConfig(homeWith('[default_model]\nprovider = "openai"\nmodel = "m"\nkey = "x"\n'), {})).toThrow(
-      'unknown key "default_model.key"',
+    expect(() => loadConfig(homeWith("[agent]\nmax_iteratons = 3\n"), {})).toThrow(
+      'unknown key "agent.max_iteratons"',
     );
+    expect(() => loadConfig(homeWith('colour = "red"\n'), {})).toThrow('unknown key "colour"');
+    expect(() =>
+      loadConfig(homeWith('[default_model]\nprovider = "openai"\nmodel = "m"\nkey = "x"\n'), {}),
+    ).toThrow('unknown key "default_model.key"');
   });
 
   it("rejects wrong types and bad TOML with the file path", () => {
-    expect(() => loadConfig(homeWith('[agent]\nmax_iterations = "many"\n'), {})).toThrow('"agent.max_iterations" must be integer');
+    expect(() => loadConfig(homeWith('[agent]\nmax_iterations = "many"\n'), {})).toThrow(
+      '"agent.max_iterations" must be integer',
+    );
     expect(() => loadConfig(homeWith("api_listen = \n"), {})).toThrow(/config\.toml/);
     expect(() => loadConfig(homeWith('api_listen = "nowhere"\n'), {})).toThrow(/api_listen/);
   });
 
   it("lets SPAR_API_LISTEN override the file", () => {
-    const config = loadConfig(homeWith('api_listen = "127.0.0.1:7000"\n'), { SPAR_API_LISTEN: "127.0.0.1:7001" });
+    const config = loadConfig(homeWith('api_listen = "127.0.0.1:7000"\n'), {
+      SPAR_API_LISTEN: "127.0.0.1:7001",
+    });
     expect(config.api_listen).toBe("127.0.0.1:7001");
   });
 
@@ -60,7 +70,9 @@ describe("config", () => {
 describe(".env", () => {
   it("parses names, quotes, comments and export", () => {
     expect(
-      parseDotEnv('# keys\nOPENAI_API_KEY=sk-1\nexport A="two words"\nB=\'single\'\nC=plain # note\nnot a line\n'),
+      parseDotEnv(
+        "# keys\nOPENAI_API_KEY=sk-1\nexport A=\"two words\"\nB='single'\nC=plain # note\nnot a line\n",
+      ),
     ).toEqual({ OPENAI_API_KEY: "sk-1", A: "two words", B: "single", C: "plain" });
   });
 });

@@ -5,7 +5,7 @@ import { SparError } from "./errors.js";
 import { loadDotEnv, readMasterSecret } from "./home.js";
 import { createLogger } from "./logger.js";
 import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { type Ring, createRing } from "./ring.js";
+import { createRing, type Ring } from "./ring.js";
 import { KERNEL_VERSION } from "./version.js";
 
 export interface RunningDaemon {
@@ -60,7 +60,10 @@ function claimPidFile(home: string): void {
   if (existsSync(path)) {
     const pid = Number(readFileSync(path, "utf8").trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
-      throw new SparError("CONFLICT", `a Spar daemon (pid ${pid}) is already running on ${home}; stop it first (spar stop)`);
+      throw new SparError(
+        "CONFLICT",
+        `a Spar daemon (pid ${pid}) is already running on ${home}; stop it first (spar stop)`,
+      );
     }
   }
   writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });

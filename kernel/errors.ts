@@ -77,5 +77,10 @@ export function wrapPluginError(pluginId: string, hook: string, err: unknown): S
   const inner = err instanceof Error ? err.message : String(err);
   const code: ErrorCode = isSparError(err) ? err.code : "PLUGIN_FAILED";
   const extra: ErrorExtra = isSparError(err) ? { ...err.extra } : {};
-  return new SparError(code, `plugin ${pluginId} failed in ${hook}: ${inner}`, { ...extra, plugin: pluginId, hook }, { cause: err });
+  return new SparError(
+    code,
+    `plugin ${pluginId} failed in ${hook}: ${inner}`,
+    { ...extra, plugin: pluginId, hook },
+    { cause: err },
+  );
 }

@@ -62,7 +62,9 @@ export function validateFighterManifest(input: unknown): FighterManifest {
   const validate = validatorFor(FIGHTER_MANIFEST_SCHEMA);
   if (!validate(input)) {
     const message = formatSchemaErrors(validate.errors, "manifest");
-    throw new SparError("VALIDATION_FAILED", message, { path: `/manifest${validate.errors?.[0]?.instancePath ?? ""}` });
+    throw new SparError("VALIDATION_FAILED", message, {
+      path: `/manifest${validate.errors?.[0]?.instancePath ?? ""}`,
+    });
   }
   const manifest = input as FighterManifest;
   return {
@@ -98,7 +100,12 @@ export const FIGHTER_TEMPLATES: Readonly<Record<string, FighterManifest>> = {
       "You are a senior full-stack engineer. Read before you change, make small verified steps, run the " +
       "tests, and explain what you changed and why.",
     weight_class: "heavyweight",
-    capabilities: [{ type: "shell_exec", pattern: "*" }, { type: "file_read" }, { type: "file_write" }, { type: "memory" }],
+    capabilities: [
+      { type: "shell_exec", pattern: "*" },
+      { type: "file_read" },
+      { type: "file_write" },
+      { type: "memory" },
+    ],
   },
   scout: {
     name: "scout",

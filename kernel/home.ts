@@ -10,11 +10,6 @@ export function resolveHome(env = process.env): string {
 
 export const MASTER_KEY_FILE = "master.key";
 
-/** True once `spar init` has written the config (the data dir alone is not enough). */
-export function isInitialized(home: string): boolean {
-  return existsSync(join(home, "config.toml"));
-}
-
 /**
  * Parses `.env` text: `NAME=value` lines, `#` comments, optional `export `, single or double quotes.
  * Returns the pairs; nothing is written to the environment here.

@@ -4,8 +4,8 @@ import type {
   ChatMessage,
   FighterRow,
   LlmDriver,
-  MoveHandler,
   ModelSettings,
+  MoveHandler,
   Store,
   ToolCall,
   Usage,
@@ -14,7 +14,7 @@ import type {
 /** What the kernel hands a store plugin when it asks for the store. */
 export interface StoreOpenOptions {
   home: string;
-  /** The master secret; the store derives its own key from it and must zeroize it after use. */
+  /** The master secret; the store derives its key from it. The kernel zeroizes it once `open` returns. */
   masterSecret: Buffer;
 }
 

@@ -3,18 +3,27 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "smol-toml";
 import { LOCAL_RUNNER } from "./config.js";
-import { MASTER_KEY_FILE, loadDotEnv } from "./home.js";
+import { loadDotEnv, MASTER_KEY_FILE } from "./home.js";
 import type { ModelSettings } from "./types.js";
 
 /** The provider `spar init` picks from the keys it finds, in this order (DESIGN §7). */
 const PROVIDER_BY_KEY: { env: string; settings: ModelSettings }[] = [
-  { env: "OPENAI_API_KEY", settings: { provider: "openai", model: "gpt-4o-mini", api_key_env: "OPENAI_API_KEY" } },
+  {
+    env: "OPENAI_API_KEY",
+    settings: { provider: "openai", model: "gpt-4o-mini", api_key_env: "OPENAI_API_KEY" },
+  },
   {
     env: "ANTHROPIC_API_KEY",
     settings: { provider: "anthropic", model: "claude-3-5-haiku-latest", api_key_env: "ANTHROPIC_API_KEY" },
   },
-  { env: "GEMINI_API_KEY", settings: { provider: "google", model: "gemini-2.0-flash", api_key_env: "GEMINI_API_KEY" } },
-  { env: "GOOGLE_API_KEY", settings: { provider: "google", model: "gemini-2.0-flash", api_key_env: "GOOGLE_API_KEY" } },
+  {
+    env: "GEMINI_API_KEY",
+    settings: { provider: "google", model: "gemini-2.0-flash", api_key_env: "GEMINI_API_KEY" },
+  },
+  {
+    env: "GOOGLE_API_KEY",
+    settings: { provider: "google", model: "gemini-2.0-flash", api_key_env: "GOOGLE_API_KEY" },
+  },
   {
     env: "OPENROUTER_API_KEY",
     settings: { provider: "openrouter", model: "openai/gpt-4o-mini", api_key_env: "OPENROUTER_API_KEY" },
@@ -33,8 +42,8 @@ export interface InitResult {
 
 /**
  * Creates the data dir (0700), `config.toml`, the master key (0600, unless `SPAR_MASTER_KEY` is
- * set) and the CLI's Ed25519 key pair under `keys/` (0600), authorizing its public key. Never
- * overwrites an existing file: running it twice is safe.
+ * set) and the CLI's Ed25519 key pair under `keys/` (0600), authorizing its public key. Creates
+ * only what is missing and never overwrites a file, so `spar start` runs it every time.
  */
 export function initHome(home: string, env: NodeJS.ProcessEnv = process.env): InitResult {
   const created: string[] = [];
@@ -55,7 +64,9 @@ export function initHome(home: string, env: NodeJS.ProcessEnv = process.env): In
     stringify({ default_model: defaultModel, agent: { max_iterations: 25, tool_timeout_s: 120 } }) +
     "\n";
   write("config.toml", config, 0o600);
-  if (!env.SPAR_MASTER_KEY) write(MASTER_KEY_FILE, randomBytes(32), 0o600);
+  // A database without its key must stay unreadable, not get a fresh key that can never open it.
+  if (!env.SPAR_MASTER_KEY && !existsSync(join(home, "spar.db")))
+    write(MASTER_KEY_FILE, randomBytes(32), 0o600);
 
   mkdirSync(join(home, "keys", "authorized"), { recursive: true, mode: 0o700 });
   if (!existsSync(join(home, "keys", "cli.key"))) {

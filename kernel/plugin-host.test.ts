@@ -97,7 +97,11 @@ describe("plugin host", () => {
   it("activates declared dependencies first", async () => {
     const root = fixtureRoot([
       ...slots,
-      { id: "moves-base", activation: ["onMove:base"], apply: "globalThis.__order = [...(globalThis.__order ?? []), 'base'];" },
+      {
+        id: "moves-base",
+        activation: ["onMove:base"],
+        apply: "globalThis.__order = [...(globalThis.__order ?? []), 'base'];",
+      },
       {
         id: "moves-top",
         activation: ["onMove:top"],
@@ -126,13 +130,18 @@ describe("plugin host", () => {
     ]);
     const { host, hooks } = hostFor(root);
     await host.activate("onProvider:broken");
-    const err = await hooks.provider.resolve.promise({ provider: "broken", model: "m" }).catch((e: unknown) => e);
+    const err = await hooks.provider.resolve
+      .promise({ provider: "broken", model: "m" })
+      .catch((e: unknown) => e);
     expect(isSparError(err, "PLUGIN_FAILED")).toBe(true);
     expect((err as Error).message).toBe("plugin provider-broken failed in provider.resolve: boom");
   });
 
   it("names the plugin when apply throws", async () => {
-    const root = fixtureRoot([...slots, { id: "moves-bad", activation: ["onMove:bad"], apply: "throw new Error('nope');" }]);
+    const root = fixtureRoot([
+      ...slots,
+      { id: "moves-bad", activation: ["onMove:bad"], apply: "throw new Error('nope');" },
+    ]);
     const { host } = hostFor(root);
     await expect(host.activate("onMove:bad")).rejects.toThrow("plugin moves-bad failed in apply: nope");
   });
@@ -143,7 +152,9 @@ describe("plugin host", () => {
       { id: "moves-slow", activation: ["onMove:slow"], apply: "await new Promise(() => {});" },
     ]);
     const { host } = hostFor(root, "", 200);
-    await expect(host.activate("onMove:slow")).rejects.toThrow("plugin moves-slow did not activate within 200 ms");
+    await expect(host.activate("onMove:slow")).rejects.toThrow(
+      "plugin moves-slow did not activate within 200 ms",
+    );
   });
 
   it("activates only the configured plugin of a single-slot kind", async () => {
@@ -163,7 +174,11 @@ describe("plugin host", () => {
   });
 
   it("validates a plugin's config table against its configSchema before import", () => {
-    const schema = { type: "object", additionalProperties: false, properties: { level: { type: "integer" } } };
+    const schema = {
+      type: "object",
+      additionalProperties: false,
+      properties: { level: { type: "integer" } },
+    };
     const root = fixtureRoot([...slots, { id: "moves-conf", configSchema: schema }]);
     expect(() => hostFor(root, '["moves-conf"]\nlevle = 3\n')).toThrow('unknown key "moves-conf.levle"');
     expect(() => hostFor(root, '["moves-nope"]\nlevel = 3\n')).toThrow('unknown key "moves-nope"');
@@ -185,18 +200,24 @@ describe("plugin host", () => {
 describe("plugin discovery", () => {
   it("refuses a manifest with an unknown field, naming the file and key, without importing", () => {
     const root = fixtureRoot([{ id: "moves-odd", manifest: { homepage: "x" } }]);
-    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(/plugin\.json: unknown key "homepage"/);
+    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(
+      /plugin\.json: unknown key "homepage"/,
+    );
     expect(existsSync(join(root, "moves-odd.imported"))).toBe(false);
   });
 
   it("refuses an id that differs from the folder name", () => {
     const root = fixtureRoot([{ id: "moves-one", manifest: { id: "moves-two" } }]);
-    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(/must equal the folder name/);
+    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(
+      /must equal the folder name/,
+    );
   });
 
   it("refuses a plugin built for another kernel", () => {
     const root = fixtureRoot([{ id: "moves-future", manifest: { kernel: "^2.0.0" } }]);
-    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(/supports kernel \^2\.0\.0, this is 0\.1\.0/);
+    expect(() => discoverPlugins([{ dir: root, source: "user" }], "0.1.0")).toThrow(
+      /supports kernel \^2\.0\.0, this is 0\.1\.0/,
+    );
   });
 
   it("refuses the same id found in two roots", () => {

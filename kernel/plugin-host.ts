@@ -66,7 +66,9 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
   function activateOne(plugin: DiscoveredPlugin, chain: string[]): Promise<void> {
     const id = plugin.manifest.id;
     if (chain.includes(id)) {
-      return Promise.reject(new SparError("PLUGIN_INVALID", `plugin dependency cycle: ${[...chain, id].join(" -> ")}`));
+      return Promise.reject(
+        new SparError("PLUGIN_INVALID", `plugin dependency cycle: ${[...chain, id].join(" -> ")}`),
+      );
     }
     let pending = activations.get(id);
     if (!pending) {
@@ -129,8 +131,10 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
 function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
   const { enable, disable } = config.plugins;
   if (disable.includes(manifest.id)) return false;
-  if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind)) return false;
-  if (manifest.kind === "store" || manifest.kind === "arena") return config.plugins[manifest.kind] === manifest.id;
+  if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind))
+    return false;
+  if (manifest.kind === "store" || manifest.kind === "arena")
+    return config.plugins[manifest.kind] === manifest.id;
   return true;
 }
 
@@ -139,7 +143,8 @@ function checkConfigTables(config: SparConfig, byId: Map<string, DiscoveredPlugi
     const plugin = byId.get(id);
     if (!plugin) throw new SparError("CONFIG_INVALID", `config.toml: unknown key "${id}"`, { path: id });
     const schema = plugin.manifest.configSchema;
-    if (!schema) throw new SparError("CONFIG_INVALID", `config.toml: plugin ${id} takes no settings`, { path: id });
+    if (!schema)
+      throw new SparError("CONFIG_INVALID", `config.toml: plugin ${id} takes no settings`, { path: id });
     const validate = validatorFor(schema);
     if (!validate(table)) {
       throw new SparError("CONFIG_INVALID", `config.toml: ${formatSchemaErrors(validate.errors, id)}`);
@@ -151,7 +156,10 @@ async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${ms} ms`, { plugin: id })),
+      () =>
+        reject(
+          new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${ms} ms`, { plugin: id }),
+        ),
       ms,
     );
   });

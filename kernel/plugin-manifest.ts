@@ -75,10 +75,16 @@ export function readManifest(dir: string, kernelVersion: string): PluginManifest
   }
   const manifest = data as PluginManifest;
   if (manifest.id !== basename(dir)) {
-    throw new SparError("PLUGIN_INVALID", `${file}: id "${manifest.id}" must equal the folder name "${basename(dir)}"`);
+    throw new SparError(
+      "PLUGIN_INVALID",
+      `${file}: id "${manifest.id}" must equal the folder name "${basename(dir)}"`,
+    );
   }
   if (!manifest.id.startsWith(`${manifest.kind}-`)) {
-    throw new SparError("PLUGIN_INVALID", `${file}: id "${manifest.id}" must start with its kind "${manifest.kind}-"`);
+    throw new SparError(
+      "PLUGIN_INVALID",
+      `${file}: id "${manifest.id}" must start with its kind "${manifest.kind}-"`,
+    );
   }
   if (!semver.validRange(manifest.kernel)) {
     throw new SparError("PLUGIN_INVALID", `${file}: kernel "${manifest.kernel}" is not a semver range`);
@@ -124,7 +130,10 @@ export function discoverPlugins(
 }
 
 /** The roots to search, in order: bundled plugins, `<home>/plugins`, then `[plugins] dirs`. */
-export function pluginRoots(home: string, extraDirs: string[]): { dir: string; source: DiscoveredPlugin["source"] }[] {
+export function pluginRoots(
+  home: string,
+  extraDirs: string[],
+): { dir: string; source: DiscoveredPlugin["source"] }[] {
   return [
     { dir: BUNDLED_PLUGINS_DIR, source: "bundled" },
     { dir: join(home, "plugins"), source: "user" },

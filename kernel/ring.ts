@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { runTurn } from "./agent-loop.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
-import { type EventBus, createEventBus } from "./events.js";
+import { createEventBus, type EventBus } from "./events.js";
 import {
   DEFAULT_FIGHTER_NAME,
   FIGHTER_TEMPLATES,
@@ -10,11 +10,17 @@ import {
   templateNames,
   validateFighterManifest,
 } from "./fighter-manifest.js";
-import { type RingHooks, createHooks } from "./hooks.js";
-import { type PluginHost, createPluginHost } from "./plugin-host.js";
+import { createHooks, type RingHooks } from "./hooks.js";
+import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
 import type { Logger } from "./sdk.js";
-import type { FighterMessageResult, MessageOptions, MoveListing, RingServices, SpawnRequest } from "./services.js";
+import type {
+  FighterMessageResult,
+  MessageOptions,
+  MoveListing,
+  RingServices,
+  SpawnRequest,
+} from "./services.js";
 import type {
   FighterManifest,
   FighterRecord,
@@ -62,10 +68,13 @@ export function createRing(options: RingOptions): Ring {
   const hooks = createHooks();
   const events = createEventBus({
     historySize: 1000,
-    onListenerError: (err, event) => log.error("event listener failed", { kind: event.kind, error: String(err) }),
+    onListenerError: (err, event) =>
+      log.error("event listener failed", { kind: event.kind, error: String(err) }),
   });
   events.subscribe((event) => {
-    hooks.events.published.promise(event).catch((err: unknown) => log.error("events.published tap failed", { error: String(err) }));
+    hooks.events.published
+      .promise(event)
+      .catch((err: unknown) => log.error("events.published tap failed", { error: String(err) }));
   });
   const fighters = new Map<string, LiveFighter>();
   const startedAt = new Date();
@@ -84,14 +93,18 @@ export function createRing(options: RingOptions): Ring {
 
   const declaredMoves = new Map<string, MoveListing>();
   for (const p of host.eligible) {
-    for (const move of p.manifest.contributes?.moves ?? []) declaredMoves.set(move.name, { ...move, plugin: p.manifest.id });
+    for (const move of p.manifest.contributes?.moves ?? [])
+      declaredMoves.set(move.name, { ...move, plugin: p.manifest.id });
   }
 
   // The kernel's own tap: a move runs only when the fighter holds the capability its manifest declares.
   hooks.move.beforeCall.tapPromise({ name: "ring", stage: -100 }, async (info) =>
     hasCapability(info.fighter.manifest.capabilities ?? [], info.capability)
       ? undefined
-      : { code: "CAPABILITY_DENIED", message: `${info.call.name} needs the "${info.capability}" capability, which this fighter does not hold` },
+      : {
+          code: "CAPABILITY_DENIED",
+          message: `${info.call.name} needs the "${info.capability}" capability, which this fighter does not hold`,
+        },
   );
 
   function requireStore(): Store {
@@ -101,7 +114,10 @@ export function createRing(options: RingOptions): Ring {
 
   function find(idOrName: string): LiveFighter {
     const live = fighters.get(idOrName) ?? [...fighters.values()].find((f) => f.row.name === idOrName);
-    if (!live) throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${idOrName}"`, { fighter: idOrName });
+    if (!live)
+      throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${idOrName}"`, {
+        fighter: idOrName,
+      });
     return live;
   }
 
@@ -149,16 +165,27 @@ export function createRing(options: RingOptions): Ring {
     if ("template" in request) {
       const template = FIGHTER_TEMPLATES[request.template];
       if (!template || request.template === DEFAULT_FIGHTER_NAME) {
-        throw new SparError("VALIDATION_FAILED", `unknown fighter kind "${request.template}"; kinds: ${templateNames().join(", ")}`);
+        throw new SparError(
+          "VALIDATION_FAILED",
+          `unknown fighter kind "${request.template}"; kinds: ${templateNames().join(", ")}`,
+        );
       }
       manifest = validateFighterManifest({ ...template, name: request.name ?? template.name });
     } else {
       manifest = validateFighterManifest(request.manifest);
     }
     if ([...fighters.values()].some((f) => f.row.name === manifest.name)) {
-      throw new SparError("CONFLICT", `a fighter named "${manifest.name}" already exists; choose another name`);
+      throw new SparError(
+        "CONFLICT",
+        `a fighter named "${manifest.name}" already exists; choose another name`,
+      );
     }
-    const row: FighterRow = { id: randomUUID(), name: manifest.name, manifest, created_at: new Date().toISOString() };
+    const row: FighterRow = {
+      id: randomUUID(),
+      name: manifest.name,
+      manifest,
+      created_at: new Date().toISOString(),
+    };
     requireStore().fighters.insert(row);
     const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
     fighters.set(row.id, live);
@@ -166,7 +193,11 @@ export function createRing(options: RingOptions): Ring {
     return record(live);
   }
 
-  async function message(idOrName: string, text: string, opts: MessageOptions = {}): Promise<FighterMessageResult> {
+  async function message(
+    idOrName: string,
+    text: string,
+    opts: MessageOptions = {},
+  ): Promise<FighterMessageResult> {
     const live = find(idOrName);
     const turn = live.queue.then(() => fight(live, text, opts));
     live.queue = turn.catch(() => undefined);
@@ -175,7 +206,8 @@ export function createRing(options: RingOptions): Ring {
 
   async function fight(live: LiveFighter, text: string, opts: MessageOptions): Promise<FighterMessageResult> {
     const db = requireStore();
-    if (!fighters.has(live.row.id)) throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
+    if (!fighters.has(live.row.id))
+      throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
     let bout = opts.bout_id ? db.bouts.get(opts.bout_id) : db.bouts.latest(live.row.id);
     if (opts.bout_id && (!bout || bout.fighter_id !== live.row.id)) {
       throw new SparError("BOUT_NOT_FOUND", `fighter "${live.row.name}" has no bout ${opts.bout_id}`);
@@ -210,7 +242,13 @@ export function createRing(options: RingOptions): Ring {
       );
       // Durable before acknowledged: the whole turn is committed in one transaction first.
       db.messages.append(boutId, messages);
-      await hooks.turn.end.promise({ fighter: live.row, bout_id: boutId, new_messages: messages, usage: result.usage, iterations: result.iterations });
+      await hooks.turn.end.promise({
+        fighter: live.row,
+        bout_id: boutId,
+        new_messages: messages,
+        usage: result.usage,
+        iterations: result.iterations,
+      });
       events.publish({
         kind: "message.completed",
         fighter_id: live.row.id,
@@ -288,9 +326,11 @@ export function createRing(options: RingOptions): Ring {
     async open(masterSecret) {
       await host.activate("onStartup");
       const opened = await hooks.store.open.promise({ home: options.home, masterSecret });
-      if (!opened) throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
+      if (!opened)
+        throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
       store = opened;
-      for (const row of opened.fighters.list()) fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
+      for (const row of opened.fighters.list())
+        fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
     },
     async ensureDefaultFighter() {
       if (![...fighters.values()].some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {

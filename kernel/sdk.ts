@@ -8,8 +8,8 @@ import type { RingHooks } from "./hooks.js";
 import type { RingServices } from "./services.js";
 
 export type { SparConfig } from "./config.js";
-export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
+export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { EventBus, SparEvent, SparEventKind, SparEventPayload } from "./events.js";
 export type {
   ListenRequest,
@@ -23,6 +23,7 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type { PluginManifest } from "./plugin-manifest.js";
+export { formatSchemaErrors } from "./schema.js";
 export type { FighterMessageResult, RingServices } from "./services.js";
 export type * from "./types.js";
 

@@ -4,7 +4,9 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The package root: two levels up from dist/kernel/, one up from kernel/ under a TS runner. */
-export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json")) ? join(here, "..") : join(here, "..", "..");
+export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json"))
+  ? join(here, "..")
+  : join(here, "..", "..");
 
 /** The kernel's version is the package's: plugins declare the range of it they support. */
 export const KERNEL_VERSION: string = (

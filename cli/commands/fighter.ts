@@ -10,7 +10,11 @@ export async function fighter(
 ): Promise<void> {
   switch (action) {
     case "spawn": {
-      if (!target) throw new SparError("VALIDATION_FAILED", "usage: spar fighter spawn <kind> (coder, scout, oracle, scribe)");
+      if (!target)
+        throw new SparError(
+          "VALIDATION_FAILED",
+          "usage: spar fighter spawn <kind> (coder, scout, oracle, scribe)",
+        );
       const record = await api<FighterRecord>("POST", "/api/v1/fighters", {
         template: target,
         ...(options.name ? { name: options.name } : {}),

@@ -31,7 +31,12 @@ export async function plugin(action: string, options: GlobalOptions): Promise<vo
 export async function move(action: string, options: GlobalOptions): Promise<void> {
   if (action !== "list") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use list`);
   const moves = discover().flatMap(({ manifest }) =>
-    (manifest.contributes?.moves ?? []).map((m) => ({ name: m.name, capability: m.capability, plugin: manifest.id, description: m.description })),
+    (manifest.contributes?.moves ?? []).map((m) => ({
+      name: m.name,
+      capability: m.capability,
+      plugin: manifest.id,
+      description: m.description,
+    })),
   );
   if (options.json) return printJson({ moves });
   const rows = moves.map((m) => [m.name, m.capability, m.plugin, m.description]);

@@ -3,7 +3,7 @@ import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SparError } from "../../kernel/errors.js";
-import { isInitialized, resolveHome } from "../../kernel/home.js";
+import { resolveHome } from "../../kernel/home.js";
 import { initHome } from "../../kernel/init.js";
 import { daemonUrl } from "../client.js";
 import type { GlobalOptions } from "../output.js";
@@ -11,9 +11,9 @@ import type { GlobalOptions } from "../output.js";
 /** `spar start`: foreground by default; Ctrl-C (SIGINT) or SIGTERM stops it cleanly. */
 export async function start(options: GlobalOptions & { detach?: boolean }): Promise<void> {
   const home = resolveHome();
-  if (!isInitialized(home)) {
-    const result = initHome(home);
-    process.stdout.write(`Set up Spar in ${home} (default model: ${result.default_model.provider})\n`);
+  const setup = initHome(home);
+  if (setup.created.includes("config.toml")) {
+    process.stdout.write(`Set up Spar in ${home} (default model: ${setup.default_model.provider})\n`);
   }
   if (options.detach) return detach(home);
 
@@ -55,7 +55,9 @@ async function detach(home: string): Promise<void> {
     try {
       const response = await fetch(`${url}/api/v1/health`);
       if (response.ok) {
-        process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
+        process.stdout.write(
+          `Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`,
+        );
         return;
       }
     } catch {

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { type ErrorCode, type Logger, SparError, isSparError } from "../../kernel/sdk.js";
+import { type ErrorCode, formatSchemaErrors, isSparError, type Logger, SparError } from "../../kernel/sdk.js";
 
 /** fastify's own errors, by their stable `code`, mapped onto the catalog. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -16,7 +16,9 @@ export function toSparError(err: FastifyError | Error): SparError {
   const fe = err as FastifyError;
   if (fe.validation) {
     const first = fe.validation[0];
-    return new SparError("VALIDATION_FAILED", fe.message, { path: first?.instancePath || "/" });
+    const where = fe.validationContext ?? "body";
+    const message = formatSchemaErrors(fe.validation as Parameters<typeof formatSchemaErrors>[0], where);
+    return new SparError("VALIDATION_FAILED", message, { path: `/${where}${first?.instancePath ?? ""}` });
   }
   const mapped = fe.code ? FASTIFY_CODES[fe.code] : undefined;
   if (mapped) return new SparError(mapped, fe.message);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { SparError, definePlugin } from "../../kernel/sdk.js";
+import { definePlugin, SparError } from "../../kernel/sdk.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
 

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /**
  * Finds the process listening on a TCP port, from /proc (Linux). Returns undefined where /proc is
@@ -43,7 +43,8 @@ export function findPortOwner(port: number): { pid: number; command: string } | 
       if (inode && inodes.has(inode)) {
         let command = "unknown";
         try {
-          command = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") || command;
+          command =
+            readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") || command;
         } catch {
           // The process may have exited between the two reads.
         }

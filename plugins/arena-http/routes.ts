@@ -48,10 +48,16 @@ export function fighterRoutes(ring: RingServices) {
       async (request, reply) => {
         const { manifest, template, name } = request.body;
         if ((manifest === undefined) === (template === undefined)) {
-          throw new SparError("VALIDATION_FAILED", "send exactly one of `manifest` (an object) or `template` (a kind)");
+          throw new SparError(
+            "VALIDATION_FAILED",
+            "send exactly one of `manifest` (an object) or `template` (a kind)",
+          );
         }
         if (manifest !== undefined && name !== undefined) {
-          throw new SparError("VALIDATION_FAILED", "`name` goes with `template`; a manifest carries its own name");
+          throw new SparError(
+            "VALIDATION_FAILED",
+            "`name` goes with `template`; a manifest carries its own name",
+          );
         }
         const record = await ring.fighters.spawn(template !== undefined ? { template, name } : { manifest });
         return reply.status(201).send(record);
@@ -62,32 +68,46 @@ export function fighterRoutes(ring: RingServices) {
       ring.fighters.get(request.params.id),
     );
 
-    app.delete<{ Params: { id: string } }>("/fighters/:id", { schema: { params: idParams } }, async (request, reply) => {
-      await ring.fighters.kill(request.params.id);
-      return reply.status(204).send();
-    });
+    app.delete<{ Params: { id: string } }>(
+      "/fighters/:id",
+      { schema: { params: idParams } },
+      async (request, reply) => {
+        await ring.fighters.kill(request.params.id);
+        return reply.status(204).send();
+      },
+    );
 
     for (const verb of ["message", "chat"]) {
       app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string } }>(
         `/fighters/:id/${verb}`,
         { schema: { params: idParams, body: messageBody } },
-        async (request) => ring.fighters.message(request.params.id, request.body.message, { bout_id: request.body.bout_id }),
+        async (request) =>
+          ring.fighters.message(request.params.id, request.body.message, { bout_id: request.body.bout_id }),
       );
     }
 
     app.post<{ Params: { id: string; target: string }; Body: { content: string } }>(
       "/fighters/:id/message-to/:target",
       { schema: { body: messageToBody } },
-      async (request) => ring.fighters.messageTo(request.params.id, request.params.target, request.body.content),
+      async (request) =>
+        ring.fighters.messageTo(request.params.id, request.params.target, request.body.content),
     );
 
-    app.get<{ Params: { id: string } }>("/fighters/:id/bouts", { schema: { params: idParams } }, async (request) => ({
-      bouts: ring.fighters.bouts(request.params.id),
-    }));
+    app.get<{ Params: { id: string } }>(
+      "/fighters/:id/bouts",
+      { schema: { params: idParams } },
+      async (request) => ({
+        bouts: ring.fighters.bouts(request.params.id),
+      }),
+    );
 
-    app.get<{ Params: { id: string } }>("/bouts/:id/messages", { schema: { params: idParams } }, async (request) => ({
-      messages: ring.bouts.messages(request.params.id),
-    }));
+    app.get<{ Params: { id: string } }>(
+      "/bouts/:id/messages",
+      { schema: { params: idParams } },
+      async (request) => ({
+        messages: ring.bouts.messages(request.params.id),
+      }),
+    );
 
     app.get("/moves", async () => ({ moves: ring.moves.list() }));
 

@@ -12,7 +12,9 @@ export function buildServer(ring: RingServices, config: Readonly<SparConfig>, lo
     forceCloseConnections: true,
     return503OnClosing: true,
     // Unknown body fields are refused, never silently stripped; types are never coerced.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
+    },
   });
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {

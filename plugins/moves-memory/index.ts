@@ -1,4 +1,4 @@
-import { type MoveHandler, definePlugin } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler } from "../../kernel/sdk.js";
 
 /**
  * The memory moves. Input arrives already validated against the schemas in plugin.json, so the

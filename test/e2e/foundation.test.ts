@@ -1,11 +1,19 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FighterMessageResult } from "../../kernel/services.js";
 import type { FighterRecord, StoredMessage } from "../../kernel/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import { type TestDaemon, freePort, removeHome, runCli, startDaemon, tempHome, writeConfig } from "../helpers/daemon.js";
+import {
+  freePort,
+  removeHome,
+  runCli,
+  startDaemon,
+  type TestDaemon,
+  tempHome,
+  writeConfig,
+} from "../helpers/daemon.js";
 
 /**
  * The foundation, end to end: the real built daemon as a child process, the real CLI binary, the
@@ -37,7 +45,14 @@ describe("spar daemon end to end", () => {
         entry: "index.js",
         activation: ["onMove:tripwire"],
         contributes: {
-          moves: [{ name: "tripwire", description: "Trips.", capability: "memory", input_schema: { type: "object" } }],
+          moves: [
+            {
+              name: "tripwire",
+              description: "Trips.",
+              capability: "memory",
+              input_schema: { type: "object" },
+            },
+          ],
         },
       }),
     );
@@ -56,7 +71,9 @@ describe("spar daemon end to end", () => {
   });
 
   it("prints its version", async () => {
-    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8")) as { version: string };
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8")) as {
+      version: string;
+    };
     const result = await runCli(home, ["--version"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(pkg.version);
@@ -82,7 +99,13 @@ describe("spar daemon end to end", () => {
     expect(result.code).toBe(0);
     const { plugins } = JSON.parse(result.stdout) as { plugins: { id: string; source: string }[] };
     expect(plugins.map((p) => p.id)).toEqual(
-      expect.arrayContaining(["arena-http", "moves-memory", "provider-openai", "store-sqlite", "moves-tripwire"]),
+      expect.arrayContaining([
+        "arena-http",
+        "moves-memory",
+        "provider-openai",
+        "store-sqlite",
+        "moves-tripwire",
+      ]),
     );
     expect(plugins.find((p) => p.id === "moves-tripwire")?.source).toBe("user");
     const moves = await daemon.cli(["move", "list", "--json"]);
@@ -106,14 +129,20 @@ describe("spar daemon end to end", () => {
     });
     expect(created.body.id).toMatch(/^[0-9a-f-]{36}$/);
 
-    const unknownField = await daemon.request<{ error: { code: string; message: string } }>("POST", "/api/v1/fighters", {
-      manifest: { name: "x", description: "d", system_prompt: "p", favourite_colour: "red" },
-    });
+    const unknownField = await daemon.request<{ error: { code: string; message: string } }>(
+      "POST",
+      "/api/v1/fighters",
+      {
+        manifest: { name: "x", description: "d", system_prompt: "p", favourite_colour: "red" },
+      },
+    );
     expect(unknownField.status).toBe(400);
     expect(unknownField.body.error.code).toBe("VALIDATION_FAILED");
     expect(unknownField.body.error.message).toContain("favourite_colour");
 
-    const missing = await daemon.request<{ error: { code: string } }>("POST", "/api/fighters", { manifest: { name: "x" } });
+    const missing = await daemon.request<{ error: { code: string } }>("POST", "/api/fighters", {
+      manifest: { name: "x" },
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error.code).toBe("VALIDATION_FAILED");
 
@@ -136,9 +165,13 @@ describe("spar daemon end to end", () => {
 
   it("answers a message through the model and stores every message of the turn", async () => {
     fake.reset();
-    const { status, body } = await daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/spar/message", {
-      message: `Remember: ${secretPhrase}`,
-    });
+    const { status, body } = await daemon.request<FighterMessageResult>(
+      "POST",
+      "/api/v1/fighters/spar/message",
+      {
+        message: `Remember: ${secretPhrase}`,
+      },
+    );
     expect(status).toBe(200);
     expect(body.response).toBe(`echo: Remember: ${secretPhrase}`);
     expect(body.usage.input_tokens).toBeGreaterThan(0);
@@ -148,7 +181,10 @@ describe("spar daemon end to end", () => {
     expect(sent?.messages[0]).toMatchObject({ role: "system" });
     expect(fake.requests[0]?.headers.authorization).toBe("Bearer sk-test-secret-0000");
 
-    const messages = await daemon.request<{ messages: StoredMessage[] }>("GET", `/api/v1/bouts/${body.bout_id}/messages`);
+    const messages = await daemon.request<{ messages: StoredMessage[] }>(
+      "GET",
+      `/api/v1/bouts/${body.bout_id}/messages`,
+    );
     expect(messages.body.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 
@@ -162,7 +198,9 @@ describe("spar daemon end to end", () => {
 
   it("runs a tool call round trip through a move", async () => {
     fake.reset();
-    fake.enqueue({ tool_calls: [{ name: "memory_store", arguments: { key: "favourite tea", value: "smoky lapsang" } }] });
+    fake.enqueue({
+      tool_calls: [{ name: "memory_store", arguments: { key: "favourite tea", value: "smoky lapsang" } }],
+    });
     const stored = await daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/historian/message", {
       message: "Remember my favourite tea is smoky lapsang",
     });
@@ -172,7 +210,11 @@ describe("spar daemon end to end", () => {
     expect(stored.body.response).toBe('done: {"stored":"favourite tea"}');
     // The model was offered the memory moves, and got the tool result back with its call id.
     const firstRequest = fake.requests[0]?.body;
-    expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual(["memory_recall", "memory_store", "tripwire"]);
+    expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual([
+      "memory_recall",
+      "memory_store",
+      "tripwire",
+    ]);
     const second = fake.requests[1]?.body?.messages ?? [];
     expect(second.at(-1)).toMatchObject({ role: "tool", content: '{"stored":"favourite tea"}' });
 
@@ -203,7 +245,12 @@ describe("spar daemon end to end", () => {
   it("stops a turn that repeats the same tool call", async () => {
     fake.reset();
     const call = { name: "memory_recall", arguments: { query: "same" } };
-    fake.enqueue({ tool_calls: [call] }, { tool_calls: [call] }, { tool_calls: [call] }, { tool_calls: [call] });
+    fake.enqueue(
+      { tool_calls: [call] },
+      { tool_calls: [call] },
+      { tool_calls: [call] },
+      { tool_calls: [call] },
+    );
     const { body } = await daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/spar/message", {
       message: "loop please",
     });
@@ -230,7 +277,10 @@ describe("spar daemon end to end", () => {
       expect(r.status).toBe(404);
       expect(r.body.error.code).toBe("FIGHTER_NOT_FOUND");
     }
-    const get = await daemon.request<{ error: { code: string } }>("GET", "/api/v1/fighters/00000000-0000-4000-8000-000000000000");
+    const get = await daemon.request<{ error: { code: string } }>(
+      "GET",
+      "/api/v1/fighters/00000000-0000-4000-8000-000000000000",
+    );
     expect(get.body.error.code).toBe("FIGHTER_NOT_FOUND");
     const bout = await daemon.request<{ error: { code: string } }>("GET", "/api/v1/bouts/nope/messages");
     expect(bout.status).toBe(404);
@@ -249,7 +299,11 @@ describe("spar daemon end to end", () => {
       ["{not json", ""],
     ];
     for (const [body, mentions] of cases) {
-      const r = await daemon.request<{ error: { code: string; message: string } }>("POST", "/api/v1/fighters/spar/message", body);
+      const r = await daemon.request<{ error: { code: string; message: string } }>(
+        "POST",
+        "/api/v1/fighters/spar/message",
+        body,
+      );
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe("VALIDATION_FAILED");
       expect(r.body.error.message).toContain(mentions);
@@ -293,7 +347,10 @@ describe("spar daemon end to end", () => {
   });
 
   it("keeps fighters and messages across a restart, encrypted on disk", async () => {
-    const before = await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/historian/bouts");
+    const before = await daemon.request<{ bouts: { id: string }[] }>(
+      "GET",
+      "/api/v1/fighters/historian/bouts",
+    );
     expect(before.body.bouts.length).toBeGreaterThan(0);
     expect(await daemon.stop()).toBe(0);
     expect(existsSync(join(home, "spar.pid"))).toBe(false);
@@ -305,11 +362,17 @@ describe("spar daemon end to end", () => {
     expect(statSync(join(home, "master.key")).mode & 0o777).toBe(0o600);
 
     // A wrong master key refuses to start and leaves the database exactly as it was.
-    const dbHash = createHash("sha256").update(readFileSync(join(home, "spar.db"))).digest("hex");
+    const dbHash = createHash("sha256")
+      .update(readFileSync(join(home, "spar.db")))
+      .digest("hex");
     const wrong = await runCli(home, ["start"], { SPAR_MASTER_KEY: "not-the-key" });
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/STORE_KEY_INVALID/);
-    expect(createHash("sha256").update(readFileSync(join(home, "spar.db"))).digest("hex")).toBe(dbHash);
+    expect(
+      createHash("sha256")
+        .update(readFileSync(join(home, "spar.db")))
+        .digest("hex"),
+    ).toBe(dbHash);
 
     daemon = await startDaemon(home, port);
     const fighters = await daemon.request<{ fighters: FighterRecord[] }>("GET", "/api/v1/fighters");
@@ -317,11 +380,17 @@ describe("spar daemon end to end", () => {
     expect(names).toEqual(expect.arrayContaining(["spar", "historian", "oracle"]));
     expect(names).not.toContain("doomed");
     expect(names.filter((n) => n === "spar")).toHaveLength(1);
-    const after = await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/historian/bouts");
+    const after = await daemon.request<{ bouts: { id: string }[] }>(
+      "GET",
+      "/api/v1/fighters/historian/bouts",
+    );
     expect(after.body.bouts.map((b) => b.id)).toEqual(before.body.bouts.map((b) => b.id));
     const spar = await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/spar/bouts");
     const boutId = spar.body.bouts[0]?.id ?? "";
-    const messages = await daemon.request<{ messages: StoredMessage[] }>("GET", `/api/v1/bouts/${boutId}/messages`);
+    const messages = await daemon.request<{ messages: StoredMessage[] }>(
+      "GET",
+      `/api/v1/bouts/${boutId}/messages`,
+    );
     expect(messages.body.messages.some((m) => m.content.includes(secretPhrase))).toBe(true);
     expect(existsSync(join(home, "tripwire-imported"))).toBe(false);
   });

@@ -48,7 +48,8 @@ export function runCli(home: string, args: string[], env: NodeJS.ProcessEnv = {}
 function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (/^(SPAR_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_)/.test(name) || name === "NODE_OPTIONS") delete env[name];
+    if (/^(SPAR_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_)/.test(name) || name === "NODE_OPTIONS")
+      delete env[name];
   }
   return env;
 }
@@ -63,7 +64,11 @@ export interface TestDaemon {
   stop(): Promise<number | null>;
   cli(args: string[]): Promise<CliResult>;
   /** fetch against the daemon with a JSON body; returns status and parsed body. */
-  request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T; headers: Headers }>;
+  request<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T; headers: Headers }>;
 }
 
 /** Writes a config.toml whose default model is the fake OpenAI server at `llmUrl`. */
@@ -79,9 +84,16 @@ export function writeConfig(home: string, port: number, llmUrl: string, extra = 
  * Starts the real built daemon (`spar start`) as a child process and waits until it reports that it
  * listens. `home` must already hold a config.toml (see writeConfig); init runs for the rest.
  */
-export async function startDaemon(home: string, port: number, env: NodeJS.ProcessEnv = {}): Promise<TestDaemon> {
+export async function startDaemon(
+  home: string,
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestDaemon> {
   const fullEnv = { ...cleanEnv(), SPAR_HOME: home, OPENAI_API_KEY: "sk-test-secret-0000", ...env };
-  const child = spawn(process.execPath, [SPAR_BIN, "start"], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [SPAR_BIN, "start"], {
+    env: fullEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (d: Buffer) => {
     output += d.toString();
@@ -123,7 +135,11 @@ export async function startDaemon(home: string, port: number, env: NodeJS.Proces
         body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
       });
       const text = await response.text();
-      return { status: response.status, body: (text ? JSON.parse(text) : undefined) as never, headers: response.headers };
+      return {
+        status: response.status,
+        body: (text ? JSON.parse(text) : undefined) as never,
+        headers: response.headers,
+      };
     },
   };
 }

@@ -1,0 +1,301 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { LlmRequest, ModelSettings, PluginApi, PluginHooks, ToolDefinition } from "../../kernel/sdk.js";
+import { isSparError, type SparError } from "../../kernel/sdk.js";
+import type { FakeOpenAI } from "../../test/fakes/openai-server.js";
+import { startFakeOpenAI } from "../../test/fakes/openai-server.js";
+import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
+import plugin from "./index.js";
+
+const KEY_ENV = "SPAR_TEST_OPENAI_KEY";
+const KEY = "sk-test-0123456789abcdef";
+const LOOKUP: ToolDefinition = {
+  name: "lookup",
+  description: "Looks a word up.",
+  input_schema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+};
+
+let fake: FakeOpenAI;
+let settings: ModelSettings;
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+  settings = { provider: "openai", model: "gpt-test", base_url: fake.url, api_key_env: KEY_ENV };
+});
+afterEach(() => {
+  fake.reset();
+  vi.unstubAllEnvs();
+});
+afterAll(() => fake.close());
+
+// Retries off unless a test wants them, so a failure is reported at once.
+function driver(options: OpenAiDriverOptions = {}, env: NodeJS.ProcessEnv = { [KEY_ENV]: KEY }) {
+  return createOpenAiDriver(settings, env, { maxRetries: 0, ...options });
+}
+
+function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
+  return {
+    model: settings,
+    system: "You are terse.",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [],
+    ...overrides,
+  };
+}
+
+async function failure(promise: Promise<unknown>): Promise<SparError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
+  return err;
+}
+
+describe("createOpenAiDriver", () => {
+  it("returns a plain reply with usage, model and stop reason", async () => {
+    fake.enqueue({
+      text: "Hello there.",
+      usage: { prompt_tokens: 12, completion_tokens: 4 },
+      model: "gpt-test-0613",
+    });
+    const reply = await driver().complete(
+      request({ model: { ...settings, max_tokens: 256, temperature: 0.2 } }),
+    );
+    expect(reply).toEqual({
+      text: "Hello there.",
+      tool_calls: [],
+      usage: { input_tokens: 12, output_tokens: 4 },
+      stop_reason: "end",
+      model: "gpt-test-0613",
+    });
+    const body = fake.requests[0]?.body;
+    expect(body?.model).toBe("gpt-test");
+    expect(body?.messages).toEqual([
+      { role: "system", content: "You are terse." },
+      { role: "user", content: "hi" },
+    ]);
+    expect(body?.max_completion_tokens).toBe(256);
+    expect(body?.temperature).toBe(0.2);
+    expect(body?.stream).not.toBe(true);
+    expect(body && "tools" in body).toBe(false);
+  });
+
+  it("streams text deltas that join to the reply, with usage from the last chunk", async () => {
+    const text = "The quick brown fox jumps over the lazy dog.";
+    fake.enqueue({ text, usage: { prompt_tokens: 20, completion_tokens: 10 } });
+    const deltas: string[] = [];
+    const reply = await driver().complete(request({ onDelta: (d) => deltas.push(d) }));
+    expect(deltas.length).toBeGreaterThanOrEqual(3);
+    expect(deltas.join("")).toBe(text);
+    expect(reply).toMatchObject({ text, usage: { input_tokens: 20, output_tokens: 10 }, stop_reason: "end" });
+    expect(reply.model).toBe("gpt-test");
+    expect(fake.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  describe.each([
+    ["non-streamed", undefined],
+    ["streamed", () => {}],
+  ])("tool calls, %s", (_mode, onDelta) => {
+    it("round-trips a call and its result", async () => {
+      fake.enqueue({ tool_calls: [{ name: "lookup", arguments: { q: "sparring partner" } }] });
+      const first = await driver().complete(request({ tools: [LOOKUP], onDelta }));
+      expect(first.stop_reason).toBe("tool_use");
+      expect(first.text).toBe("");
+      expect(first.tool_calls).toHaveLength(1);
+      const call = first.tool_calls[0];
+      if (!call) throw new Error("no tool call");
+      expect(call).toEqual({
+        id: expect.stringMatching(/^call_/),
+        name: "lookup",
+        arguments: { q: "sparring partner" },
+      });
+
+      const final = await driver().complete(
+        request({
+          tools: [LOOKUP],
+          onDelta,
+          messages: [
+            { role: "user", content: "hi" },
+            { role: "assistant", content: "", tool_calls: first.tool_calls },
+            { role: "tool", tool_call_id: call.id, name: "lookup", content: "a training opponent" },
+          ],
+        }),
+      );
+      expect(final).toMatchObject({ text: "done: a training opponent", stop_reason: "end", tool_calls: [] });
+
+      const sent = fake.requests[1]?.body;
+      expect(sent?.messages).toEqual([
+        { role: "system", content: "You are terse." },
+        { role: "user", content: "hi" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            {
+              id: call.id,
+              type: "function",
+              function: { name: "lookup", arguments: '{"q":"sparring partner"}' },
+            },
+          ],
+        },
+        { role: "tool", tool_call_id: call.id, content: "a training opponent" },
+      ]);
+      expect(sent?.tools).toEqual([
+        {
+          type: "function",
+          function: { name: "lookup", description: "Looks a word up.", parameters: LOOKUP.input_schema },
+        },
+      ]);
+    });
+
+    it("keeps invalid JSON arguments as raw_arguments", async () => {
+      const raw = '{"q": "unterminated';
+      fake.enqueue({ tool_calls: [{ name: "lookup", arguments: raw }] });
+      const reply = await driver().complete(request({ tools: [LOOKUP], onDelta }));
+      expect(reply.tool_calls).toEqual([
+        { id: expect.any(String), name: "lookup", arguments: {}, raw_arguments: raw },
+      ]);
+    });
+  });
+
+  it("accumulates several streamed tool calls in order", async () => {
+    fake.enqueue({
+      tool_calls: [
+        { name: "lookup", arguments: { q: "first" } },
+        { name: "lookup", arguments: { q: "second" } },
+      ],
+    });
+    const reply = await driver().complete(request({ tools: [LOOKUP], onDelta: () => {} }));
+    expect(reply.tool_calls.map((c) => c.arguments)).toEqual([{ q: "first" }, { q: "second" }]);
+    expect(new Set(reply.tool_calls.map((c) => c.id)).size).toBe(2);
+  });
+
+  it("sends the key from the named variable as a bearer token", async () => {
+    await driver().complete(request());
+    expect(fake.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  it("fails with PROVIDER_ERROR naming the variable when the key is missing, before any request", async () => {
+    const err = await failure(driver({ home: "/srv/spar" }, {}).complete(request()));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(err.message).toBe(
+      `the openai provider needs an API key: set ${KEY_ENV} in the environment or in /srv/spar/.env`,
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("maps a 500 to PROVIDER_ERROR with the provider's message and status", async () => {
+    fake.enqueue({ status: 500, error_message: "the engine is overloaded" });
+    const err = await failure(driver().complete(request()));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(err.message).toBe("openai: 500 the engine is overloaded");
+    expect(err.extra).toEqual({ provider: "openai", status: 500 });
+  });
+
+  it("retries a 500 when retries are on", async () => {
+    fake.enqueue({ status: 500, headers: { "retry-after-ms": "1" } }, { text: "second time lucky" });
+    const reply = await driver({ maxRetries: 1 }).complete(request());
+    expect(reply.text).toBe("second time lucky");
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("never repeats the key in an error message", async () => {
+    fake.enqueue({ status: 401, error_message: `Incorrect API key provided: ${KEY}` });
+    const err = await failure(driver().complete(request()));
+    expect(err.extra.status).toBe(401);
+    expect(err.message).not.toContain(KEY);
+  });
+
+  it("maps an SDK timeout to PROVIDER_TIMEOUT", async () => {
+    fake.enqueue({ text: "too late", delay_ms: 5_000 });
+    const err = await failure(driver({ timeoutMs: 100 }).complete(request()));
+    expect(err.code).toBe("PROVIDER_TIMEOUT");
+    expect(err.message).toMatch(/^openai: timed out/);
+  });
+
+  it("maps a truncated stream to PROVIDER_ERROR", async () => {
+    fake.enqueue({ text: "this reply will be cut off somewhere in the middle", truncate_stream: true });
+    const deltas: string[] = [];
+    const err = await failure(driver().complete(request({ onDelta: (d) => deltas.push(d) })));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    // undici's wording (its cause, "other side closed", is left unchecked across Node versions).
+    expect(err.message).toMatch(/^openai: the connection broke mid-reply: terminated/);
+    expect(deltas.length).toBeGreaterThan(0);
+  });
+
+  it("maps an abort to PROVIDER_ERROR", async () => {
+    fake.enqueue({ text: "never seen", delay_ms: 5_000 });
+    const err = await failure(driver().complete(request({ signal: AbortSignal.timeout(50) })));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(err.message).toBe("openai: Request was aborted.");
+  });
+
+  it("maps an abort mid-stream to PROVIDER_ERROR, not a short reply", async () => {
+    fake.enqueue({ text: "one two three four five six seven eight" });
+    const controller = new AbortController();
+    const reply = driver().complete(
+      request({ signal: controller.signal, onDelta: () => controller.abort() }),
+    );
+    const err = await failure(reply);
+    expect(err.message).toBe("openai: Request was aborted.");
+  });
+
+  it("maps a refused connection to PROVIDER_ERROR", async () => {
+    const gone = await startFakeOpenAI();
+    await gone.close();
+    const closed = createOpenAiDriver(
+      { ...settings, base_url: gone.url },
+      { [KEY_ENV]: KEY },
+      { maxRetries: 0 },
+    );
+    const err = await failure(closed.complete(request()));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(err.message).toMatch(/^openai: Connection error\. \(connect ECONNREFUSED /);
+    expect(err.extra).toEqual({ provider: "openai" });
+  });
+});
+
+describe("provider-openai plugin", () => {
+  type Resolver = Parameters<PluginHooks["provider"]["resolve"]["tap"]>[0];
+
+  async function applyPlugin(): Promise<Resolver> {
+    let resolver: Resolver | undefined;
+    const tap = (fn: Resolver) => {
+      resolver = fn;
+    };
+    const hooks = { provider: { resolve: { tap } } };
+    // apply touches only hooks.provider.resolve and home; the rest of PluginApi would be noise here.
+    await plugin.apply({ id: "provider-openai", hooks, home: "/srv/spar" } as unknown as PluginApi, {});
+    if (!resolver) throw new Error("the plugin tapped nothing");
+    return resolver;
+  }
+
+  it("resolves only provider openai, one driver per connection", async () => {
+    const resolve = await applyPlugin();
+    expect(await resolve({ provider: "anthropic", model: "claude" })).toBeUndefined();
+    expect(await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url })).toBeUndefined();
+
+    const a = await resolve({ provider: "openai", model: "gpt-a", base_url: fake.url });
+    const b = await resolve({ provider: "openai", model: "gpt-b", base_url: fake.url });
+    const other = await resolve({
+      provider: "openai",
+      model: "gpt-a",
+      base_url: fake.url,
+      api_key_env: "OTHER_KEY",
+    });
+    expect(a?.provider).toBe("openai");
+    expect(b).toBe(a);
+    expect(other).not.toBe(a);
+  });
+
+  it("gives a driver that reads OPENAI_API_KEY by default and uses the request's model", async () => {
+    vi.stubEnv("OPENAI_API_KEY", KEY);
+    const resolve = await applyPlugin();
+    const model: ModelSettings = { provider: "openai", model: "gpt-b", base_url: fake.url };
+    const resolved = await resolve({ ...model, model: "gpt-a" });
+    const reply = await resolved?.complete(request({ model }));
+    expect(reply?.text).toBe("echo: hi");
+    expect(fake.requests[0]?.body?.model).toBe("gpt-b");
+    expect(fake.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+});

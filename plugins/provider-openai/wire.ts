@@ -1,0 +1,99 @@
+/**
+ * The chat-completions wire format: Spar's request and messages out, tool calls, usage and stop reason
+ * back. Pure functions, shared by the streamed and the non-streamed path.
+ */
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsBase,
+  ChatCompletionMessageParam,
+  ChatCompletionMessageToolCall,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
+import type {
+  ChatMessage,
+  LlmRequest,
+  LlmResponse,
+  StopReason,
+  ToolCall,
+  ToolDefinition,
+} from "../../kernel/sdk.js";
+
+/** The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name. */
+export function requestBody(request: LlmRequest): ChatCompletionCreateParamsBase {
+  const { model, max_tokens, temperature } = request.model;
+  return {
+    model,
+    messages: toWireMessages(request.system, request.messages),
+    ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
+    ...(max_tokens !== undefined ? { max_completion_tokens: max_tokens } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+  };
+}
+
+function toWireMessages(system: string, messages: ChatMessage[]): ChatCompletionMessageParam[] {
+  const head: ChatCompletionMessageParam[] = system ? [{ role: "system", content: system }] : [];
+  return [...head, ...messages.map(toWireMessage)];
+}
+
+function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case "user":
+      return { role: "user", content: message.content };
+    case "tool":
+      return { role: "tool", tool_call_id: message.tool_call_id, content: message.content };
+    case "assistant": {
+      const calls = message.tool_calls ?? [];
+      if (calls.length === 0) return { role: "assistant", content: message.content };
+      return {
+        role: "assistant",
+        content: message.content === "" ? null : message.content,
+        // The parsed arguments, not raw_arguments: a server that rejects invalid JSON in the history
+        // would otherwise fail every later turn of the bout.
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      };
+    }
+  }
+}
+
+function toWireTool(tool: ToolDefinition): ChatCompletionTool {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.input_schema },
+  };
+}
+
+/** Custom (free-text) tools are never offered, so only function calls are expected back. */
+export function isFunctionCall(
+  call: ChatCompletionMessageToolCall,
+): call is Extract<ChatCompletionMessageToolCall, { type: "function" }> {
+  return call.type === "function";
+}
+
+/** Invalid or non-object JSON keeps the raw text in `raw_arguments`, with `arguments` set to `{}`. */
+export function parseToolCall(id: string, name: string, raw: string): ToolCall {
+  try {
+    // Some servers send "" for a call without arguments.
+    const parsed: unknown = JSON.parse(raw.trim() === "" ? "{}" : raw);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      return { id, name, arguments: parsed as Record<string, unknown> };
+    }
+  } catch {
+    // Falls through: the agent loop answers the model with a validation error.
+  }
+  return { id, name, arguments: {}, raw_arguments: raw };
+}
+
+export function usageOf(usage: ChatCompletion["usage"]): LlmResponse["usage"] {
+  return { input_tokens: usage?.prompt_tokens ?? 0, output_tokens: usage?.completion_tokens ?? 0 };
+}
+
+export function stopReason(finish: string | null): StopReason {
+  if (finish === "stop") return "end";
+  if (finish === "tool_calls") return "tool_use";
+  if (finish === "length") return "max_tokens";
+  return "other";
+}

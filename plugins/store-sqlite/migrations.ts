@@ -1,0 +1,143 @@
+/**
+ * Numbered, checksummed schema migrations. A released migration's SQL is frozen: its sha256 is recorded
+ * when applied, and a mismatch on a later open means the code and the database disagree about the
+ * schema, which is safer to stop on than to guess about. Add a new migration instead of editing one.
+ */
+import { createHash } from "node:crypto";
+import type Database from "better-sqlite3-multiple-ciphers";
+import { SparError } from "../../kernel/sdk.js";
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "fighters-bouts-messages-memories",
+    sql: `
+CREATE TABLE fighters (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  manifest TEXT NOT NULL CHECK (json_valid(manifest)),
+  created_at TEXT NOT NULL,
+  killed_at TEXT
+);
+-- Names are unique among live fighters only, so a killed fighter's name can be used again.
+CREATE UNIQUE INDEX fighters_live_name ON fighters(name) WHERE killed_at IS NULL;
+
+CREATE TABLE bouts (
+  id TEXT PRIMARY KEY,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX bouts_fighter_updated ON bouts(fighter_id, updated_at);
+
+-- UNIQUE(bout_id, seq) is also the index for listing a bout and for its max(seq).
+CREATE TABLE messages (
+  id TEXT PRIMARY KEY,
+  bout_id TEXT NOT NULL REFERENCES bouts(id),
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool')),
+  content TEXT NOT NULL,
+  tool_calls TEXT CHECK (tool_calls IS NULL OR json_valid(tool_calls)),
+  tool_call_id TEXT,
+  name TEXT,
+  is_error INTEGER NOT NULL DEFAULT 0 CHECK (is_error IN (0, 1)),
+  compacted INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  UNIQUE (bout_id, seq),
+  CHECK (role <> 'tool' OR (tool_call_id IS NOT NULL AND name IS NOT NULL))
+);
+
+CREATE TABLE memories (
+  id TEXT PRIMARY KEY,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  score0 REAL NOT NULL DEFAULT 1,
+  created_at TEXT NOT NULL,
+  accessed_at TEXT NOT NULL,
+  UNIQUE (fighter_id, key)
+);
+`,
+  },
+];
+
+/** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */
+export function checksum(sql: string): string {
+  return createHash("sha256").update(sql, "utf8").digest("hex");
+}
+
+interface AppliedRow {
+  version: number;
+  name: string;
+  checksum: string;
+}
+
+/**
+ * Checks the applied migrations against `migrations` and applies the pending ones, all in one
+ * transaction: a failure leaves the schema as it was. Returns the versions it applied.
+ */
+export function migrate(
+  db: Database.Database,
+  dbPath: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): number[] {
+  const run = db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  checksum TEXT NOT NULL,
+  applied_at TEXT NOT NULL
+)`);
+    const applied = db
+      .prepare<[], AppliedRow>("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+      .all();
+    checkApplied(applied, migrations, dbPath);
+    const done = new Set(applied.map((row) => row.version));
+    const record = db.prepare<[number, string, string, string], void>(
+      "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+    );
+    const pending = migrations.filter((m) => !done.has(m.version));
+    for (const m of pending) {
+      db.exec(m.sql);
+      record.run(m.version, m.name, checksum(m.sql), new Date().toISOString());
+    }
+    return pending.map((m) => m.version);
+  });
+  // IMMEDIATE takes the write lock first, so a second process cannot migrate the same database at once.
+  return run.immediate();
+}
+
+function checkApplied(applied: AppliedRow[], migrations: readonly Migration[], dbPath: string): void {
+  const known = new Map(migrations.map((m) => [m.version, m]));
+  const newest = Math.max(0, ...migrations.map((m) => m.version));
+  for (const row of applied) {
+    if (row.version > newest) {
+      throw new SparError(
+        "STORE_FAILED",
+        `${dbPath} was written by a newer Spar (schema version ${row.version}, this one knows up to ${newest}); ` +
+          "upgrade Spar to open it",
+      );
+    }
+    const migration = known.get(row.version);
+    if (!migration) {
+      throw new SparError(
+        "STORE_FAILED",
+        `${dbPath} records migration ${row.version} (${row.name}), unknown here`,
+      );
+    }
+    if (checksum(migration.sql) !== row.checksum) {
+      throw new SparError(
+        "STORE_FAILED",
+        `migration ${row.version} (${migration.name}) applied to ${dbPath} differs from this Spar's: ` +
+          "the recorded checksum does not match its SQL",
+        { migration: row.version },
+      );
+    }
+  }
+}
