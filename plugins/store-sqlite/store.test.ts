@@ -100,7 +100,10 @@ describe("store-sqlite lifecycle", () => {
 
     const salt = join(home, SALT_FILE);
     expect(readFileSync(salt)).toHaveLength(16);
-    if (process.platform !== "win32") expect(statSync(salt).mode & 0o777).toBe(0o600);
+    if (process.platform !== "win32") {
+      expect(statSync(salt).mode & 0o777).toBe(0o600);
+      expect(statSync(join(home, DB_FILE)).mode & 0o777).toBe(0o600);
+    }
   });
 
   it("leaves no plaintext on disk after close", () => {

@@ -3,7 +3,7 @@
  * migrations. An existing database is only ever read until the key is proven right; whatever goes
  * wrong, the old file is left as it was.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import type { Store, StoreOpenOptions } from "../../kernel/sdk.js";
@@ -42,6 +42,7 @@ export async function openSqliteStore(options: StoreOpenOptions): Promise<Store>
     db.pragma("foreign_keys = ON");
     db.pragma("busy_timeout = 5000");
     migrate(db, dbPath);
+    restrictToOwner(dbPath);
     return createSqliteStore(db);
   } catch (err) {
     db.close();
@@ -98,6 +99,14 @@ function verifyError(dbPath: string, err: unknown): SparError {
     {},
     { cause: err },
   );
+}
+
+/** Encrypted or not, the database is nobody else's business: owner-only, like master.key. */
+function restrictToOwner(dbPath: string): void {
+  if (process.platform === "win32") return;
+  for (const file of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`]) {
+    if (existsSync(file)) chmodSync(file, 0o600);
+  }
 }
 
 const SQLITE_MAGIC = Buffer.from("SQLite format 3\0", "latin1");

@@ -359,7 +359,9 @@ describe("spar daemon end to end", () => {
       expect(readFileSync(join(home, file)).includes(Buffer.from("PLAINTEXT-CANARY"))).toBe(false);
       expect(readFileSync(join(home, file)).includes(Buffer.from("smoky lapsang"))).toBe(false);
     }
-    expect(statSync(join(home, "master.key")).mode & 0o777).toBe(0o600);
+    for (const file of ["master.key", "spar.db", "spar.db.salt", join("keys", "cli.key")]) {
+      expect(statSync(join(home, file)).mode & 0o777).toBe(0o600);
+    }
 
     // A wrong master key refuses to start and leaves the database exactly as it was.
     const dbHash = createHash("sha256")
