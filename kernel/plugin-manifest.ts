@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import semver from "semver";
+// Subpath imports: the package index loads every semver function (~30 ms of start-up).
+import satisfies from "semver/functions/satisfies.js";
+import validRange from "semver/ranges/valid.js";
 import { SparError } from "./errors.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { MoveDeclaration } from "./types.js";
@@ -86,10 +88,10 @@ export function readManifest(dir: string, kernelVersion: string): PluginManifest
       `${file}: id "${manifest.id}" must start with its kind "${manifest.kind}-"`,
     );
   }
-  if (!semver.validRange(manifest.kernel)) {
+  if (!validRange(manifest.kernel)) {
     throw new SparError("PLUGIN_INVALID", `${file}: kernel "${manifest.kernel}" is not a semver range`);
   }
-  if (!semver.satisfies(kernelVersion, manifest.kernel, { includePrerelease: true })) {
+  if (!satisfies(kernelVersion, manifest.kernel, { includePrerelease: true })) {
     throw new SparError(
       "PLUGIN_INVALID",
       `${file}: plugin ${manifest.id} supports kernel ${manifest.kernel}, this is ${kernelVersion}`,

@@ -1,4 +1,3 @@
-import type { FastifyInstance } from "fastify";
 import { definePlugin, SparError } from "../../kernel/sdk.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
@@ -6,23 +5,24 @@ import { buildServer } from "./server.js";
 export default definePlugin({
   id: "arena-http",
   apply({ hooks, ring, config, log }) {
-    let app: FastifyInstance | undefined;
+    // Routes and their schemas compile now, on the main thread, while the store derives its key on
+    // the thread pool; the port opens only once the daemon is ready, so no request meets a closed store.
+    const app = buildServer(ring, config, log);
+    const compiled = new Promise<void>((done, fail) => app.ready((err) => (err ? fail(err) : done())));
+    compiled.catch(() => undefined);
 
     hooks.daemon.ready.tap(async ({ host, port }) => {
-      app = buildServer(ring, config, log);
+      await compiled;
       try {
         await app.listen({ host, port });
       } catch (err) {
-        await app.close().catch(() => undefined);
-        app = undefined;
         if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port);
         throw err;
       }
     });
 
     hooks.daemon.close.tap(async () => {
-      await app?.close();
-      app = undefined;
+      await app.close();
     });
   },
 });
