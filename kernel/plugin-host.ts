@@ -27,6 +27,8 @@ export interface PluginHost {
   readonly eligible: readonly DiscoveredPlugin[];
   /** Activates every eligible plugin whose manifest lists `event`; resolves when all applied. */
   activate(event: string): Promise<void>;
+  /** Activates one eligible plugin (and what it requires) by id. */
+  activatePlugin(id: string): Promise<void>;
   isActive(id: string): boolean;
   manifestFor(id: string): PluginManifest | undefined;
 }
@@ -122,6 +124,14 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     async activate(event) {
       const matching = eligible.filter((p) => p.manifest.activation.includes(event));
       await Promise.all(matching.map((p) => activateOne(p, [])));
+    },
+    activatePlugin(id) {
+      const plugin = eligible.find((p) => p.manifest.id === id);
+      if (!plugin)
+        return Promise.reject(
+          new SparError("PLUGIN_INVALID", `plugin ${id} is not installed or not enabled`),
+        );
+      return activateOne(plugin, []);
     },
     isActive: (id) => activations.has(id),
     manifestFor: (id) => byId.get(id)?.manifest,

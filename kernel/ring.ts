@@ -324,8 +324,12 @@ export function createRing(options: RingOptions): Ring {
     services,
     host,
     async open(masterSecret) {
-      await host.activate("onStartup");
-      const opened = await hooks.store.open.promise({ home: options.home, masterSecret });
+      // The store's key derivation (Argon2id, on the thread pool) runs while the other start-up
+      // plugins are imported and applied on the main thread.
+      await host.activatePlugin(config.plugins.store);
+      const opening = hooks.store.open.promise({ home: options.home, masterSecret });
+      const others = host.activate("onStartup");
+      const [opened] = await Promise.all([opening, others]);
       if (!opened)
         throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
       store = opened;

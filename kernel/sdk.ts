@@ -23,7 +23,7 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type { PluginManifest } from "./plugin-manifest.js";
-export { formatSchemaErrors } from "./schema.js";
+export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { FighterMessageResult, RingServices } from "./services.js";
 export type * from "./types.js";
 

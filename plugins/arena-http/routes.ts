@@ -13,7 +13,7 @@ const messageBody = {
   required: ["message"],
   properties: {
     message: { type: "string", minLength: 1 },
-    bout_id: { type: "string", format: "uuid" },
+    bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$" },
   },
 } as const;
 

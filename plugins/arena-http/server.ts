@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError, validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler } from "./errors.js";
 import { fighterRoutes } from "./routes.js";
 
@@ -11,11 +11,10 @@ export function buildServer(ring: RingServices, config: Readonly<SparConfig>, lo
     bodyLimit: config.api.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
-    // Unknown body fields are refused, never silently stripped; types are never coerced.
-    ajv: {
-      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
-    },
   });
+  // The kernel's validator: unknown fields are refused, never stripped, and types never coerced, as
+  // for config and manifests. One Ajv instance for everything also keeps start-up short.
+  app.setValidatorCompiler(({ schema }) => validatorFor(schema));
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
     const err = new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);

@@ -1,0 +1,112 @@
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort, removeHome, runCli, tempHome } from "../helpers/daemon.js";
+
+const homes: string[] = [];
+afterEach(() => {
+  for (const home of homes.splice(0)) removeHome(home);
+});
+
+function newHome(): string {
+  const home = join(tempHome(), "data");
+  homes.push(join(home, ".."));
+  return home;
+}
+
+describe("spar init", () => {
+  it("creates the data dir, config, master key and CLI key pair without asking anything", async () => {
+    const home = newHome();
+    const result = await runCli(home, ["init"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`Set up Spar in ${home}`);
+    expect(statSync(home).mode & 0o777).toBe(0o700);
+    expect(readFileSync(join(home, "master.key"))).toHaveLength(32);
+    for (const file of [
+      "master.key",
+      "config.toml",
+      join("keys", "cli.key"),
+      join("keys", "authorized", "cli.pub"),
+    ]) {
+      expect(statSync(join(home, file)).mode & 0o777).toBe(0o600);
+    }
+    expect(readFileSync(join(home, "keys", "cli.pub"), "utf8")).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    // No provider key in the environment: the local runner.
+    expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/provider = "ollama"/);
+
+    const again = await runCli(home, ["init"]);
+    expect(again.stdout).toBe(`Spar is already set up in ${home}\n`);
+  });
+
+  it("picks the provider whose key it finds, in the environment or in .env", async () => {
+    const fromEnv = newHome();
+    await runCli(fromEnv, ["init"], { ANTHROPIC_API_KEY: "sk-ant-test" });
+    const config = readFileSync(join(fromEnv, "config.toml"), "utf8");
+    expect(config).toMatch(/provider = "anthropic"/);
+    expect(config).toMatch(/api_key_env = "ANTHROPIC_API_KEY"/);
+    expect(config).not.toContain("sk-ant-test");
+
+    const fromDotEnv = tempHome();
+    homes.push(fromDotEnv);
+    writeFileSync(join(fromDotEnv, ".env"), "OPENAI_API_KEY=sk-from-dotenv\n", { mode: 0o600 });
+    const json = await runCli(fromDotEnv, ["init", "--json"]);
+    expect(JSON.parse(json.stdout).default_model).toMatchObject({
+      provider: "openai",
+      api_key_env: "OPENAI_API_KEY",
+    });
+  });
+
+  it("does not write a master key beside a database that has lost its own", async () => {
+    const home = newHome();
+    await runCli(home, ["init"]);
+    writeFileSync(join(home, "spar.db"), "pretend database");
+    rmSync(join(home, "master.key"));
+    await runCli(home, ["init"]);
+    expect(existsSync(join(home, "master.key"))).toBe(false);
+  });
+});
+
+describe("spar start --detach / stop", () => {
+  it("runs the daemon in the background and stops it", async () => {
+    const home = newHome();
+    const port = await freePort();
+    await runCli(home, ["init"]);
+    const env = { SPAR_API_LISTEN: `127.0.0.1:${port}` };
+    const started = await runCli(home, ["start", "--detach"], env);
+    expect(started.code).toBe(0);
+    expect(started.stdout).toMatch(/Spar started in the background \(pid \d+\)/);
+    const pid = Number(readFileSync(join(home, "spar.pid"), "utf8"));
+
+    const status = await runCli(home, ["status"], env);
+    expect(status.stdout).toMatch(/is running/);
+    expect(status.stdout).toMatch(/spar\s+idle/);
+
+    const twice = await runCli(home, ["start", "--detach"], env);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toContain(`already running (pid ${pid})`);
+
+    const stopped = await runCli(home, ["stop"], env);
+    expect(stopped.stdout).toBe(`Spar stopped (pid ${pid})\n`);
+    expect(existsSync(join(home, "spar.pid"))).toBe(false);
+    const after = await runCli(home, ["status"], env);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(
+      /^spar: Spar is not running at http:\/\/127\.0\.0\.1:\d+; start it with: spar start/,
+    );
+  });
+
+  it("refuses to start with a config key it does not know, naming the key", async () => {
+    const home = newHome();
+    await runCli(home, ["init"]);
+    writeFileSync(join(home, "config.toml"), "[agent]\nmax_iteratons = 3\n");
+    const result = await runCli(home, ["start"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('unknown key "agent.max_iteratons"');
+  });
+
+  it("prints one line and exits non-zero for an unknown command", async () => {
+    const result = await runCli(newHome(), ["wrestle"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('spar: unknown command "wrestle"; see spar --help\n');
+  });
+});
