@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FighterMessageResult } from "../../kernel/services.js";
@@ -60,6 +60,14 @@ describe("spar daemon end to end", () => {
       join(tripwire, "index.js"),
       `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(join(home, "tripwire-imported"))}, "yes");\n` +
         `export default { id: "moves-tripwire", apply(api) { api.hooks.move.resolve.tap((n) => n === "tripwire" ? { name: n, run: async () => "tripped" } : undefined); } };\n`,
+    );
+    // The README's example third-party plugin, installed the way a user would.
+    cpSync(
+      join(import.meta.dirname, "..", "..", "examples", "plugins", "moves-dice"),
+      join(home, "plugins", "moves-dice"),
+      {
+        recursive: true,
+      },
     );
     daemon = await startDaemon(home, port);
   });
@@ -211,6 +219,7 @@ describe("spar daemon end to end", () => {
     // The model was offered the memory moves, and got the tool result back with its call id.
     const firstRequest = fake.requests[0]?.body;
     expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual([
+      "dice_roll",
       "memory_recall",
       "memory_store",
       "tripwire",
@@ -224,6 +233,44 @@ describe("spar daemon end to end", () => {
     });
     expect(recalled.body.tool_calls).toEqual([{ name: "memory_recall", ok: true }]);
     expect(recalled.body.response).toContain("smoky lapsang");
+  });
+
+  it("runs a move from a user-installed plugin (the README's example)", async () => {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "dice_roll", arguments: { n: 3, sides: 6 } }] });
+    const { body } = await daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/spar/message", {
+      message: "roll three dice",
+    });
+    expect(body.tool_calls).toEqual([{ name: "dice_roll", ok: true }]);
+    const result = JSON.parse(body.response.replace(/^done: /, "")) as { rolls: number[]; total: number };
+    expect(result.rolls).toHaveLength(3);
+    for (const r of result.rolls) expect(r).toBeGreaterThanOrEqual(1);
+    for (const r of result.rolls) expect(r).toBeLessThanOrEqual(6);
+    expect(result.total).toBe(result.rolls.reduce((a, b) => a + b, 0));
+    const plugins = await daemon.request<{ plugins: { id: string; active: boolean }[] }>(
+      "GET",
+      "/api/v1/plugins",
+    );
+    expect(plugins.body.plugins.find((p) => p.id === "moves-dice")?.active).toBe(true);
+    expect(plugins.body.plugins.find((p) => p.id === "moves-tripwire")?.active).toBe(false);
+  });
+
+  it("shows a fighter as fighting while its turn runs, then idle", async () => {
+    fake.reset();
+    fake.enqueue({ text: "slow answer", delay_ms: 1500 });
+    const pending = daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/historian/message", {
+      message: "take your time",
+    });
+    let seen = "";
+    for (let i = 0; i < 100 && seen !== "fighting"; i++) {
+      seen = (await daemon.request<FighterRecord>("GET", "/api/v1/fighters/historian")).body.status;
+      if (seen !== "fighting") await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(seen).toBe("fighting");
+    expect((await pending).body.response).toBe("slow answer");
+    expect((await daemon.request<FighterRecord>("GET", "/api/v1/fighters/historian")).body.status).toBe(
+      "idle",
+    );
   });
 
   it("refuses a move without the capability grant and tells the model CAPABILITY_DENIED", async () => {
