@@ -11,6 +11,7 @@ import { isSparError, SparError } from "../../kernel/sdk.js";
 import { deriveKey, rawKeyLiteral, readOrCreateSalt, readSalt } from "./key.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
+import { openRetained } from "./retain.js";
 
 export const DB_FILE = "spar.db";
 export const SALT_FILE = "spar.db.salt";
@@ -36,11 +37,10 @@ export async function openSqliteStore(options: StoreOpenOptions): Promise<Store>
   const key = await deriveKey(options.masterSecret, salt);
   const db = openKeyed(dbPath, key, exists);
   try {
-    db.pragma("journal_mode = WAL");
     // FULL: a turn's messages are durable once append returns, even across a power loss.
-    db.pragma("synchronous = FULL");
-    db.pragma("foreign_keys = ON");
-    db.pragma("busy_timeout = 5000");
+    db.exec(
+      "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000",
+    );
     migrate(db, dbPath);
     restrictToOwner(dbPath);
     return createSqliteStore(db);
@@ -58,14 +58,13 @@ function openKeyed(dbPath: string, key: Buffer, mustExist: boolean): Database.Da
   key.fill(0);
   let db: Database.Database;
   try {
-    db = new Database(dbPath, { fileMustExist: mustExist });
+    db = openRetained(dbPath, { fileMustExist: mustExist });
   } catch (err) {
     literal.fill(0);
     throw new SparError("STORE_FAILED", `cannot open ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   }
   try {
-    db.pragma("cipher = 'sqlcipher'");
-    db.pragma("legacy = 4");
+    db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
     // db.key() is `PRAGMA key="x'…'"` without putting the key in a SQL string we could not wipe.
     const rc = db.key(literal);
     if (rc !== 0) throw new Error(`sqlite3_key returned ${rc}`);
