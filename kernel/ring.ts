@@ -1,36 +1,15 @@
-import { randomUUID } from "node:crypto";
 import { runTurn } from "./agent-loop.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
-import {
-  DEFAULT_FIGHTER_NAME,
-  FIGHTER_TEMPLATES,
-  hasCapability,
-  templateNames,
-  validateFighterManifest,
-} from "./fighter-manifest.js";
+import { DEFAULT_FIGHTER_NAME, FIGHTER_TEMPLATES, hasCapability } from "./fighter-manifest.js";
+import { createFighterRegistry, type LiveFighter } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
 import type { Logger } from "./sdk.js";
-import type {
-  FighterMessageResult,
-  MessageOptions,
-  MoveListing,
-  RingServices,
-  SpawnRequest,
-} from "./services.js";
-import type {
-  FighterManifest,
-  FighterRecord,
-  FighterRow,
-  FighterStatus,
-  LlmDriver,
-  ModelSettings,
-  MoveDeclaration,
-  Store,
-} from "./types.js";
+import type { FighterMessageResult, MessageOptions, MoveListing, RingServices } from "./services.js";
+import type { LlmDriver, ModelSettings, MoveDeclaration, Store } from "./types.js";
 
 export interface RingOptions {
   config: SparConfig;
@@ -52,13 +31,6 @@ export interface Ring {
   close(): Promise<void>;
 }
 
-interface LiveFighter {
-  row: FighterRow;
-  status: FighterStatus;
-  /** The tail of this fighter's turn queue: turns run one at a time, in arrival order. */
-  queue: Promise<unknown>;
-}
-
 /**
  * Creates the Ring: the coordinator that owns the fighter registry, the event bus and the plugin
  * host, and runs the message data path of DESIGN §4.
@@ -76,7 +48,6 @@ export function createRing(options: RingOptions): Ring {
       .promise(event)
       .catch((err: unknown) => log.error("events.published tap failed", { error: String(err) }));
   });
-  const fighters = new Map<string, LiveFighter>();
   const startedAt = new Date();
   let store: Store | undefined;
 
@@ -111,40 +82,7 @@ export function createRing(options: RingOptions): Ring {
     if (!store) throw new SparError("STORE_FAILED", "the store is not open");
     return store;
   }
-
-  function find(idOrName: string): LiveFighter {
-    const live = fighters.get(idOrName) ?? [...fighters.values()].find((f) => f.row.name === idOrName);
-    if (!live)
-      throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${idOrName}"`, {
-        fighter: idOrName,
-      });
-    return live;
-  }
-
-  function modelFor(manifest: FighterManifest): ModelSettings {
-    return manifest.model ?? config.default_model;
-  }
-
-  function record(live: LiveFighter): FighterRecord {
-    const m = live.row.manifest;
-    return {
-      id: live.row.id,
-      name: live.row.name,
-      description: m.description,
-      status: live.status,
-      weight_class: m.weight_class ?? "middleweight",
-      model: modelFor(m),
-      capabilities: m.capabilities ?? [],
-      skills: m.skills ?? [],
-      created_at: live.row.created_at,
-    };
-  }
-
-  function setStatus(live: LiveFighter, status: FighterStatus): void {
-    if (live.status === status) return;
-    live.status = status;
-    events.publish({ kind: "fighter.status", fighter_id: live.row.id, status });
-  }
+  const fighters = createFighterRegistry({ events, store: requireStore, defaultModel: config.default_model });
 
   async function resolveDriver(settings: ModelSettings): Promise<LlmDriver> {
     await host.activate(`onProvider:${settings.provider}`);
@@ -160,45 +98,12 @@ export function createRing(options: RingOptions): Ring {
     return driver;
   }
 
-  async function spawn(request: SpawnRequest): Promise<FighterRecord> {
-    let manifest: FighterManifest;
-    if ("template" in request) {
-      const template = FIGHTER_TEMPLATES[request.template];
-      if (!template || request.template === DEFAULT_FIGHTER_NAME) {
-        throw new SparError(
-          "VALIDATION_FAILED",
-          `unknown fighter kind "${request.template}"; kinds: ${templateNames().join(", ")}`,
-        );
-      }
-      manifest = validateFighterManifest({ ...template, name: request.name ?? template.name });
-    } else {
-      manifest = validateFighterManifest(request.manifest);
-    }
-    if ([...fighters.values()].some((f) => f.row.name === manifest.name)) {
-      throw new SparError(
-        "CONFLICT",
-        `a fighter named "${manifest.name}" already exists; choose another name`,
-      );
-    }
-    const row: FighterRow = {
-      id: randomUUID(),
-      name: manifest.name,
-      manifest,
-      created_at: new Date().toISOString(),
-    };
-    requireStore().fighters.insert(row);
-    const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
-    fighters.set(row.id, live);
-    events.publish({ kind: "fighter.spawned", fighter_id: row.id, name: row.name });
-    return record(live);
-  }
-
   async function message(
     idOrName: string,
     text: string,
     opts: MessageOptions = {},
   ): Promise<FighterMessageResult> {
-    const live = find(idOrName);
+    const live = fighters.find(idOrName);
     const turn = live.queue.then(() => fight(live, text, opts));
     live.queue = turn.catch(() => undefined);
     return turn;
@@ -206,7 +111,7 @@ export function createRing(options: RingOptions): Ring {
 
   async function fight(live: LiveFighter, text: string, opts: MessageOptions): Promise<FighterMessageResult> {
     const db = requireStore();
-    if (!fighters.has(live.row.id))
+    if (!fighters.isLive(live))
       throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
     let bout = opts.bout_id ? db.bouts.get(opts.bout_id) : db.bouts.latest(live.row.id);
     if (opts.bout_id && (!bout || bout.fighter_id !== live.row.id)) {
@@ -218,7 +123,7 @@ export function createRing(options: RingOptions): Ring {
     }
     const boutId = bout.id;
     events.publish({ kind: "message.received", fighter_id: live.row.id, bout_id: boutId });
-    setStatus(live, "fighting");
+    fighters.setStatus(live, "fighting");
     try {
       const offered: MoveDeclaration[] = [...declaredMoves.values()].filter((m) =>
         hasCapability(live.row.manifest.capabilities ?? [], m.capability),
@@ -227,7 +132,7 @@ export function createRing(options: RingOptions): Ring {
         {
           fighter: live.row,
           bout_id: boutId,
-          model: modelFor(live.row.manifest),
+          model: fighters.modelFor(live.row.manifest),
           history: db.messages.list(boutId),
           user: { role: "user", content: text },
           offered,
@@ -260,7 +165,7 @@ export function createRing(options: RingOptions): Ring {
       });
       return { bout_id: boutId, ...result };
     } finally {
-      setStatus(live, "idle");
+      fighters.setStatus(live, "idle");
     }
   }
 
@@ -273,24 +178,19 @@ export function createRing(options: RingOptions): Ring {
     version: options.version,
     startedAt,
     fighters: {
-      spawn,
-      list: () => [...fighters.values()].map(record),
-      get: (idOrName) => record(find(idOrName)),
-      manifest: (idOrName) => find(idOrName).row.manifest,
-      async kill(idOrName) {
-        const live = find(idOrName);
-        requireStore().fighters.kill(live.row.id);
-        fighters.delete(live.row.id);
-        events.publish({ kind: "fighter.killed", fighter_id: live.row.id, name: live.row.name });
-      },
+      spawn: async (request) => fighters.spawn(request),
+      list: () => fighters.all().map(fighters.record),
+      get: (idOrName) => fighters.record(fighters.find(idOrName)),
+      manifest: (idOrName) => fighters.find(idOrName).row.manifest,
+      kill: async (idOrName) => fighters.kill(idOrName),
       message,
       async messageTo(fromIdOrName, toIdOrName, content) {
-        const from = find(fromIdOrName);
-        const to = find(toIdOrName);
+        const from = fighters.find(fromIdOrName);
+        const to = fighters.find(toIdOrName);
         if (from === to) throw new SparError("VALIDATION_FAILED", "a fighter cannot message itself");
         return message(to.row.id, `[message from fighter "${from.row.name}" (${from.row.id})]\n${content}`);
       },
-      bouts: (idOrName) => requireStore().bouts.list(find(idOrName).row.id),
+      bouts: (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
     },
     bouts: {
       messages(boutId) {
@@ -333,18 +233,16 @@ export function createRing(options: RingOptions): Ring {
       if (!opened)
         throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
       store = opened;
-      for (const row of opened.fighters.list())
-        fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
+      fighters.load(opened.fighters.list());
     },
     async ensureDefaultFighter() {
-      if (![...fighters.values()].some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {
-        const template = FIGHTER_TEMPLATES[DEFAULT_FIGHTER_NAME];
-        await spawn({ manifest: template });
+      if (!fighters.all().some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {
+        fighters.spawn({ manifest: FIGHTER_TEMPLATES[DEFAULT_FIGHTER_NAME] });
       }
     },
     async close() {
       await hooks.daemon.close.promise();
-      await Promise.allSettled([...fighters.values()].map((f) => f.queue));
+      await Promise.allSettled(fighters.all().map((f) => f.queue));
       store?.close();
       store = undefined;
     },

@@ -1,0 +1,134 @@
+import { randomUUID } from "node:crypto";
+import { SparError } from "./errors.js";
+import type { EventBus } from "./events.js";
+import {
+  DEFAULT_FIGHTER_NAME,
+  FIGHTER_TEMPLATES,
+  templateNames,
+  validateFighterManifest,
+} from "./fighter-manifest.js";
+import type { SpawnRequest } from "./services.js";
+import type {
+  FighterManifest,
+  FighterRecord,
+  FighterRow,
+  FighterStatus,
+  ModelSettings,
+  Store,
+} from "./types.js";
+
+/** A fighter in the registry: its stored row plus what only exists while the daemon runs. */
+export interface LiveFighter {
+  row: FighterRow;
+  status: FighterStatus;
+  /** The tail of this fighter's turn queue: turns run one at a time, in arrival order. */
+  queue: Promise<unknown>;
+}
+
+export interface FighterRegistry {
+  /** Fills the registry from the store (every fighter starts idle after a restart). */
+  load(rows: FighterRow[]): void;
+  /** By id, then by name; FIGHTER_NOT_FOUND otherwise. */
+  find(idOrName: string): LiveFighter;
+  all(): LiveFighter[];
+  isLive(live: LiveFighter): boolean;
+  record(live: LiveFighter): FighterRecord;
+  setStatus(live: LiveFighter, status: FighterStatus): void;
+  spawn(request: SpawnRequest): FighterRecord;
+  kill(idOrName: string): void;
+  modelFor(manifest: FighterManifest): ModelSettings;
+}
+
+/**
+ * The Ring's fighter registry: names are unique among live fighters, every change is written to the
+ * store first and then announced on the bus.
+ */
+export function createFighterRegistry(options: {
+  events: EventBus;
+  store: () => Store;
+  defaultModel: ModelSettings;
+}): FighterRegistry {
+  const { events } = options;
+  const fighters = new Map<string, LiveFighter>();
+
+  const modelFor = (manifest: FighterManifest) => manifest.model ?? options.defaultModel;
+
+  function find(idOrName: string): LiveFighter {
+    const live = fighters.get(idOrName) ?? [...fighters.values()].find((f) => f.row.name === idOrName);
+    if (!live) {
+      throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${idOrName}"`, {
+        fighter: idOrName,
+      });
+    }
+    return live;
+  }
+
+  function record(live: LiveFighter): FighterRecord {
+    const m = live.row.manifest;
+    return {
+      id: live.row.id,
+      name: live.row.name,
+      description: m.description,
+      status: live.status,
+      weight_class: m.weight_class ?? "middleweight",
+      model: modelFor(m),
+      capabilities: m.capabilities ?? [],
+      skills: m.skills ?? [],
+      created_at: live.row.created_at,
+    };
+  }
+
+  function manifestFor(request: SpawnRequest): FighterManifest {
+    if (!("template" in request)) return validateFighterManifest(request.manifest);
+    const template = FIGHTER_TEMPLATES[request.template];
+    if (!template || request.template === DEFAULT_FIGHTER_NAME) {
+      throw new SparError(
+        "VALIDATION_FAILED",
+        `unknown fighter kind "${request.template}"; kinds: ${templateNames().join(", ")}`,
+      );
+    }
+    return validateFighterManifest({ ...template, name: request.name ?? template.name });
+  }
+
+  return {
+    load(rows) {
+      for (const row of rows) fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
+    },
+    find,
+    all: () => [...fighters.values()],
+    isLive: (live) => fighters.get(live.row.id) === live,
+    record,
+    modelFor,
+    setStatus(live, status) {
+      if (live.status === status) return;
+      live.status = status;
+      events.publish({ kind: "fighter.status", fighter_id: live.row.id, status });
+    },
+    spawn(request) {
+      const manifest = manifestFor(request);
+      if ([...fighters.values()].some((f) => f.row.name === manifest.name)) {
+        throw new SparError(
+          "CONFLICT",
+          `a fighter named "${manifest.name}" already exists; choose another name`,
+        );
+      }
+      const row: FighterRow = {
+        id: randomUUID(),
+        name: manifest.name,
+        manifest,
+        created_at: new Date().toISOString(),
+      };
+      options.store().fighters.insert(row);
+      const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
+      fighters.set(row.id, live);
+      events.publish({ kind: "fighter.spawned", fighter_id: row.id, name: row.name });
+      return record(live);
+    },
+    kill(idOrName) {
+      const live = find(idOrName);
+      options.store().fighters.kill(live.row.id);
+      fighters.delete(live.row.id);
+      events.publish({ kind: "fighter.killed", fighter_id: live.row.id, name: live.row.name });
+    },
+  };
+}
