@@ -10,6 +10,7 @@ function scriptedDriver(replies: Partial<LlmResponse>[]) {
   const requests: LlmRequest[] = [];
   const driver: LlmDriver = {
     provider: "scripted",
+    probe: async () => "ok",
     async complete(request) {
       requests.push(structuredClone({ ...request, onDelta: undefined }));
       const next = replies.shift() ?? { text: "final" };
@@ -182,6 +183,7 @@ describe("agent loop", () => {
   it("wraps a driver's plain error as PROVIDER_ERROR", async () => {
     const driver: LlmDriver = {
       provider: "scripted",
+      probe: async () => "ok",
       complete: async () => {
         throw new Error("socket hang up");
       },

@@ -1,6 +1,7 @@
 import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { MoveCallInfo, RingHooks } from "./hooks.js";
+import { callProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S } from "./provider-call.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { FighterMessageResult } from "./services.js";
 import type {
@@ -76,17 +77,24 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
         request_id: input.request_id,
       });
     };
-    const reply = await callModel(driver, {
-      model: input.model,
-      system: prompt.system,
-      messages: prompt.messages,
-      tools: input.offered.map((m) => ({
-        name: m.name,
-        description: m.description,
-        input_schema: m.input_schema,
-      })),
-      onDelta,
-    });
+    const reply = await callProvider(
+      driver,
+      {
+        model: input.model,
+        system: prompt.system,
+        messages: prompt.messages,
+        tools: input.offered.map((m) => ({
+          name: m.name,
+          description: m.description,
+          input_schema: m.input_schema,
+        })),
+        onDelta,
+      },
+      {
+        timeoutMs: (input.model.timeout_s ?? DEFAULT_TIMEOUT_S) * 1000,
+        maxRetries: input.model.max_retries ?? DEFAULT_MAX_RETRIES,
+      },
+    );
     usage.input_tokens += reply.usage.input_tokens;
     usage.output_tokens += reply.usage.output_tokens;
     model = reply.model || model;
@@ -142,17 +150,6 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
     result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "max_iterations" },
     messages: turn,
   };
-}
-
-async function callModel(driver: LlmDriver, request: Parameters<LlmDriver["complete"]>[0]) {
-  try {
-    return await driver.complete(request);
-  } catch (err) {
-    if (isSparError(err)) throw err;
-    throw new SparError("PROVIDER_ERROR", `${driver.provider}: ${(err as Error).message}`, {
-      provider: driver.provider,
-    });
-  }
 }
 
 /** Runs one tool call; every failure becomes an error result for the model, never an exception. */

@@ -34,6 +34,8 @@ export const MODEL_SETTINGS_SCHEMA = {
     max_tokens: { type: "integer", minimum: 1 },
     temperature: { type: "number", minimum: 0, maximum: 2 },
     context_window: { type: "integer", minimum: 256 },
+    timeout_s: { type: "number", exclusiveMinimum: 0, maximum: 3600 },
+    max_retries: { type: "integer", minimum: 0, maximum: 10 },
   },
 } as const;
 

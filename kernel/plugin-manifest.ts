@@ -5,7 +5,7 @@ import satisfies from "semver/functions/satisfies.js";
 import validRange from "semver/ranges/valid.js";
 import { SparError } from "./errors.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
-import type { MoveDeclaration } from "./types.js";
+import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
 import { PACKAGE_ROOT } from "./version.js";
 
 export type PluginKind =
@@ -29,7 +29,7 @@ export interface PluginManifest {
   entry: string;
   activation: string[];
   contributes?: {
-    providers?: string[];
+    providers?: ProviderDeclaration[];
     channels?: string[];
     strategies?: string[];
     compaction?: string[];

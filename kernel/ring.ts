@@ -88,7 +88,7 @@ export function createRing(options: RingOptions): Ring {
     await host.activate(`onProvider:${settings.provider}`);
     const driver = await hooks.provider.resolve.promise(settings);
     if (!driver) {
-      const known = host.eligible.flatMap((p) => p.manifest.contributes?.providers ?? []);
+      const known = host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => d.id));
       throw new SparError(
         "PROVIDER_ERROR",
         `no plugin provides the provider "${settings.provider}" (installed: ${known.join(", ") || "none"})`,

@@ -23,6 +23,7 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type { PluginManifest } from "./plugin-manifest.js";
+export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { FighterMessageResult, RingServices } from "./services.js";
 export type * from "./types.js";

@@ -12,6 +12,10 @@ export interface ModelSettings {
   max_tokens?: number;
   temperature?: number;
   context_window?: number;
+  /** The whole call to the provider, retries included, must finish within this. Default 120. */
+  timeout_s?: number;
+  /** Retries for failures worth retrying (connection, 408, 409, 429, 5xx). Default 2. */
+  max_retries?: number;
 }
 
 export type WeightClass = "flyweight" | "lightweight" | "middleweight" | "heavyweight";
@@ -121,7 +125,22 @@ export interface LlmResponse {
 /** What a provider plugin hands the kernel for one model setting. */
 export interface LlmDriver {
   readonly provider: string;
+  /**
+   * One call to the model. Streams when `request.onDelta` is given. Must honour `request.signal`,
+   * never retry by itself, and fail with `providerError(...)` (the kernel retries and times out).
+   */
   complete(request: LlmRequest): Promise<LlmResponse>;
+  /** A cheap authenticated request (e.g. list models) for `spar doctor`; resolves to a short detail. */
+  probe(signal: AbortSignal): Promise<string>;
+}
+
+/** A provider as a plugin manifest declares it in `contributes.providers`. */
+export interface ProviderDeclaration {
+  id: string;
+  /** Variables that may hold the key, tried in order; absent for providers that need none. */
+  key_env?: string[];
+  /** Whether a model setting must give `base_url` (e.g. openai_compatible). */
+  requires_base_url?: boolean;
 }
 
 /** What the agent loop tells a move about the call it is running. */

@@ -27,9 +27,9 @@ afterEach(() => {
 });
 afterAll(() => fake.close());
 
-// Retries off unless a test wants them, so a failure is reported at once.
+// The driver never retries: retries and the deadline belong to the kernel (kernel/provider-call.ts).
 function driver(options: OpenAiDriverOptions = {}, env: NodeJS.ProcessEnv = { [KEY_ENV]: KEY }) {
-  return createOpenAiDriver(settings, env, { maxRetries: 0, ...options });
+  return createOpenAiDriver(settings, env, options);
 }
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
@@ -184,33 +184,37 @@ describe("createOpenAiDriver", () => {
     expect(fake.requests).toHaveLength(0);
   });
 
-  it("maps a 500 to PROVIDER_ERROR with the provider's message and status", async () => {
+  it("maps a 500 to a retryable PROVIDER_ERROR with the provider's message and status, without retrying", async () => {
     fake.enqueue({ status: 500, error_message: "the engine is overloaded" });
     const err = await failure(driver().complete(request()));
     expect(err.code).toBe("PROVIDER_ERROR");
     expect(err.message).toBe("openai: 500 the engine is overloaded");
-    expect(err.extra).toEqual({ provider: "openai", status: 500 });
+    expect(err.extra).toEqual({ provider: "openai", provider_status: 500, retryable: true });
+    expect(fake.requests).toHaveLength(1);
   });
 
-  it("retries a 500 when retries are on", async () => {
-    fake.enqueue({ status: 500, headers: { "retry-after-ms": "1" } }, { text: "second time lucky" });
-    const reply = await driver({ maxRetries: 1 }).complete(request());
-    expect(reply.text).toBe("second time lucky");
-    expect(fake.requests).toHaveLength(2);
+  it("reports a 429's retry-after for the kernel to honour", async () => {
+    fake.enqueue({ status: 429, error_message: "slow down", headers: { "retry-after": "3" } });
+    const err = await failure(driver().complete(request()));
+    expect(err.extra).toEqual({
+      provider: "openai",
+      provider_status: 429,
+      retryable: true,
+      retry_after_s: 3,
+    });
+  });
+
+  it("marks a 400 as not worth retrying", async () => {
+    fake.enqueue({ status: 400, error_message: "bad request" });
+    const err = await failure(driver().complete(request()));
+    expect(err.extra.retryable).toBe(false);
   });
 
   it("never repeats the key in an error message", async () => {
     fake.enqueue({ status: 401, error_message: `Incorrect API key provided: ${KEY}` });
     const err = await failure(driver().complete(request()));
-    expect(err.extra.status).toBe(401);
+    expect(err.extra.provider_status).toBe(401);
     expect(err.message).not.toContain(KEY);
-  });
-
-  it("maps an SDK timeout to PROVIDER_TIMEOUT", async () => {
-    fake.enqueue({ text: "too late", delay_ms: 5_000 });
-    const err = await failure(driver({ timeoutMs: 100 }).complete(request()));
-    expect(err.code).toBe("PROVIDER_TIMEOUT");
-    expect(err.message).toMatch(/^openai: timed out/);
   });
 
   it("maps a truncated stream to PROVIDER_ERROR", async () => {
@@ -243,15 +247,21 @@ describe("createOpenAiDriver", () => {
   it("maps a refused connection to PROVIDER_ERROR", async () => {
     const gone = await startFakeOpenAI();
     await gone.close();
-    const closed = createOpenAiDriver(
-      { ...settings, base_url: gone.url },
-      { [KEY_ENV]: KEY },
-      { maxRetries: 0 },
-    );
+    const closed = createOpenAiDriver({ ...settings, base_url: gone.url }, { [KEY_ENV]: KEY });
     const err = await failure(closed.complete(request()));
     expect(err.code).toBe("PROVIDER_ERROR");
     expect(err.message).toMatch(/^openai: Connection error\. \(connect ECONNREFUSED /);
-    expect(err.extra).toEqual({ provider: "openai" });
+    expect(err.extra).toEqual({ provider: "openai", retryable: true });
+  });
+});
+
+describe("openai driver probe", () => {
+  it("lists models with the key, for spar doctor", async () => {
+    expect(await driver().probe(AbortSignal.timeout(5000))).toBe("1 models listed");
+  });
+
+  it("names the missing variable", async () => {
+    await expect(driver({}, {}).probe(AbortSignal.timeout(5000))).rejects.toThrow(KEY_ENV);
   });
 });
 

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import OpenAI, { APIConnectionError, APIError } from "openai";
 import type { ChatCompletion } from "openai/resources/chat/completions";
-import type { ErrorExtra, LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
+import { parseRetryAfter, providerError, SparError } from "../../kernel/sdk.js";
 import { isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface OpenAiDriverOptions {
@@ -20,16 +20,14 @@ export interface OpenAiDriverOptions {
   defaultKeyEnv?: string;
   /** The data dir, so the missing-key message can name the exact `.env` file. */
   home?: string;
-  /** SDK retries on connection errors, 408/409/429 and 5xx. Default 2. */
-  maxRetries?: number;
-  /** Per attempt, so with retries a call can take up to (maxRetries + 1) times this. Default 120 s. */
-  timeoutMs?: number;
 }
+
+const NO_SDK_TIMEOUT_MS = 3_600_000;
 
 /** A reply the SDK accepted but the driver cannot use; its message is already fit for people. */
 class IncompleteReply extends Error {}
 
-type Connection = Required<Pick<OpenAiDriverOptions, "provider" | "maxRetries" | "timeoutMs">> & {
+type Connection = Required<Pick<OpenAiDriverOptions, "provider">> & {
   baseURL: string | undefined;
   keyEnv: string;
   home: string | undefined;
@@ -54,26 +52,30 @@ export function createOpenAiDriver(
     baseURL: settings.base_url ?? options.defaultBaseUrl,
     keyEnv: settings.api_key_env ?? options.defaultKeyEnv ?? "OPENAI_API_KEY",
     home: options.home,
-    maxRetries: options.maxRetries ?? 2,
-    timeoutMs: options.timeoutMs ?? 120_000,
   };
   let client: OpenAI | undefined;
 
   function clientFor(apiKey: string): OpenAI {
     // Rebuilt only if the variable changed since the last call (tests, or a key rotated in-process).
     if (client?.apiKey !== apiKey) {
-      client = new OpenAI({
-        apiKey,
-        baseURL: conn.baseURL,
-        maxRetries: conn.maxRetries,
-        timeout: conn.timeoutMs,
-      });
+      // The kernel owns retries and the deadline (one policy for every provider): the SDK does neither.
+      client = new OpenAI({ apiKey, baseURL: conn.baseURL, maxRetries: 0, timeout: NO_SDK_TIMEOUT_MS });
     }
     return client;
   }
 
   return {
     provider: conn.provider,
+    async probe(signal) {
+      const apiKey = env[conn.keyEnv];
+      if (!apiKey) throw missingKey(conn);
+      try {
+        const page = await clientFor(apiKey).models.list({ signal });
+        return `${page.data.length} models listed`;
+      } catch (err) {
+        throw toSparError(err, conn, apiKey);
+      }
+    },
     async complete(request) {
       const apiKey = env[conn.keyEnv];
       if (!apiKey) throw missingKey(conn);
@@ -165,14 +167,9 @@ function toSparError(err: unknown, conn: Connection, apiKey: string): SparError 
   if (err instanceof SparError) return err;
   // Belt and braces: no SDK message is known to echo the key, but one must never reach a log.
   const clean = (text: string) => text.split(apiKey).join("***");
-  const extra: ErrorExtra = { provider: conn.provider };
-  if (err instanceof APIConnectionTimeoutError) {
-    const seconds = conn.timeoutMs / 1000;
-    const message = `${conn.provider}: timed out after ${seconds} s waiting for a reply`;
-    return new SparError("PROVIDER_TIMEOUT", message, extra, { cause: err });
-  }
-  if (err instanceof APIError && typeof err.status === "number") extra.status = err.status;
-  return new SparError("PROVIDER_ERROR", `${conn.provider}: ${clean(describe(err))}`, extra, { cause: err });
+  const status = err instanceof APIError && typeof err.status === "number" ? err.status : undefined;
+  const retryAfterS = err instanceof APIError ? parseRetryAfter(err.headers?.get("retry-after")) : undefined;
+  return providerError(conn.provider, clean(describe(err)), { status, retryAfterS, cause: err });
 }
 
 /**

@@ -1,28 +1,18 @@
 // A scripted stand-in for the OpenAI chat-completions API. It speaks the real wire protocol so the
 // real `openai` SDK can be pointed at it with only `baseURL` changed.
 import { randomBytes } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { createServer } from "node:http";
-import type { Socket } from "node:net";
+import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
+import {
+  type FakeLlmServer,
+  type ReceivedCall,
+  type ScriptedReply,
+  defaultReply as scriptDefault,
+  splitForStreaming,
+} from "./scripted.js";
 
-export interface ScriptedToolCall {
-  name: string;
-  // A string is sent verbatim, so tests can script invalid JSON arguments.
-  arguments: Record<string, unknown> | string;
-}
-
-export interface ScriptedReply {
-  text?: string;
-  tool_calls?: ScriptedToolCall[];
-  usage?: { prompt_tokens: number; completion_tokens: number };
-  status?: number;
-  error_message?: string;
-  headers?: Record<string, string>;
-  delay_ms?: number;
-  truncate_stream?: boolean;
-  model?: string;
-}
+export type { ScriptedReply, ScriptedToolCall } from "./scripted.js";
 
 export interface ChatContentPart {
   type: string;
@@ -67,13 +57,9 @@ export interface RecordedRequest {
   body: ChatCompletionRequestBody | undefined;
 }
 
-export interface FakeOpenAI {
-  readonly url: string;
+export interface FakeOpenAI extends FakeLlmServer {
   readonly requests: RecordedRequest[];
-  enqueue(...replies: ScriptedReply[]): void;
   setDefault(fn: (body: ChatCompletionRequestBody) => ScriptedReply): void;
-  reset(): void;
-  close(): Promise<void>;
 }
 
 const MODELS = {
@@ -99,35 +85,29 @@ function contentText(content: ChatMessage["content"]): string {
 
 function defaultReply(body: ChatCompletionRequestBody): ScriptedReply {
   const last = body.messages.at(-1);
-  if (last?.role === "tool") return { text: `done: ${contentText(last.content)}` };
-  const user = body.messages.findLast((m) => m.role === "user");
-  return { text: `echo: ${contentText(user?.content)}` };
+  if (last?.role === "tool") return scriptDefault("tool", contentText(last.content));
+  return scriptDefault("user", contentText(body.messages.findLast((m) => m.role === "user")?.content));
 }
 
 function parseBody(raw: string): ChatCompletionRequestBody | undefined {
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
-    if (!("messages" in parsed) || !Array.isArray(parsed.messages)) return undefined;
-    return parsed as ChatCompletionRequestBody;
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonObject(raw);
+  return parsed && Array.isArray(parsed.messages)
+    ? (parsed as unknown as ChatCompletionRequestBody)
+    : undefined;
 }
 
-// Splits into at least `min` pieces (when the string is long enough) so streaming is observable.
-function splitPieces(s: string, min: number): string[] {
-  const words = s.match(/\S+\s*|\s+/g) ?? [];
-  if (words.length >= min || s.length < min) return words.length > 0 ? words : [s];
-  const size = Math.ceil(s.length / min);
-  const pieces: string[] = [];
-  for (let i = 0; i < s.length; i += size) pieces.push(s.slice(i, i + size));
-  return pieces;
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify(body));
+function normalize(body: ChatCompletionRequestBody): ReceivedCall {
+  return {
+    model: body.model,
+    system: body.messages
+      .filter((m) => m.role === "system" || m.role === "developer")
+      .map((m) => contentText(m.content))
+      .join("\n"),
+    tools: (body.tools ?? []).map((t) => t.function.name),
+    last_user_text: contentText(body.messages.findLast((m) => m.role === "user")?.content),
+    tool_results: body.messages.filter((m) => m.role === "tool").map((m) => contentText(m.content)),
+    stream: body.stream === true,
+  };
 }
 
 function sendError(res: ServerResponse, status: number, message: string, headers?: Record<string, string>) {
@@ -135,37 +115,17 @@ function sendError(res: ServerResponse, status: number, message: string, headers
   sendJson(res, status, { error: { message, type, param: null, code } }, headers);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
-// Resolves once the bytes reach the socket, so a truncation that follows cannot discard them.
-function write(res: ServerResponse, data: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    res.write(data, (err) => (err ? reject(err) : resolve()));
-  });
-}
-
 const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("hex")}`;
 
 export async function startFakeOpenAI(options: { port?: number } = {}): Promise<FakeOpenAI> {
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
-  const sockets = new Set<Socket>();
-  // Aborting these wakes any handler sleeping in delay_ms or between chunks, so close() is prompt.
-  const inFlight = new Set<AbortController>();
   let makeDefault = defaultReply;
   let requestCount = 0;
 
-  async function answer(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const http = await startFakeHttp(async (req, res, raw, signal) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const path = url.pathname.replace(/\/+$/, "");
-    const raw = await readBody(req);
     if (req.method === "GET" && path === "/v1/models") return sendJson(res, 200, MODELS);
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       return sendError(res, 404, `Unknown request URL: ${req.method} ${url.pathname}`);
@@ -180,6 +140,7 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
     if (reply.status !== undefined && reply.status >= 400) {
       return sendError(res, reply.status, reply.error_message ?? "scripted failure", headers);
     }
+    if (reply.malformed) return sendMalformed(res, body.stream === true);
 
     const id = newId("chatcmpl-");
     const created = Math.floor(Date.now() / 1000);
@@ -224,11 +185,11 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       ...(includeUsage ? { usage: null } : {}),
     });
     const events: unknown[] = [chunk({ role: "assistant", content: "", refusal: null })];
-    if (text) for (const piece of splitPieces(text, 3)) events.push(chunk({ content: piece }));
+    if (text) for (const piece of splitForStreaming(text)) events.push(chunk({ content: piece }));
     for (const [index, { id: callId, function: fn }] of calls.entries()) {
       const opening = { index, id: callId, type: "function", function: { name: fn.name, arguments: "" } };
       events.push(chunk({ tool_calls: [opening] }));
-      for (const piece of splitPieces(fn.arguments, 2).filter((p) => p !== "")) {
+      for (const piece of halves(fn.arguments)) {
         events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
       }
     }
@@ -253,40 +214,12 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       return;
     }
     res.end("data: [DONE]\n\n");
-  }
-
-  const server = createServer((req, res) => {
-    const controller = new AbortController();
-    inFlight.add(controller);
-    // A client that gave up (e.g. an SDK timeout) must not leave a handler writing to a dead socket.
-    res.on("close", () => controller.abort());
-    answer(req, res, controller.signal)
-      .catch((err: unknown) => {
-        if (controller.signal.aborted) return;
-        // Mid-stream there is no way to report an error except cutting the connection.
-        if (res.headersSent) return void res.destroy();
-        sendError(res, 500, `fake server failure: ${String(err)}`);
-      })
-      .finally(() => inFlight.delete(controller));
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("fake OpenAI server has no TCP port");
+  }, options);
 
   return {
-    url: `http://127.0.0.1:${address.port}/v1`,
+    url: `http://127.0.0.1:${http.port}/v1`,
     requests,
+    calls: () => requests.flatMap((r) => (r.body ? [normalize(r.body)] : [])),
     enqueue: (...replies) => {
       queue.push(...replies);
     },
@@ -298,11 +231,22 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       requests.length = 0;
       makeDefault = defaultReply;
     },
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        for (const controller of inFlight) controller.abort();
-        server.close((err) => (err ? reject(err) : resolve()));
-        for (const socket of sockets) socket.destroy();
-      }),
+    close: () => http.close(),
   };
+}
+
+/** Tool-call arguments go out in two pieces at least, as the real API splits them. */
+function halves(s: string): string[] {
+  const mid = Math.ceil(s.length / 2);
+  return [s.slice(0, mid), s.slice(mid)].filter((p) => p !== "");
+}
+
+function sendMalformed(res: ServerResponse, stream: boolean): void {
+  if (!stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end('{"id": "chatcmpl-broken", "choices": [');
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  res.end('data: {"id": "chatcmpl-broken", "choices": [{"delta": \n\ndata: [DONE]\n\n');
 }

@@ -1,0 +1,71 @@
+// The script every fake LLM server follows, whatever wire protocol it speaks, so one contract suite
+// (test/contract/providers.test.ts) can drive every provider plugin the same way.
+
+export interface ScriptedToolCall {
+  name: string;
+  // A string is sent verbatim, so tests can script invalid JSON arguments.
+  arguments: Record<string, unknown> | string;
+}
+
+export interface ScriptedReply {
+  text?: string;
+  tool_calls?: ScriptedToolCall[];
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Answer with this HTTP error status (and the protocol's error body) instead. */
+  status?: number;
+  error_message?: string;
+  headers?: Record<string, string>;
+  /** Wait this long before the first byte. */
+  delay_ms?: number;
+  /** Streamed: close the socket half way through, without the protocol's end marker. */
+  truncate_stream?: boolean;
+  /** Answer 200 with a body that is not valid for the protocol (garbage JSON / a broken event). */
+  malformed?: boolean;
+  model?: string;
+}
+
+/** One chat request as the fake understood it, in protocol-neutral terms, for assertions. */
+export interface ReceivedCall {
+  model: string;
+  system: string;
+  /** Names of the tools offered. */
+  tools: string[];
+  /** Text of the last user message. */
+  last_user_text: string;
+  /** Contents of the tool results sent back, in order. */
+  tool_results: string[];
+  stream: boolean;
+}
+
+export interface FakeLlmServer {
+  /** What goes in `base_url` for this provider. */
+  readonly url: string;
+  /** Chat requests received, in order, normalized. */
+  calls(): ReceivedCall[];
+  enqueue(...replies: ScriptedReply[]): void;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The reply when nothing is queued: "echo: <last user text>", or after a tool result
+ * "done: <tool result>", so a tool round trip finishes by itself.
+ */
+export function defaultReply(lastRole: "user" | "tool", lastText: string): ScriptedReply {
+  return { text: lastRole === "tool" ? `done: ${lastText}` : `echo: ${lastText}` };
+}
+
+/** Rough token estimate (chars / 4, at least 1) when a reply scripts no usage. */
+export function estimateTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+/** Splits text into at least three pieces so streaming is visible. */
+export function splitForStreaming(text: string): string[] {
+  const words = text.match(/\S+\s*|\s+/g) ?? [];
+  if (words.length >= 3) return words;
+  const size = Math.max(1, Math.ceil(text.length / 3));
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces.length > 0 ? pieces : [""];
+}
