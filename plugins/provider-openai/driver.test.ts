@@ -178,9 +178,8 @@ describe("createOpenAiDriver", () => {
   it("fails with PROVIDER_ERROR naming the variable when the key is missing, before any request", async () => {
     const err = await failure(driver({ home: "/srv/spar" }, {}).complete(request()));
     expect(err.code).toBe("PROVIDER_ERROR");
-    expect(err.message).toBe(
-      `the openai provider needs an API key: set ${KEY_ENV} in the environment or in /srv/spar/.env`,
-    );
+    expect(err.message).toBe(`openai: no API key: set ${KEY_ENV} in the environment or in /srv/spar/.env`);
+    expect(err.extra.retryable).toBe(false);
     expect(fake.requests).toHaveLength(0);
   });
 
@@ -255,6 +254,30 @@ describe("createOpenAiDriver", () => {
   });
 });
 
+describe("openai_compatible", () => {
+  it("talks to a server that takes no key, unless api_key_env names one", async () => {
+    const local = createOpenAiDriver(
+      { provider: "openai_compatible", model: "m", base_url: fake.url },
+      {},
+      {
+        provider: "openai_compatible",
+        keyOptional: true,
+      },
+    );
+    expect((await local.complete(request())).text).toBe("echo: hi");
+    expect(fake.requests[0]?.headers.authorization).toBe("Bearer no-key");
+
+    const keyed = createOpenAiDriver(
+      { provider: "openai_compatible", model: "m", base_url: fake.url, api_key_env: "GROQ_API_KEY" },
+      {},
+      { provider: "openai_compatible", keyOptional: true },
+    );
+    await expect(keyed.complete(request())).rejects.toThrow(
+      "openai_compatible: no API key: set GROQ_API_KEY",
+    );
+  });
+});
+
 describe("openai driver probe", () => {
   it("lists models with the key, for spar doctor", async () => {
     expect(await driver().probe(AbortSignal.timeout(5000))).toBe("1 models listed");
@@ -280,10 +303,12 @@ describe("provider-openai plugin", () => {
     return resolver;
   }
 
-  it("resolves only provider openai, one driver per connection", async () => {
+  it("resolves openai and openai_compatible only, one driver per connection", async () => {
     const resolve = await applyPlugin();
     expect(await resolve({ provider: "anthropic", model: "claude" })).toBeUndefined();
-    expect(await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url })).toBeUndefined();
+    expect((await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url }))?.provider).toBe(
+      "openai_compatible",
+    );
 
     const a = await resolve({ provider: "openai", model: "gpt-a", base_url: fake.url });
     const b = await resolve({ provider: "openai", model: "gpt-b", base_url: fake.url });

@@ -20,7 +20,14 @@ export interface OpenAiDriverOptions {
   defaultKeyEnv?: string;
   /** The data dir, so the missing-key message can name the exact `.env` file. */
   home?: string;
+  /** A server that takes no key (a local OpenAI-compatible one) unless `api_key_env` names one. */
+  keyOptional?: boolean;
+  /** Sent with every request (e.g. OpenRouter's attribution headers). */
+  defaultHeaders?: Record<string, string>;
 }
+
+/** What the SDK gets as a key for a server that checks none: it refuses an empty one. */
+const NO_KEY = "no-key";
 
 const NO_SDK_TIMEOUT_MS = 3_600_000;
 
@@ -30,6 +37,7 @@ class IncompleteReply extends Error {}
 type Connection = Required<Pick<OpenAiDriverOptions, "provider">> & {
   baseURL: string | undefined;
   keyEnv: string;
+  keyOptional: boolean;
   home: string | undefined;
 };
 
@@ -51,7 +59,13 @@ export function createOpenAiDriver(
     provider: options.provider ?? "openai",
     baseURL: settings.base_url ?? options.defaultBaseUrl,
     keyEnv: settings.api_key_env ?? options.defaultKeyEnv ?? "OPENAI_API_KEY",
+    keyOptional: (options.keyOptional ?? false) && settings.api_key_env === undefined,
     home: options.home,
+  };
+  const keyOf = (): string => {
+    const key = conn.keyOptional ? NO_KEY : env[conn.keyEnv];
+    if (!key) throw missingKey(conn);
+    return key;
   };
   let client: OpenAI | undefined;
 
@@ -59,7 +73,15 @@ export function createOpenAiDriver(
     // Rebuilt only if the variable changed since the last call (tests, or a key rotated in-process).
     if (client?.apiKey !== apiKey) {
       // The kernel owns retries and the deadline (one policy for every provider): the SDK does neither.
-      client = new OpenAI({ apiKey, baseURL: conn.baseURL, maxRetries: 0, timeout: NO_SDK_TIMEOUT_MS });
+      client = new OpenAI({
+        apiKey,
+        baseURL: conn.baseURL,
+        maxRetries: 0,
+        timeout: NO_SDK_TIMEOUT_MS,
+        defaultHeaders: options.defaultHeaders,
+        // OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment belong to OpenAI, not to other servers.
+        ...(conn.provider === "openai" ? {} : { organization: null, project: null }),
+      });
     }
     return client;
   }
@@ -67,8 +89,7 @@ export function createOpenAiDriver(
   return {
     provider: conn.provider,
     async probe(signal) {
-      const apiKey = env[conn.keyEnv];
-      if (!apiKey) throw missingKey(conn);
+      const apiKey = keyOf();
       try {
         const page = await clientFor(apiKey).models.list({ signal });
         return `${page.data.length} models listed`;
@@ -77,8 +98,7 @@ export function createOpenAiDriver(
       }
     },
     async complete(request) {
-      const apiKey = env[conn.keyEnv];
-      if (!apiKey) throw missingKey(conn);
+      const apiKey = keyOf();
       try {
         const api = clientFor(apiKey);
         return request.onDelta ? await streamed(api, request, request.onDelta) : await unary(api, request);
@@ -156,11 +176,9 @@ async function streamed(
 
 function missingKey(conn: Connection): SparError {
   const file = conn.home ? join(conn.home, ".env") : "<data dir>/.env";
-  return new SparError(
-    "PROVIDER_ERROR",
-    `the ${conn.provider} provider needs an API key: set ${conn.keyEnv} in the environment or in ${file}`,
-    { provider: conn.provider },
-  );
+  return providerError(conn.provider, `no API key: set ${conn.keyEnv} in the environment or in ${file}`, {
+    retryable: false,
+  });
 }
 
 function toSparError(err: unknown, conn: Connection, apiKey: string): SparError {
