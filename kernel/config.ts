@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { SparError } from "./errors.js";
+import type { RoutingConfig } from "./routing.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { ModelSettings } from "./types.js";
 
@@ -9,6 +10,7 @@ import type { ModelSettings } from "./types.js";
 export interface SparConfig {
   api_listen: string;
   default_model: ModelSettings;
+  model_routing: RoutingConfig;
   agent: { max_iterations: number; tool_timeout_s: number; loop_guard_repeats: number };
   api: { body_limit_bytes: number };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
@@ -45,6 +47,16 @@ const CONFIG_SCHEMA = {
   properties: {
     api_listen: { type: "string", pattern: "^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$" },
     default_model: MODEL_SETTINGS_SCHEMA,
+    model_routing: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        enabled: { type: "boolean" },
+        cheap: MODEL_SETTINGS_SCHEMA,
+        mid: MODEL_SETTINGS_SCHEMA,
+        expensive: MODEL_SETTINGS_SCHEMA,
+      },
+    },
     agent: {
       type: "object",
       additionalProperties: false,
@@ -115,6 +127,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
   const c = core as Partial<{
     api_listen: string;
     default_model: ModelSettings;
+    model_routing: Partial<RoutingConfig>;
     agent: Partial<SparConfig["agent"]>;
     api: Partial<SparConfig["api"]>;
     plugins: Partial<SparConfig["plugins"]>;
@@ -122,6 +135,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
   const config: SparConfig = {
     api_listen: env.SPAR_API_LISTEN || c.api_listen || "127.0.0.1:6660",
     default_model: c.default_model ?? { ...LOCAL_RUNNER },
+    model_routing: { enabled: false, ...c.model_routing },
     agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, ...c.agent },
     api: { body_limit_bytes: 1_048_576, ...c.api },
     plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },

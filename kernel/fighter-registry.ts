@@ -47,6 +47,8 @@ export function createFighterRegistry(options: {
   events: EventBus;
   store: () => Store;
   defaultModel: ModelSettings;
+  /** Why a manifest's own model cannot work (unknown provider, missing key), if it cannot. */
+  modelProblem: (settings: ModelSettings) => string | undefined;
 }): FighterRegistry {
   const { events } = options;
   const fighters = new Map<string, LiveFighter>();
@@ -106,6 +108,8 @@ export function createFighterRegistry(options: {
     },
     spawn(request) {
       const manifest = manifestFor(request);
+      const problem = manifest.model ? options.modelProblem(manifest.model) : undefined;
+      if (problem) throw new SparError("VALIDATION_FAILED", problem, { path: "/manifest/model" });
       if ([...fighters.values()].some((f) => f.row.name === manifest.name)) {
         throw new SparError(
           "CONFLICT",

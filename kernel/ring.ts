@@ -7,9 +7,12 @@ import { createFighterRegistry, type LiveFighter } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
+import { providerProblem } from "./provider-check.js";
+import { providerError } from "./provider-errors.js";
+import { routeModel } from "./routing.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing, RingServices } from "./services.js";
-import type { LlmDriver, ModelSettings, MoveDeclaration, Store } from "./types.js";
+import type { LlmDriver, ModelSettings, MoveDeclaration, ProviderDeclaration, Store } from "./types.js";
 
 export interface RingOptions {
   config: SparConfig;
@@ -82,19 +85,27 @@ export function createRing(options: RingOptions): Ring {
     if (!store) throw new SparError("STORE_FAILED", "the store is not open");
     return store;
   }
-  const fighters = createFighterRegistry({ events, store: requireStore, defaultModel: config.default_model });
+  const providers = new Map<string, ProviderDeclaration>(
+    host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
+  );
+  const modelProblem = (settings: ModelSettings) => providerProblem(settings, providers, options.home);
+  const fighters = createFighterRegistry({
+    events,
+    store: requireStore,
+    defaultModel: config.default_model,
+    modelProblem,
+  });
 
   async function resolveDriver(settings: ModelSettings): Promise<LlmDriver> {
+    const problem = modelProblem(settings);
+    if (problem)
+      throw new SparError("PROVIDER_ERROR", problem, { provider: settings.provider, retryable: false });
     await host.activate(`onProvider:${settings.provider}`);
     const driver = await hooks.provider.resolve.promise(settings);
-    if (!driver) {
-      const known = host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => d.id));
-      throw new SparError(
-        "PROVIDER_ERROR",
-        `no plugin provides the provider "${settings.provider}" (installed: ${known.join(", ") || "none"})`,
-        { provider: settings.provider },
-      );
-    }
+    if (!driver)
+      throw providerError(settings.provider, "no active plugin answered for this provider", {
+        retryable: false,
+      });
     return driver;
   }
 
@@ -132,7 +143,7 @@ export function createRing(options: RingOptions): Ring {
         {
           fighter: live.row,
           bout_id: boutId,
-          model: fighters.modelFor(live.row.manifest),
+          model: routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model,
           history: db.messages.list(boutId),
           user: { role: "user", content: text },
           offered,

@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { classifyMessage, routeModel, type Tier } from "./routing.js";
+
+const longAnalysis =
+  "We are choosing between PostgreSQL and a document store for an event-sourced billing system. " +
+  "Explain the trade-offs in consistency, operational cost and schema evolution, compare how each " +
+  "handles replaying ten million events, and design a migration plan we could run without downtime. " +
+  "Evaluate the risks step by step and say why you would pick one. ".repeat(3);
+
+const table: [string, Tier][] = [
+  ["hello", "cheap"],
+  ["Hi there! How are you?", "cheap"],
+  ["What is the capital of France?", "cheap"],
+  ["thanks, that worked", "cheap"],
+  ["Translate 'good morning' into Spanish.", "cheap"],
+  ["Why is the sky blue?", "cheap"],
+  ["Fix this:\n```js\nconst x = [1,2,3].map(n => n * 2)\nconsole.log(x[5].toFixed())\n```", "mid"],
+  ["Explain the difference between TCP and UDP and compare their use in games.", "mid"],
+  ["Can you refactor and optimize this function?\nfunction f(a) { return a.map(x => x * 2); }", "mid"],
+  ["Here is the chart ![q3](https://example.com/q3.png) what does it show?", "mid"],
+  ["Is it on? Did it work? Should I retry? What now?", "cheap"],
+  [longAnalysis, "expensive"],
+  [
+    `Review this module and find the root cause of the leak:\n\`\`\`ts\n${"let a = 1;\n".repeat(200)}\`\`\``,
+    "expensive",
+  ],
+];
+
+describe("classifyMessage", () => {
+  it.each(table)("%#: puts the message in the expected tier", (text, tier) => {
+    expect(classifyMessage(text).tier).toBe(tier);
+  });
+
+  it("is deterministic and says why", () => {
+    const a = classifyMessage(longAnalysis);
+    expect(classifyMessage(longAnalysis)).toEqual(a);
+    expect(a.reasons.join(" | ")).toMatch(/length/);
+    expect(a.reasons.join(" | ")).toMatch(/reasoning words: .*trade-offs/);
+  });
+});
+
+describe("routeModel", () => {
+  const fallback = { provider: "openai", model: "default" };
+  const cheap = { provider: "ollama", model: "small" };
+  const expensive = { provider: "anthropic", model: "large" };
+
+  it("routes by tier to the tier's provider and model", () => {
+    const routing = { enabled: true, cheap, expensive };
+    expect(routeModel("hello", undefined, routing, fallback)).toEqual({ model: cheap, tier: "cheap" });
+    expect(routeModel(longAnalysis, undefined, routing, fallback)).toEqual({
+      model: expensive,
+      tier: "expensive",
+    });
+  });
+
+  it("falls back to default_model for an unconfigured tier", () => {
+    const routing = { enabled: true, cheap };
+    expect(routeModel("Explain and compare TCP and UDP.", undefined, routing, fallback)).toEqual({
+      model: fallback,
+      tier: "mid",
+    });
+  });
+
+  it("uses default_model when routing is off", () => {
+    expect(routeModel("hello", undefined, { enabled: false, cheap }, fallback)).toEqual({ model: fallback });
+  });
+
+  it("never routes a fighter whose manifest names a model", () => {
+    const own = { provider: "google", model: "gemini" };
+    expect(routeModel("hello", own, { enabled: true, cheap }, fallback)).toEqual({ model: own });
+  });
+});
