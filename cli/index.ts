@@ -43,6 +43,10 @@ cli
   );
 
 cli
+  .command("doctor", "Check the config, the data dir, the daemon and every configured provider")
+  .action((options) => runAction(async () => (await import("./commands/doctor.js")).doctor(options)));
+
+cli
   .command("plugin <action>", "Inspect plugins: list (reads manifests only; no plugin code runs)")
   .action((action: string, options) =>
     runAction(async () => (await import("./commands/plugin.js")).plugin(action, options)),

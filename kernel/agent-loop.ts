@@ -1,4 +1,4 @@
-import { isSparError, SparError } from "./errors.js";
+import { isSparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { MoveCallInfo, RingHooks } from "./hooks.js";
 import { callProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S } from "./provider-call.js";

@@ -44,7 +44,11 @@ export type ErrorExtra = Record<string, string | number | boolean | null | strin
  * @example
  * throw new SparError("VALIDATION_FAILED", "body/message must be a string", { path: "/message" });
  */
+/** Marks Spar errors across copies of this module (a plugin may bundle its own copy of the SDK). */
+const BRAND = Symbol.for("spar.error");
+
 export class SparError extends Error {
+  readonly [BRAND] = true;
   readonly code: ErrorCode;
   readonly extra: ErrorExtra;
 
@@ -64,9 +68,13 @@ export class SparError extends Error {
   }
 }
 
-/** True when `value` is a SparError with the given code (or any SparError when no code is given). */
+/**
+ * True when `value` is a SparError with the given code (or any SparError when no code is given).
+ * Checks the brand, not `instanceof`, so an error from another copy of the SDK still counts.
+ */
 export function isSparError(value: unknown, code?: ErrorCode): value is SparError {
-  return value instanceof SparError && (code === undefined || value.code === code);
+  if (typeof value !== "object" || value === null || !(BRAND in value)) return false;
+  return code === undefined || (value as SparError).code === code;
 }
 
 /**

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import OpenAI, { APIConnectionError, APIError } from "openai";
 import type { ChatCompletion } from "openai/resources/chat/completions";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
-import { parseRetryAfter, providerError, SparError } from "../../kernel/sdk.js";
+import { isSparError, parseRetryAfter, providerError, type SparError } from "../../kernel/sdk.js";
 import { isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface OpenAiDriverOptions {
@@ -182,7 +182,7 @@ function missingKey(conn: Connection): SparError {
 }
 
 function toSparError(err: unknown, conn: Connection, apiKey: string): SparError {
-  if (err instanceof SparError) return err;
+  if (isSparError(err)) return err;
   // Belt and braces: no SDK message is known to echo the key, but one must never reach a log.
   const clean = (text: string) => text.split(apiKey).join("***");
   const status = err instanceof APIError && typeof err.status === "number" ? err.status : undefined;

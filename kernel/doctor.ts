@@ -1,0 +1,97 @@
+import type { SparConfig } from "./config.js";
+import { isSparError } from "./errors.js";
+import { createLogger } from "./logger.js";
+import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
+import { keyVariable, providerProblem } from "./provider-check.js";
+import { createRing } from "./ring.js";
+import type { ModelSettings, ProviderDeclaration } from "./types.js";
+import { KERNEL_VERSION } from "./version.js";
+
+export interface ProviderReport {
+  provider: string;
+  model: string;
+  base_url?: string;
+  /** Where the setting comes from: "default_model", "model_routing.cheap", "fighter coder" … */
+  used_by: string[];
+  /** The variables that may hold the key and which one is set; never the key itself. */
+  key: { names: string[]; present?: string };
+  reachable: boolean;
+  detail: string;
+}
+
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** The model settings the config names, each with where it comes from. */
+export function configuredModels(config: SparConfig): { settings: ModelSettings; used_by: string }[] {
+  const out = [{ settings: config.default_model, used_by: "default_model" }];
+  for (const tier of ["cheap", "mid", "expensive"] as const) {
+    const settings = config.model_routing[tier];
+    if (settings && config.model_routing.enabled) out.push({ settings, used_by: `model_routing.${tier}` });
+  }
+  return out;
+}
+
+/**
+ * Checks each distinct provider connection: declared by an installed plugin, key present, and a
+ * cheap authenticated request (the driver's `probe`) answered. Imports only the provider plugins
+ * it needs, in this process; needs no running daemon.
+ */
+export async function checkProviders(
+  home: string,
+  config: SparConfig,
+  models: { settings: ModelSettings; used_by: string }[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ProviderReport[]> {
+  const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+  const ring = createRing({
+    config,
+    home,
+    version: KERNEL_VERSION,
+    plugins,
+    log: createLogger(() => undefined),
+  });
+  const declarations = new Map<string, ProviderDeclaration>(
+    ring.host.eligible.flatMap((p) =>
+      (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const),
+    ),
+  );
+  const reports = new Map<string, ProviderReport>();
+  for (const { settings, used_by } of models) {
+    const id = JSON.stringify([
+      settings.provider,
+      settings.model,
+      settings.base_url ?? "",
+      settings.api_key_env ?? "",
+    ]);
+    const existing = reports.get(id);
+    if (existing) {
+      existing.used_by.push(used_by);
+      continue;
+    }
+    const report: ProviderReport = {
+      provider: settings.provider,
+      model: settings.model,
+      ...(settings.base_url ? { base_url: settings.base_url } : {}),
+      used_by: [used_by],
+      key: keyVariable(settings, declarations.get(settings.provider), env),
+      reachable: false,
+      detail: "",
+    };
+    reports.set(id, report);
+    const problem = providerProblem(settings, declarations, home, env);
+    if (problem) {
+      report.detail = problem;
+      continue;
+    }
+    try {
+      await ring.host.activate(`onProvider:${settings.provider}`);
+      const driver = await ring.hooks.provider.resolve.promise(settings);
+      if (!driver) throw new Error("no active plugin answered for this provider");
+      report.detail = await driver.probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
+      report.reachable = true;
+    } catch (err) {
+      report.detail = isSparError(err) || err instanceof Error ? err.message : String(err);
+    }
+  }
+  return [...reports.values()];
+}

@@ -1,0 +1,256 @@
+/**
+ * The provider contract: every provider plugin, loaded by the real plugin host from dist/ and called
+ * through the kernel's own retry and deadline policy (callProvider), must pass the same scenarios
+ * against a fake that speaks its real wire protocol to its official SDK.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../kernel/config.js";
+import { isSparError, type SparError } from "../../kernel/errors.js";
+import { createLogger } from "../../kernel/logger.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import { callProvider } from "../../kernel/provider-call.js";
+import { createRing } from "../../kernel/ring.js";
+import type { LlmDriver, LlmRequest, ModelSettings } from "../../kernel/types.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
+import { startFakeAnthropic } from "../fakes/anthropic-server.js";
+import { startFakeGemini } from "../fakes/gemini-server.js";
+import { startFakeOllama } from "../fakes/ollama-server.js";
+import { startFakeOpenAI } from "../fakes/openai-server.js";
+import type { FakeLlmServer } from "../fakes/scripted.js";
+import { tempHome } from "../helpers/daemon.js";
+
+const KEY_ENV = "SPAR_CONTRACT_KEY";
+process.env[KEY_ENV] = "contract-secret-key";
+
+interface ProviderCase {
+  id: string;
+  start: () => Promise<FakeLlmServer>;
+  settings: (url: string) => ModelSettings;
+  /** Whether the SDK lets the driver read a 429's retry-after header. */
+  retryAfter: boolean;
+}
+
+const CASES: ProviderCase[] = [
+  {
+    id: "openai",
+    start: startFakeOpenAI,
+    settings: (url) => ({ provider: "openai", model: "gpt-fake", base_url: url, api_key_env: KEY_ENV }),
+    retryAfter: true,
+  },
+  {
+    id: "openai_compatible",
+    start: startFakeOpenAI,
+    settings: (url) => ({ provider: "openai_compatible", model: "local-fake", base_url: url }),
+    retryAfter: true,
+  },
+  {
+    id: "openrouter",
+    start: startFakeOpenAI,
+    settings: (url) => ({
+      provider: "openrouter",
+      model: "vendor/fake",
+      base_url: url,
+      api_key_env: KEY_ENV,
+    }),
+    retryAfter: true,
+  },
+  {
+    id: "anthropic",
+    start: startFakeAnthropic,
+    settings: (url) => ({ provider: "anthropic", model: "claude-fake", base_url: url, api_key_env: KEY_ENV }),
+    retryAfter: true,
+  },
+  {
+    id: "google",
+    start: startFakeGemini,
+    settings: (url) => ({ provider: "google", model: "gemini-fake", base_url: url, api_key_env: KEY_ENV }),
+    retryAfter: true,
+  },
+  {
+    id: "ollama",
+    start: startFakeOllama,
+    settings: (url) => ({ provider: "ollama", model: "llama-fake", base_url: url }),
+    retryAfter: true,
+  },
+];
+
+const home = tempHome();
+const config = loadConfig(home, {});
+const plugins = discoverPlugins(pluginRoots(home, []), KERNEL_VERSION);
+const ring = createRing({
+  config,
+  home,
+  version: KERNEL_VERSION,
+  plugins,
+  log: createLogger(() => undefined),
+});
+
+async function driverFor(settings: ModelSettings): Promise<LlmDriver> {
+  await ring.host.activate(`onProvider:${settings.provider}`);
+  const driver = await ring.hooks.provider.resolve.promise(settings);
+  if (!driver) throw new Error(`no driver for ${settings.provider}`);
+  return driver;
+}
+
+const LOOKUP = {
+  name: "lookup",
+  description: "Look a word up.",
+  input_schema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+};
+
+const policy = { timeoutMs: 10_000, maxRetries: 2, baseDelayMs: 20 };
+
+async function failure(work: Promise<unknown>): Promise<SparError> {
+  const err = await work.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
+  return err;
+}
+
+describe.each(CASES)("provider $id", (c) => {
+  let fake: FakeLlmServer;
+  let settings: ModelSettings;
+  let driver: LlmDriver;
+  const ask = (overrides: Partial<LlmRequest> = {}): LlmRequest => ({
+    model: settings,
+    system: "You are a contract test.",
+    messages: [{ role: "user", content: "hello there" }],
+    tools: [LOOKUP],
+    ...overrides,
+  });
+
+  beforeAll(async () => {
+    fake = await c.start();
+    settings = c.settings(fake.url);
+    driver = await driverFor(settings);
+  });
+  afterAll(() => fake.close());
+
+  it("answers a plain request with usage and the model", async () => {
+    fake.reset();
+    fake.enqueue({ text: "plain answer", usage: { prompt_tokens: 11, completion_tokens: 3 } });
+    const reply = await callProvider(driver, ask(), policy);
+    expect(reply.text).toBe("plain answer");
+    expect(reply.tool_calls).toEqual([]);
+    expect(reply.usage).toEqual({ input_tokens: 11, output_tokens: 3 });
+    expect(reply.stop_reason).toBe("end");
+    expect(reply.model).toContain(settings.model);
+    const [call] = fake.calls();
+    expect(call?.system).toContain("You are a contract test.");
+    expect(call?.last_user_text).toBe("hello there");
+    expect(call?.tools).toEqual(["lookup"]);
+  });
+
+  it("streams a reply in several deltas", async () => {
+    fake.reset();
+    fake.enqueue({ text: "one two three four five" });
+    const deltas: string[] = [];
+    const reply = await callProvider(driver, ask({ onDelta: (d) => deltas.push(d) }), policy);
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    expect(deltas.join("")).toBe("one two three four five");
+    expect(reply.text).toBe("one two three four five");
+    expect(reply.usage.output_tokens).toBeGreaterThan(0);
+    expect(fake.calls()[0]?.stream).toBe(true);
+  });
+
+  it.each([false, true])("completes a tool call round trip (streamed: %s)", async (streamed) => {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "lookup", arguments: { word: "spar" } }] });
+    const onDelta = streamed ? () => undefined : undefined;
+    const first = await callProvider(driver, ask({ onDelta }), policy);
+    expect(first.stop_reason).toBe("tool_use");
+    expect(first.tool_calls).toHaveLength(1);
+    const call = first.tool_calls[0];
+    expect(call?.name).toBe("lookup");
+    expect(call?.arguments).toEqual({ word: "spar" });
+    expect(call?.id).toBeTruthy();
+
+    const second = await callProvider(
+      driver,
+      ask({
+        onDelta,
+        messages: [
+          { role: "user", content: "hello there" },
+          { role: "assistant", content: first.text, tool_calls: first.tool_calls },
+          { role: "tool", tool_call_id: call?.id ?? "", name: "lookup", content: "a practice fight" },
+        ],
+      }),
+      policy,
+    );
+    expect(second.text).toContain("a practice fight");
+    expect(fake.calls()[1]?.tool_results.join("")).toContain("a practice fight");
+  });
+
+  it("gives PROVIDER_TIMEOUT within the deadline when the provider hangs", async () => {
+    fake.reset();
+    fake.enqueue({ text: "too late", delay_ms: 5_000 });
+    const started = Date.now();
+    const err = await failure(callProvider(driver, ask(), { ...policy, timeoutMs: 400 }));
+    expect(err.code).toBe("PROVIDER_TIMEOUT");
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("retries a 5xx a bounded number of times, then reports PROVIDER_ERROR with the provider's message", async () => {
+    fake.reset();
+    fake.enqueue({ status: 503, error_message: "overloaded A" }, { text: "recovered" });
+    expect((await callProvider(driver, ask(), policy)).text).toBe("recovered");
+    expect(fake.calls()).toHaveLength(2);
+
+    fake.reset();
+    for (let i = 0; i < 3; i++) fake.enqueue({ status: 500, error_message: "engine down" });
+    const err = await failure(callProvider(driver, ask(), policy));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(err.message).toContain("engine down");
+    expect(fake.calls()).toHaveLength(3);
+  });
+
+  it("honours a 429's retry-after", async () => {
+    fake.reset();
+    fake.enqueue(
+      { status: 429, error_message: "slow down", headers: { "retry-after": "1" } },
+      { text: "after the wait" },
+    );
+    const started = Date.now();
+    const reply = await callProvider(driver, ask(), policy);
+    expect(reply.text).toBe("after the wait");
+    if (c.retryAfter) expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  });
+
+  it("does not retry a request the provider refuses as bad", async () => {
+    fake.reset();
+    fake.enqueue({ status: 400, error_message: "bad request body" });
+    const err = await failure(callProvider(driver, ask(), policy));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(fake.calls()).toHaveLength(1);
+  });
+
+  it("reports a malformed reply as PROVIDER_ERROR", async () => {
+    fake.reset();
+    fake.enqueue({ malformed: true }, { malformed: true }, { malformed: true });
+    expect((await failure(callProvider(driver, ask(), policy))).code).toBe("PROVIDER_ERROR");
+  });
+
+  it("reports a stream cut off mid-reply as PROVIDER_ERROR, not a short answer", async () => {
+    fake.reset();
+    fake.enqueue({ text: "this reply is cut off somewhere in the middle of it", truncate_stream: true });
+    const err = await failure(callProvider(driver, ask({ onDelta: () => undefined }), policy));
+    expect(err.code).toBe("PROVIDER_ERROR");
+  });
+
+  it("reports a dead provider as PROVIDER_ERROR after bounded retries", async () => {
+    const gone = await c.start();
+    const url = gone.url;
+    await gone.close();
+    const dead = await driverFor(c.settings(url));
+    const started = Date.now();
+    const err = await failure(callProvider(dead, ask(), policy));
+    expect(err.code).toBe("PROVIDER_ERROR");
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("answers a probe for spar doctor", async () => {
+    expect(await driver.probe(AbortSignal.timeout(5_000))).toMatch(/\d+ models? (listed|installed)/);
+  });
+});
