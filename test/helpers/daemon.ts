@@ -62,7 +62,8 @@ export interface TestDaemon {
   output(): string;
   /** SIGTERM and wait for exit; resolves with the exit code. */
   stop(): Promise<number | null>;
-  cli(args: string[]): Promise<CliResult>;
+  /** The real CLI with the daemon's environment (its keys), plus `extra`. */
+  cli(args: string[], extra?: NodeJS.ProcessEnv): Promise<CliResult>;
   /** fetch against the daemon with a JSON body; returns status and parsed body. */
   request<T = unknown>(
     method: string,
@@ -127,7 +128,8 @@ export async function startDaemon(
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
     },
-    cli: (args) => runCli(home, args, { OPENAI_API_KEY: fullEnv.OPENAI_API_KEY }),
+    cli: (args, extra = {}) =>
+      runCli(home, args, { ...env, OPENAI_API_KEY: fullEnv.OPENAI_API_KEY, ...extra }),
     async request(method, path, body) {
       const response = await fetch(`${url}${path}`, {
         method,
