@@ -1,7 +1,7 @@
 import { isSparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { MoveCallInfo, RingHooks } from "./hooks.js";
-import { callProvider, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S } from "./provider-call.js";
+import { callProvider, policyFor } from "./provider-call.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { FighterMessageResult } from "./services.js";
 import type {
@@ -90,10 +90,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
         })),
         onDelta,
       },
-      {
-        timeoutMs: (input.model.timeout_s ?? DEFAULT_TIMEOUT_S) * 1000,
-        maxRetries: input.model.max_retries ?? DEFAULT_MAX_RETRIES,
-      },
+      policyFor(input.model),
     );
     usage.input_tokens += reply.usage.input_tokens;
     usage.output_tokens += reply.usage.output_tokens;

@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
+import type { CompactionConfig } from "./compaction.js";
+import type { CreedConfig } from "./creed.js";
 import { SparError } from "./errors.js";
+import type { DecayConfig } from "./memory.js";
 import type { RoutingConfig } from "./routing.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { ModelSettings } from "./types.js";
@@ -12,6 +15,8 @@ export interface SparConfig {
   default_model: ModelSettings;
   model_routing: RoutingConfig;
   agent: { max_iterations: number; tool_timeout_s: number; loop_guard_repeats: number };
+  memory: { compaction: CompactionConfig; decay: DecayConfig };
+  creed: CreedConfig;
   api: { body_limit_bytes: number };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
   /** Sections keyed by plugin id, each validated against that plugin's `configSchema`. */
@@ -64,6 +69,39 @@ const CONFIG_SCHEMA = {
         max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
         tool_timeout_s: { type: "number", exclusiveMinimum: 0 },
         loop_guard_repeats: { type: "integer", minimum: 2 },
+      },
+    },
+    memory: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        compaction: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            strategy: { type: "string", pattern: "^[a-z0-9_]+$" },
+            threshold_percent: { type: "number", exclusiveMinimum: 0, maximum: 100 },
+            keep_recent: { type: "integer", minimum: 1 },
+          },
+        },
+        decay: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            rate_per_day: { type: "number", minimum: 0 },
+            reinforce_on_access: { type: "number", minimum: 0 },
+            forget_below: { type: "number", minimum: 0 },
+          },
+        },
+      },
+    },
+    creed: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        reflect: { type: "boolean" },
+        reflect_min_chars: { type: "integer", minimum: 0 },
+        max_observations: { type: "integer", minimum: 0, maximum: 100 },
       },
     },
     api: {
@@ -129,6 +167,8 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     default_model: ModelSettings;
     model_routing: Partial<RoutingConfig>;
     agent: Partial<SparConfig["agent"]>;
+    memory: { compaction?: Partial<CompactionConfig>; decay?: Partial<DecayConfig> };
+    creed: Partial<CreedConfig>;
     api: Partial<SparConfig["api"]>;
     plugins: Partial<SparConfig["plugins"]>;
   }>;
@@ -137,6 +177,11 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     default_model: c.default_model ?? { ...LOCAL_RUNNER },
     model_routing: { enabled: false, ...c.model_routing },
     agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, ...c.agent },
+    memory: {
+      compaction: { strategy: "summarize", threshold_percent: 80, keep_recent: 20, ...c.memory?.compaction },
+      decay: { rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05, ...c.memory?.decay },
+    },
+    creed: { reflect: true, reflect_min_chars: 280, max_observations: 12, ...c.creed },
     api: { body_limit_bytes: 1_048_576, ...c.api },
     plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },
     plugin_settings: pluginSettings,

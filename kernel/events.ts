@@ -15,6 +15,20 @@ export type SparEventPayload =
   | { kind: "move.called"; fighter_id: string; bout_id: string; name: string; call_id: string }
   | { kind: "move.result"; fighter_id: string; bout_id: string; name: string; call_id: string; ok: boolean }
   | {
+      kind: "creed.updated";
+      fighter_id: string;
+      name: string;
+      reason: "conversation" | "reflection" | "edit";
+    }
+  | {
+      kind: "compaction.applied";
+      fighter_id: string;
+      bout_id: string;
+      strategy: string;
+      compacted: number;
+      through_seq: number;
+    }
+  | {
       kind: "message.completed";
       fighter_id: string;
       bout_id: string;

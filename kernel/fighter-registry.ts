@@ -8,14 +8,8 @@ import {
   validateFighterManifest,
 } from "./fighter-manifest.js";
 import type { SpawnRequest } from "./services.js";
-import type {
-  FighterManifest,
-  FighterRecord,
-  FighterRow,
-  FighterStatus,
-  ModelSettings,
-  Store,
-} from "./types.js";
+import type { Store } from "./store-types.js";
+import type { FighterManifest, FighterRecord, FighterRow, FighterStatus, ModelSettings } from "./types.js";
 
 /** A fighter in the registry: its stored row plus what only exists while the daemon runs. */
 export interface LiveFighter {

@@ -1,12 +1,13 @@
 import { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook } from "tapable";
 import type { SparEvent } from "./events.js";
+import type { Store } from "./store-types.js";
 import type {
   ChatMessage,
   FighterRow,
   LlmDriver,
   ModelSettings,
   MoveHandler,
-  Store,
+  StoredMessage,
   ToolCall,
   Usage,
 } from "./types.js";
@@ -54,6 +55,23 @@ export interface MoveOutcome {
   content: string;
 }
 
+/** What a compaction strategy gets: the messages it replaces and the summary they extend, if any. */
+export interface CompactionInput {
+  fighter: FighterRow;
+  bout_id: string;
+  model: ModelSettings;
+  messages: StoredMessage[];
+  previous_summary?: string;
+  /** A summary longer than this many tokens should be condensed, not just extended. */
+  summary_budget_tokens: number;
+}
+
+/** A compaction strategy: returns the summary that replaces the messages, or none (truncation). */
+export interface CompactionStrategy {
+  readonly name: string;
+  compact(input: CompactionInput): Promise<{ summary?: string }>;
+}
+
 /** Address the daemon is about to serve, given to the Arena when the daemon is ready. */
 export interface ListenRequest {
   host: string;
@@ -81,6 +99,10 @@ export function createHooks() {
       beforeCall: new AsyncSeriesBailHook<[MoveCallInfo], MoveRefusal | undefined>(["info"]),
       /** Waterfall, called after a move ran: taps may rewrite the outcome (redaction) before it is stored. */
       afterCall: new AsyncSeriesWaterfallHook<[MoveOutcome, MoveCallInfo]>(["outcome", "info"]),
+    }),
+    compaction: Object.freeze({
+      /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */
+      resolve: new AsyncSeriesBailHook<[string], CompactionStrategy | undefined>(["strategy"]),
     }),
     turn: Object.freeze({
       /** Waterfall, called before each turn: taps add to the system prompt and context. */

@@ -1,5 +1,5 @@
 import { isSparError, SparError } from "./errors.js";
-import type { LlmDriver, LlmRequest, LlmResponse } from "./types.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
 export interface CallPolicy {
   /** The whole call, retries and waits included, ends within this. */
@@ -13,6 +13,14 @@ export interface CallPolicy {
 
 export const DEFAULT_TIMEOUT_S = 120;
 export const DEFAULT_MAX_RETRIES = 2;
+
+/** The policy a model setting asks for: `timeout_s` and `max_retries`, or the defaults. */
+export function policyFor(model: ModelSettings): CallPolicy {
+  return {
+    timeoutMs: (model.timeout_s ?? DEFAULT_TIMEOUT_S) * 1000,
+    maxRetries: model.max_retries ?? DEFAULT_MAX_RETRIES,
+  };
+}
 
 /**
  * Calls a provider under the one policy every provider shares: a deadline for the whole call

@@ -1,18 +1,18 @@
-import { runTurn } from "./agent-loop.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
 import { DEFAULT_FIGHTER_NAME, FIGHTER_TEMPLATES, hasCapability } from "./fighter-manifest.js";
-import { createFighterRegistry, type LiveFighter } from "./fighter-registry.js";
+import { createFighterRegistry } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
+import { queryWords, recallMemories } from "./memory.js";
+import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
 import { providerProblem } from "./provider-check.js";
-import { providerError } from "./provider-errors.js";
-import { routeModel } from "./routing.js";
 import type { Logger } from "./sdk.js";
-import type { FighterMessageResult, MessageOptions, MoveListing, RingServices } from "./services.js";
-import type { LlmDriver, ModelSettings, MoveDeclaration, ProviderDeclaration, Store } from "./types.js";
+import type { MoveListing, RingServices } from "./services.js";
+import type { Store } from "./store-types.js";
+import type { ModelSettings, ProviderDeclaration } from "./types.js";
 
 export interface RingOptions {
   config: SparConfig;
@@ -96,93 +96,20 @@ export function createRing(options: RingOptions): Ring {
     modelProblem,
   });
 
-  async function resolveDriver(settings: ModelSettings): Promise<LlmDriver> {
-    const problem = modelProblem(settings);
-    if (problem)
-      throw new SparError("PROVIDER_ERROR", problem, { provider: settings.provider, retryable: false });
-    await host.activate(`onProvider:${settings.provider}`);
-    const driver = await hooks.provider.resolve.promise(settings);
-    if (!driver)
-      throw providerError(settings.provider, "no active plugin answered for this provider", {
-        retryable: false,
-      });
-    return driver;
-  }
+  const path = createMessagePath({
+    config,
+    hooks,
+    events,
+    host,
+    log,
+    store: requireStore,
+    fighters,
+    declaredMoves,
+    modelProblem,
+  });
 
-  async function message(
-    idOrName: string,
-    text: string,
-    opts: MessageOptions = {},
-  ): Promise<FighterMessageResult> {
-    const live = fighters.find(idOrName);
-    const turn = live.queue.then(() => fight(live, text, opts));
-    live.queue = turn.catch(() => undefined);
-    return turn;
-  }
-
-  async function fight(live: LiveFighter, text: string, opts: MessageOptions): Promise<FighterMessageResult> {
-    const db = requireStore();
-    if (!fighters.isLive(live))
-      throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
-    let bout = opts.bout_id ? db.bouts.get(opts.bout_id) : db.bouts.latest(live.row.id);
-    if (opts.bout_id && (!bout || bout.fighter_id !== live.row.id)) {
-      throw new SparError("BOUT_NOT_FOUND", `fighter "${live.row.name}" has no bout ${opts.bout_id}`);
-    }
-    if (!bout) {
-      bout = db.bouts.create(live.row.id);
-      events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
-    }
-    const boutId = bout.id;
-    events.publish({ kind: "message.received", fighter_id: live.row.id, bout_id: boutId });
-    fighters.setStatus(live, "fighting");
-    try {
-      const offered: MoveDeclaration[] = [...declaredMoves.values()].filter((m) =>
-        hasCapability(live.row.manifest.capabilities ?? [], m.capability),
-      );
-      const { result, messages } = await runTurn(
-        {
-          fighter: live.row,
-          bout_id: boutId,
-          model: routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model,
-          history: db.messages.list(boutId),
-          user: { role: "user", content: text },
-          offered,
-          declared: declaredMoves,
-          maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
-          loopGuardRepeats: config.agent.loop_guard_repeats,
-          toolTimeoutMs: config.agent.tool_timeout_s * 1000,
-          onDelta: opts.onDelta,
-          request_id: opts.request_id,
-        },
-        { hooks, events, driver: resolveDriver, move: moveHandler },
-      );
-      // Durable before acknowledged: the whole turn is committed in one transaction first.
-      db.messages.append(boutId, messages);
-      await hooks.turn.end.promise({
-        fighter: live.row,
-        bout_id: boutId,
-        new_messages: messages,
-        usage: result.usage,
-        iterations: result.iterations,
-      });
-      events.publish({
-        kind: "message.completed",
-        fighter_id: live.row.id,
-        bout_id: boutId,
-        usage: result.usage,
-        iterations: result.iterations,
-        model: result.model,
-        stop_reason: result.stop_reason,
-      });
-      return { bout_id: boutId, ...result };
-    } finally {
-      fighters.setStatus(live, "idle");
-    }
-  }
-
-  async function moveHandler(name: string) {
-    await host.activate(`onMove:${name}`);
-    return hooks.move.resolve.promise(name);
+  function fighterRow(idOrName: string) {
+    return fighters.find(idOrName).row;
   }
 
   const services: RingServices = {
@@ -194,13 +121,17 @@ export function createRing(options: RingOptions): Ring {
       get: (idOrName) => fighters.record(fighters.find(idOrName)),
       manifest: (idOrName) => fighters.find(idOrName).row.manifest,
       kill: async (idOrName) => fighters.kill(idOrName),
-      message,
-      async messageTo(fromIdOrName, toIdOrName, content) {
-        const from = fighters.find(fromIdOrName);
-        const to = fighters.find(toIdOrName);
-        if (from === to) throw new SparError("VALIDATION_FAILED", "a fighter cannot message itself");
-        return message(to.row.id, `[message from fighter "${from.row.name}" (${from.row.id})]\n${content}`);
+      message: path.message,
+      messageTo: path.messageTo,
+      creed: (idOrName) => {
+        const row = fighterRow(idOrName);
+        return { fighter: row.name, ...path.aftercare.creedOf(row) };
       },
+      editCreed: (idOrName, edit) => {
+        const row = fighterRow(idOrName);
+        return { fighter: row.name, ...path.aftercare.editCreed(row, edit) };
+      },
+      relationships: (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
       bouts: (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
     },
     bouts: {
@@ -212,8 +143,14 @@ export function createRing(options: RingOptions): Ring {
     },
     memory: {
       store: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
-      recall: (fighterId, query, limit) => requireStore().memories.search(fighterId, query, limit),
+      recall: (fighterId, query, limit) =>
+        recallMemories(requireStore(), fighterId, query, limit, config.memory.decay),
     },
+    knowledge: {
+      add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
+      query: (fighterId, query, limit) => requireStore().knowledge.query(fighterId, queryWords(query), limit),
+    },
+    llm: { complete: path.llm },
     moves: { list: () => [...declaredMoves.values()] },
     plugins: {
       list: () =>

@@ -12,6 +12,8 @@ export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { EventBus, SparEvent, SparEventKind, SparEventPayload } from "./events.js";
 export type {
+  CompactionInput,
+  CompactionStrategy,
   ListenRequest,
   MoveCallInfo,
   MoveOutcome,
@@ -22,10 +24,12 @@ export type {
   TurnContext,
   TurnSummary,
 } from "./hooks.js";
+export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
-export type { FighterMessageResult, RingServices } from "./services.js";
+export type { CreedView, FighterMessageResult, RingServices } from "./services.js";
+export type * from "./store-types.js";
 export type * from "./types.js";
 
 /** Options a tap may give: a lower `stage` runs earlier; equal stages keep activation order. */

@@ -1,9 +1,13 @@
+import type { RecalledMemory } from "./memory.js";
 import type { PluginManifest } from "./plugin-manifest.js";
+import type { CreedDocument, KgEntity, KgRelation, MemoryRecord, Relationship } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
   FighterRecord,
-  MemoryRecord,
+  LlmRequest,
+  LlmResponse,
+  ModelSettings,
   MoveDeclaration,
   StoredMessage,
   Usage,
@@ -30,6 +34,8 @@ export interface MessageOptions {
   /** Tags the `message.delta` events so a WebSocket client can match them to its request. */
   request_id?: string;
 }
+
+export type CreedView = CreedDocument & { fighter: string };
 
 export interface MoveListing extends MoveDeclaration {
   plugin: string;
@@ -60,6 +66,10 @@ export interface RingServices {
     messageTo(fromIdOrName: string, toIdOrName: string, content: string): Promise<FighterMessageResult>;
     bouts(idOrName: string): BoutRecord[];
     manifest(idOrName: string): FighterManifest;
+    creed(idOrName: string): CreedView;
+    /** Replaces identity, traits and directives; observations, relationships and counters stay. */
+    editCreed(idOrName: string, edit: Pick<CreedDocument, "identity" | "traits" | "directives">): CreedView;
+    relationships(idOrName: string): Relationship[];
   };
   readonly bouts: {
     messages(boutId: string): StoredMessage[];
@@ -67,7 +77,20 @@ export interface RingServices {
   /** Each fighter's long-term memory (the memory moves' substrate). */
   readonly memory: {
     store(fighterId: string, key: string, value: string): MemoryRecord;
-    recall(fighterId: string, query: string, limit: number): MemoryRecord[];
+    recall(fighterId: string, query: string, limit: number): RecalledMemory[];
+  };
+  /** Each fighter's knowledge graph (the knowledge moves' substrate). */
+  readonly knowledge: {
+    add(
+      fighterId: string,
+      entities: KgEntity[],
+      relations: KgRelation[],
+    ): { entities_added: number; entities_merged: number; relations_added: number };
+    query(fighterId: string, query: string, limit: number): (KgEntity & { relations: KgRelation[] })[];
+  };
+  /** One model call under the provider policy (timeouts, retries), e.g. for a summary. */
+  readonly llm: {
+    complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
   };
   readonly moves: { list(): MoveListing[] };
   readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };

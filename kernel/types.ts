@@ -85,8 +85,17 @@ export type ChatMessage =
   | { role: "assistant"; content: string; tool_calls?: ToolCall[] }
   | { role: "tool"; tool_call_id: string; name: string; content: string; is_error?: boolean };
 
-/** A stored message: a ChatMessage plus where and when. */
-export type StoredMessage = ChatMessage & { id: string; bout_id: string; seq: number; created_at: string };
+/**
+ * A stored message: a ChatMessage plus where and when. `compacted` marks a message that compaction
+ * replaced in the model's context (by a summary, or by nothing); it stays on disk and in listings.
+ */
+export type StoredMessage = ChatMessage & {
+  id: string;
+  bout_id: string;
+  seq: number;
+  created_at: string;
+  compacted?: boolean;
+};
 
 export interface ToolDefinition {
   name: string;
@@ -162,40 +171,4 @@ export interface MoveDeclaration {
   description: string;
   capability: string;
   input_schema: Record<string, unknown>;
-}
-
-export interface MemoryRecord {
-  id: string;
-  fighter_id: string;
-  key: string;
-  value: string;
-  created_at: string;
-}
-
-/** The storage substrate. One store plugin provides it; the kernel is its only direct user. */
-export interface Store {
-  readonly fighters: {
-    insert(row: FighterRow): void;
-    list(): FighterRow[];
-    get(id: string): FighterRow | undefined;
-    getByName(name: string): FighterRow | undefined;
-    /** Marks the fighter killed: it leaves the registry, its bouts and messages stay on disk. */
-    kill(id: string): boolean;
-  };
-  readonly bouts: {
-    create(fighterId: string): BoutRecord;
-    get(id: string): BoutRecord | undefined;
-    latest(fighterId: string): BoutRecord | undefined;
-    list(fighterId: string): BoutRecord[];
-  };
-  readonly messages: {
-    /** Appends all messages of one turn in a single durable transaction. */
-    append(boutId: string, messages: ChatMessage[]): StoredMessage[];
-    list(boutId: string): StoredMessage[];
-  };
-  readonly memories: {
-    put(fighterId: string, key: string, value: string): MemoryRecord;
-    search(fighterId: string, query: string, limit: number): MemoryRecord[];
-  };
-  close(): void;
 }

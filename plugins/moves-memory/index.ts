@@ -20,7 +20,7 @@ export default definePlugin({
         async run(input, { fighter }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
           const found = ring.memory.recall(fighter.id, String(input.query), limit);
-          return { memories: found.map((m) => ({ key: m.key, value: m.value, created_at: m.created_at })) };
+          return { memories: found };
         },
       },
     };

@@ -65,6 +65,66 @@ CREATE TABLE memories (
 );
 `,
   },
+  {
+    version: 2,
+    name: "decay-summaries-creeds-relationships-knowledge",
+    sql: `
+-- A memory decays from when it was last scored; until now that was its last write. ALTER TABLE
+-- cannot add a NOT NULL column without a default, so the code is what keeps scored_at set.
+ALTER TABLE memories ADD COLUMN scored_at TEXT;
+UPDATE memories SET scored_at = coalesce(accessed_at, created_at);
+CREATE INDEX memories_fighter_scored ON memories(fighter_id, scored_at);
+
+-- What replaced a bout's compacted messages in the model's context (messages.compacted, migration 1).
+CREATE TABLE bout_summaries (
+  bout_id TEXT PRIMARY KEY REFERENCES bouts(id),
+  summary TEXT NOT NULL,
+  through_seq INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+);
+
+-- Keyed by name, not id: a creed and its relationships outlive a kill and a respawn.
+CREATE TABLE creeds (
+  fighter_name TEXT PRIMARY KEY,
+  document TEXT NOT NULL CHECK (json_valid(document)),
+  updated_at TEXT NOT NULL
+);
+
+CREATE TABLE relationships (
+  fighter_name TEXT NOT NULL,
+  other TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('fighter', 'user')),
+  exchanges INTEGER NOT NULL,
+  last_contact TEXT NOT NULL,
+  note TEXT NOT NULL,
+  PRIMARY KEY (fighter_name, other)
+);
+CREATE INDEX relationships_recent ON relationships(fighter_name, last_contact);
+
+CREATE TABLE kg_entities (
+  id TEXT PRIMARY KEY,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+-- An entity is its name and type in any (ASCII) case; this index also finds an entity by name.
+CREATE UNIQUE INDEX kg_entities_identity ON kg_entities(fighter_id, lower(name), lower(type));
+CREATE INDEX kg_entities_recent ON kg_entities(fighter_id, created_at);
+
+-- SQLite refuses expressions in a PRIMARY KEY, so a relation's identity is a unique index instead;
+-- it also serves "relations from an entity", kg_relations_to "relations to it".
+CREATE TABLE kg_relations (
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  from_id TEXT NOT NULL REFERENCES kg_entities(id),
+  to_id TEXT NOT NULL REFERENCES kg_entities(id),
+  type TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX kg_relations_identity ON kg_relations(from_id, to_id, lower(type));
+CREATE INDEX kg_relations_to ON kg_relations(to_id);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -1,21 +1,31 @@
 /**
- * The Store over an open, migrated connection. Every statement is prepared once, here; rows are
- * mapped to the SDK shapes in one place each so `append` and `list` return identical messages.
+ * The Store over an open, migrated connection: fighters, bouts, messages and summaries here, the
+ * rest in a module each. Every statement is prepared once per store, when it is created (or, for
+ * the per-word-count searches, on first use), and never again: see retain.ts.
  */
 import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3-multiple-ciphers";
 import type {
   BoutRecord,
+  BoutSummary,
   ChatMessage,
   FighterManifest,
   FighterRow,
-  MemoryRecord,
   Store,
   StoredMessage,
-  ToolCall,
 } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import { createMemorySearch } from "./memory-search.js";
+import { createCreeds, createRelationships } from "./identity.js";
+import { createKnowledge } from "./knowledge.js";
+import { createMemories } from "./memories.js";
+import {
+  type ListedMessageDbRow,
+  MESSAGE_COLUMNS,
+  type MessageDbRow,
+  toMessageRow,
+  toStoredMessage,
+} from "./message-rows.js";
+import { registerFold } from "./word-match.js";
 
 interface FighterDbRow {
   id: string;
@@ -24,27 +34,13 @@ interface FighterDbRow {
   created_at: string;
 }
 
-interface MessageDbRow {
-  id: string;
-  bout_id: string;
-  seq: number;
-  role: ChatMessage["role"];
-  content: string;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  name: string | null;
-  is_error: number;
-  created_at: string;
-}
-
 const BOUT_COLUMNS = `b.id, b.fighter_id, b.created_at, b.updated_at,
   (SELECT count(*) FROM messages m WHERE m.bout_id = b.id) AS message_count`;
-const MESSAGE_COLUMNS =
-  "id, bout_id, seq, role, content, tool_calls, tool_call_id, name, is_error, created_at";
 
 /** Wraps `db` (open, keyed and migrated) as a Store; `close()` closes the connection. */
 export function createSqliteStore(db: Database.Database): Store {
   const now = createClock();
+  registerFold(db);
   const s = {
     insertFighter: db.prepare<[FighterDbRow], void>(
       "INSERT INTO fighters (id, name, manifest, created_at) VALUES (@id, @name, @manifest, @created_at)",
@@ -81,13 +77,20 @@ export function createSqliteStore(db: Database.Database): Store {
       `INSERT INTO messages (${MESSAGE_COLUMNS}) VALUES
         (@id, @bout_id, @seq, @role, @content, @tool_calls, @tool_call_id, @name, @is_error, @created_at)`,
     ),
-    messages: db.prepare<[string], MessageDbRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE bout_id = ? ORDER BY seq`,
+    messages: db.prepare<[string], ListedMessageDbRow>(
+      `SELECT ${MESSAGE_COLUMNS}, compacted FROM messages WHERE bout_id = ? ORDER BY seq`,
     ),
-    putMemory: db.prepare<[string, string, string, string, string, string], MemoryRecord>(
-      `INSERT INTO memories (id, fighter_id, key, value, created_at, accessed_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (fighter_id, key) DO UPDATE SET value = excluded.value, accessed_at = excluded.accessed_at
-       RETURNING id, fighter_id, key, value, created_at`,
+    compact: db.prepare<[string, number], void>(
+      "UPDATE messages SET compacted = 1 WHERE bout_id = ? AND seq <= ? AND compacted = 0",
+    ),
+    putSummary: db.prepare<[BoutSummary], void>(
+      `INSERT INTO bout_summaries (bout_id, summary, through_seq, updated_at)
+       VALUES (@bout_id, @summary, @through_seq, @updated_at)
+       ON CONFLICT (bout_id) DO UPDATE SET summary = excluded.summary,
+         through_seq = excluded.through_seq, updated_at = excluded.updated_at`,
+    ),
+    summary: db.prepare<[string], BoutSummary>(
+      "SELECT bout_id, summary, through_seq, updated_at FROM bout_summaries WHERE bout_id = ?",
     ),
   };
 
@@ -113,6 +116,16 @@ export function createSqliteStore(db: Database.Database): Store {
     });
     s.touchBout.run(createdAt, boutId);
     return rows;
+  });
+
+  // Truncation (no summary) leaves an earlier summary as it was: it still covers what it covered.
+  const compact = db.transaction((boutId: string, throughSeq: number, summary: string | undefined) => {
+    requireBout(boutId);
+    const marked = s.compact.run(boutId, throughSeq).changes;
+    if (summary !== undefined) {
+      s.putSummary.run({ bout_id: boutId, summary, through_seq: throughSeq, updated_at: now() });
+    }
+    return marked;
   });
 
   return {
@@ -151,17 +164,15 @@ export function createSqliteStore(db: Database.Database): Store {
       // IMMEDIATE takes the write lock before reading max(seq), so the read cannot go stale.
       append: (boutId, messages) => append.immediate(boutId, messages),
       list: (boutId) => s.messages.all(boutId).map(toStoredMessage),
+      compact: (boutId, throughSeq, summary) => compact.immediate(boutId, throughSeq, summary),
     },
-    memories: {
-      put(fighterId, key, value) {
-        requireLiveFighter(fighterId);
-        const at = now();
-        const record = s.putMemory.get(randomUUID(), fighterId, key, value, at, at);
-        if (!record) throw new SparError("INTERNAL", `memory ${key} was not written`);
-        return record;
-      },
-      search: createMemorySearch(db),
+    summaries: {
+      get: (boutId) => s.summary.get(boutId),
     },
+    memories: createMemories(db, now, requireLiveFighter),
+    creeds: createCreeds(db, now),
+    relationships: createRelationships(db),
+    knowledge: createKnowledge(db, now, requireLiveFighter),
     close() {
       if (db.open) db.close();
     },
@@ -186,52 +197,6 @@ function optional<T, R>(value: T | undefined, map: (value: T) => R): R | undefin
 
 function toFighterRow(row: FighterDbRow): FighterRow {
   return { ...row, manifest: JSON.parse(row.manifest) as FighterManifest };
-}
-
-type MessageMeta = Pick<MessageDbRow, "id" | "bout_id" | "seq" | "created_at">;
-
-/** The role is stored as given: the table's CHECK, not this code, is what rejects a bad one. */
-function toMessageRow(message: ChatMessage, meta: MessageMeta): MessageDbRow {
-  const row: MessageDbRow = {
-    ...meta,
-    role: message.role,
-    content: message.content,
-    tool_calls: null,
-    tool_call_id: null,
-    name: null,
-    is_error: 0,
-  };
-  if (message.role === "assistant" && message.tool_calls?.length) {
-    row.tool_calls = JSON.stringify(message.tool_calls);
-  }
-  if (message.role === "tool") {
-    row.tool_call_id = message.tool_call_id;
-    row.name = message.name;
-    row.is_error = message.is_error ? 1 : 0;
-  }
-  return row;
-}
-
-/** Optional fields appear only when they carry something: no `tool_calls: []`, no `is_error: false`. */
-function toStoredMessage(row: MessageDbRow): StoredMessage {
-  const meta = { id: row.id, bout_id: row.bout_id, seq: row.seq, created_at: row.created_at };
-  if (row.role === "assistant") {
-    const calls = row.tool_calls ? (JSON.parse(row.tool_calls) as ToolCall[]) : [];
-    return calls.length > 0
-      ? { role: "assistant", content: row.content, tool_calls: calls, ...meta }
-      : { role: "assistant", content: row.content, ...meta };
-  }
-  if (row.role === "tool") {
-    return {
-      role: "tool",
-      tool_call_id: row.tool_call_id ?? "",
-      name: row.name ?? "",
-      content: row.content,
-      ...(row.is_error ? { is_error: true } : {}),
-      ...meta,
-    };
-  }
-  return { role: "user", content: row.content, ...meta };
 }
 
 function isUniqueViolation(err: unknown): boolean {

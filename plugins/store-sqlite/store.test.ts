@@ -3,10 +3,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage, FighterRow, Store } from "../../kernel/sdk.js";
-import { deriveKey, rawKeyLiteral } from "./key.js";
-import { MIGRATIONS, type Migration, migrate } from "./migrations.js";
+import { afterAll, describe, expect, it } from "vitest";
+import type { ChatMessage, CreedDocument, FighterRow, Store } from "../../kernel/sdk.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.
@@ -36,6 +34,17 @@ function fighter(name: string): FighterRow {
     name,
     manifest: { name, description: `${name} fights`, system_prompt: "Be brief." },
     created_at: new Date(clock).toISOString(),
+  };
+}
+
+function creed(identity: string): CreedDocument {
+  return {
+    identity,
+    traits: ["curious"],
+    directives: ["be brief"],
+    observations: [{ text: "likes tea", confidence: 0.5, seen: 2, last_seen: "2026-01-02T00:00:00.000Z" }],
+    counters: { bouts: 1, conversations: 2, messages: 3 },
+    updated_at: "2026-01-02T00:00:00.000Z",
   };
 }
 
@@ -76,7 +85,7 @@ describe("store-sqlite lifecycle", () => {
   const bob = fighter("bob");
   let boutId = "";
 
-  it("creates spar.db and a 16-byte 0600 salt, and writes fighters, bouts, messages, memories", async () => {
+  it("creates spar.db and a 16-byte 0600 salt, and writes to every table", async () => {
     const store = await open(home);
     store.fighters.insert(ada);
     store.fighters.insert(bob);
@@ -84,6 +93,14 @@ describe("store-sqlite lifecycle", () => {
     boutId = bout.id;
     const stored = store.messages.append(bout.id, turn);
     store.memories.put(ada.id, "secret", MARKER);
+    store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
+    store.creeds.put("ada", creed(MARKER));
+    store.relationships.record("ada", { with: "bob", kind: "fighter" }, MARKER, "2026-01-03T00:00:00.000Z");
+    store.knowledge.add(
+      ada.id,
+      [{ name: MARKER, type: "word" }],
+      [{ from: MARKER, to: "bob", type: "said" }],
+    );
 
     expect(stored.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(stored.map(({ id, bout_id, seq, created_at, ...message }) => message)).toEqual([
@@ -110,7 +127,9 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    expect(bytes.includes("fighters")).toBe(false);
+    for (const table of ["fighters", "creeds", "kg_entities", "bout_summaries"]) {
+      expect(bytes.includes(table)).toBe(false);
+    }
   });
 
   it("refuses a different master secret with STORE_KEY_INVALID and leaves the files as they were", async () => {
@@ -132,7 +151,17 @@ describe("store-sqlite lifecycle", () => {
       const messages = store.messages.list(boutId);
       expect(messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
       expect(messages[1]).toMatchObject(turn[1] as object);
-      expect(store.memories.search(ada.id, MARKER, 5)).toMatchObject([{ key: "secret", value: MARKER }]);
+      expect(store.memories.candidates(ada.id, [MARKER])).toMatchObject([{ key: "secret", value: MARKER }]);
+      expect(store.messages.list(boutId).map((m) => m.compacted)).toEqual([
+        true,
+        ...Array(4).fill(undefined),
+      ]);
+      expect(store.summaries.get(boutId)).toMatchObject({ summary: `summary of ${MARKER}`, through_seq: 1 });
+      expect(store.creeds.get("ada")).toEqual(creed(MARKER));
+      expect(store.relationships.list("ada")).toMatchObject([{ with: "bob", note: MARKER }]);
+      expect(store.knowledge.query(ada.id, [MARKER], 5)).toEqual([
+        { name: MARKER, type: "word", relations: [{ from: MARKER, to: "bob", type: "said" }] },
+      ]);
       // Appending after a reopen continues the sequence.
       expect(store.messages.append(boutId, [{ role: "user", content: "again" }])[0]?.seq).toBe(6);
     } finally {
@@ -165,147 +194,5 @@ describe("store-sqlite refuses to open", () => {
       expectCode(open(garbage), "STORE_KEY_INVALID"),
     ]);
     expect([sha256(join(plain, DB_FILE)), sha256(join(garbage, DB_FILE))]).toEqual(before);
-  });
-
-  it("a database whose recorded migration checksum differs from the code's (STORE_FAILED)", async () => {
-    const home = tempHome();
-    (await open(home)).close();
-    // Tamper with the right key, as someone editing the schema by hand would.
-    const salt = readFileSync(join(home, SALT_FILE));
-    const literal = rawKeyLiteral(await deriveKey(Buffer.from(SECRET), salt));
-    const db = new Database(join(home, DB_FILE), { fileMustExist: true });
-    db.pragma("cipher = 'sqlcipher'");
-    db.pragma("legacy = 4");
-    db.key(literal);
-    db.prepare("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1").run();
-    db.close();
-
-    await expectCode(open(home), "STORE_FAILED", /migration 1 \(fighters-bouts-messages-memories\)/);
-  });
-});
-
-describe("migrate", () => {
-  const plainDb = () => new Database(":memory:");
-
-  it("records each migration with its checksum and applies nothing twice", () => {
-    const db = plainDb();
-    expect(migrate(db, "mem")).toEqual([1]);
-    expect(migrate(db, "mem")).toEqual([]);
-    const row = db.prepare("SELECT version, name, checksum FROM schema_migrations").get();
-    expect(row).toMatchObject({ version: 1, name: MIGRATIONS[0]?.name });
-    expect((row as { checksum: string }).checksum).toMatch(/^[0-9a-f]{64}$/);
-    db.close();
-  });
-
-  it("refuses a database written by a newer Spar", () => {
-    const db = plainDb();
-    const newer: Migration[] = [
-      ...MIGRATIONS,
-      { version: 2, name: "future", sql: "CREATE TABLE future (x)" },
-    ];
-    migrate(db, "mem", newer);
-    expect(() => migrate(db, "mem")).toThrow(/written by a newer Spar/);
-    db.close();
-  });
-
-  it("applies pending migrations all or nothing", () => {
-    const db = plainDb();
-    const broken: Migration[] = [...MIGRATIONS, { version: 2, name: "broken", sql: "CREATE TABLE nope (" }];
-    expect(() => migrate(db, "mem", broken)).toThrow();
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'fighters'").get()).toBeUndefined();
-    db.close();
-  });
-});
-
-describe("store-sqlite operations", () => {
-  let store: Store;
-  beforeAll(async () => {
-    store = await open(tempHome());
-  });
-  afterAll(() => store.close());
-
-  it("lists live fighters in creation order; killed ones leave, their bouts and messages stay", () => {
-    const [cy, di] = [fighter("cy"), fighter("di")];
-    // Inserted out of order: list() sorts by created_at, not by insertion.
-    store.fighters.insert(di);
-    store.fighters.insert(cy);
-    expect(store.fighters.list().map((f) => f.name)).toEqual(["cy", "di"]);
-    const bout = store.bouts.create(cy.id);
-    store.messages.append(bout.id, [{ role: "user", content: "hello" }]);
-
-    expect(store.fighters.kill(cy.id)).toBe(true);
-    expect(store.fighters.kill(cy.id)).toBe(false);
-    expect(store.fighters.kill("nobody")).toBe(false);
-    expect(store.fighters.list().map((f) => f.name)).toEqual(["di"]);
-    expect(store.fighters.getByName("cy")).toBeUndefined();
-    expect(store.fighters.get(cy.id)).toBeUndefined();
-    expect(store.bouts.list(cy.id)).toMatchObject([{ id: bout.id, message_count: 1 }]);
-    expect(store.messages.list(bout.id)).toMatchObject([{ role: "user", content: "hello" }]);
-    expect(() => store.bouts.create(cy.id)).toThrow(expect.objectContaining({ code: "FIGHTER_NOT_FOUND" }));
-
-    // A killed fighter's name is free again; a live one's is not.
-    store.fighters.insert({ ...fighter("cy"), id: "id-cy-2" });
-    expect(() => store.fighters.insert({ ...fighter("cy"), id: "id-cy-3" })).toThrow(
-      expect.objectContaining({ code: "CONFLICT" }),
-    );
-  });
-
-  it("orders bouts by last update: latest is the one last appended to", () => {
-    const eve = fighter("eve");
-    store.fighters.insert(eve);
-    const first = store.bouts.create(eve.id);
-    const second = store.bouts.create(eve.id);
-    expect(store.bouts.latest(eve.id)?.id).toBe(second.id);
-    store.messages.append(first.id, [{ role: "user", content: "back to the first" }]);
-    expect(store.bouts.latest(eve.id)).toMatchObject({ id: first.id, message_count: 1 });
-    expect(store.bouts.list(eve.id).map((b) => b.id)).toEqual([first.id, second.id]);
-    expect(store.bouts.latest("nobody")).toBeUndefined();
-    expect(() => store.messages.append("no-such-bout", [])).toThrow(
-      expect.objectContaining({ code: "BOUT_NOT_FOUND" }),
-    );
-  });
-
-  it("appends a batch atomically: one bad message leaves the bout unchanged", () => {
-    const fay = fighter("fay");
-    store.fighters.insert(fay);
-    const bout = store.bouts.create(fay.id);
-    store.messages.append(bout.id, [{ role: "user", content: "one" }]);
-    const before = store.bouts.get(bout.id);
-    const bad = { role: "narrator", content: "not a role" } as unknown as ChatMessage;
-
-    expect(() => store.messages.append(bout.id, [{ role: "user", content: "two" }, bad])).toThrow(/CHECK/);
-    expect(store.bouts.get(bout.id)).toEqual(before);
-    expect(store.messages.list(bout.id).map((m) => m.content)).toEqual(["one"]);
-    expect(store.messages.append(bout.id, [{ role: "user", content: "two" }])[0]?.seq).toBe(2);
-  });
-
-  it("ranks memories by matching query words, ties newest first", () => {
-    const gus = fighter("gus");
-    const other = fighter("hal");
-    store.fighters.insert(gus);
-    store.fighters.insert(other);
-    const coffee = store.memories.put(gus.id, "coffee", "Likes espresso in the morning");
-    store.memories.put(gus.id, "tea", "Drinks green tea at night");
-    store.memories.put(gus.id, "schedule", "Morning run, then coffee");
-    store.memories.put(gus.id, "pets", "A cat called Espresso");
-    store.memories.put(other.id, "coffee", "Never drinks coffee");
-    const keys = (query: string, limit = 10) => store.memories.search(gus.id, query, limit).map((m) => m.key);
-
-    expect(keys("COFFEE in the morning")).toEqual(["schedule", "coffee"]);
-    expect(keys("espresso morning")).toEqual(["coffee", "pets", "schedule"]);
-    expect(keys("espresso morning", 1)).toEqual(["coffee"]);
-    expect(keys("what is the")).toEqual(["pets", "schedule", "tea", "coffee"]);
-    expect(keys("", 2)).toEqual(["pets", "schedule"]);
-    expect(keys("bicycle")).toEqual([]);
-    expect(keys("coffee", 0)).toEqual([]);
-
-    // put upserts by key: same id, new value, and it counts as the newest.
-    const updated = store.memories.put(gus.id, "coffee", "Switched to decaf");
-    expect(updated).toMatchObject({
-      id: coffee.id,
-      value: "Switched to decaf",
-      created_at: coffee.created_at,
-    });
-    expect(keys("")).toEqual(["coffee", "pets", "schedule", "tea"]);
   });
 });

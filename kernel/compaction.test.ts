@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { compactionBoundary, contextTokens, contextWindowFor, FALLBACK_WINDOW } from "./compaction.js";
+import type { ChatMessage, StoredMessage } from "./types.js";
+
+function stored(messages: ChatMessage[]): StoredMessage[] {
+  return messages.map((m, i) => ({ ...m, id: `m${i + 1}`, bout_id: "b", seq: i + 1, created_at: "" }));
+}
+
+const user = (content: string): ChatMessage => ({ role: "user", content });
+const reply = (content: string): ChatMessage => ({ role: "assistant", content });
+const calls = (...ids: string[]): ChatMessage => ({
+  role: "assistant",
+  content: "",
+  tool_calls: ids.map((id) => ({ id, name: "t", arguments: {} })),
+});
+const result = (id: string): ChatMessage => ({ role: "tool", tool_call_id: id, name: "t", content: "r" });
+
+describe("compactionBoundary", () => {
+  it("keeps the keep_recent newest messages", () => {
+    const messages = stored([user("1"), reply("2"), user("3"), reply("4"), user("5"), reply("6")]);
+    expect(compactionBoundary(messages, 4)).toBe(2);
+    expect(compactionBoundary(messages, 2)).toBe(4);
+  });
+
+  it("compacts nothing when there are no more than keep_recent messages", () => {
+    const messages = stored([user("1"), reply("2")]);
+    expect(compactionBoundary(messages, 2)).toBeUndefined();
+    expect(compactionBoundary(messages, 5)).toBeUndefined();
+  });
+
+  it("never leaves a tool result without the call that asked for it", () => {
+    // seq:  1 user, 2 calls(a,b), 3 result a, 4 result b, 5 reply, 6 user
+    const messages = stored([
+      user("q"),
+      calls("a", "b"),
+      result("a"),
+      result("b"),
+      reply("done"),
+      user("next"),
+    ]);
+    // keep 3 would start at "result b": move back to the assistant that made the calls.
+    expect(compactionBoundary(messages, 3)).toBe(1);
+    expect(compactionBoundary(messages, 4)).toBe(1);
+    expect(compactionBoundary(messages, 2)).toBe(4);
+    const kept = (n: number) => messages.filter((m) => m.seq > (compactionBoundary(messages, n) ?? 0));
+    for (let n = 1; n <= 5; n++) {
+      const keptMessages = kept(n);
+      const callIds = keptMessages.flatMap((m) =>
+        m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : [],
+      );
+      for (const m of keptMessages) if (m.role === "tool") expect(callIds).toContain(m.tool_call_id);
+    }
+  });
+
+  it("compacts nothing when the whole history is one tool exchange", () => {
+    const messages = stored([calls("a"), result("a"), result("a")]);
+    expect(compactionBoundary(messages, 1)).toBeUndefined();
+  });
+});
+
+describe("context estimates", () => {
+  it("counts about four characters a token plus a little per message", () => {
+    expect(contextTokens("x".repeat(400), [user("y".repeat(40))])).toBe(100 + 4 + 10);
+  });
+
+  it("knows the windows of common models and falls back for the rest", () => {
+    expect(contextWindowFor({ provider: "openai", model: "gpt-4o-mini" })).toBe(128_000);
+    expect(contextWindowFor({ provider: "anthropic", model: "claude-sonnet-4-5" })).toBe(200_000);
+    expect(contextWindowFor({ provider: "openrouter", model: "anthropic/claude-3.5-haiku" })).toBe(200_000);
+    expect(contextWindowFor({ provider: "ollama", model: "llama3.2" })).toBe(128_000);
+    expect(contextWindowFor({ provider: "ollama", model: "tinyllama" })).toBe(FALLBACK_WINDOW);
+    expect(contextWindowFor({ provider: "openai", model: "gpt-4o", context_window: 400 })).toBe(400);
+  });
+});

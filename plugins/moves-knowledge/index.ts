@@ -1,0 +1,29 @@
+import { definePlugin, type KgEntity, type KgRelation, type MoveHandler } from "../../kernel/sdk.js";
+
+/**
+ * The knowledge-graph moves. Input arrives validated against the schemas in plugin.json; the
+ * `knowledge_graph` capability is checked by the kernel before they run.
+ */
+export default definePlugin({
+  id: "moves-knowledge",
+  apply({ hooks, ring }) {
+    const handlers: Record<string, MoveHandler> = {
+      kg_add: {
+        name: "kg_add",
+        async run(input, { fighter }) {
+          const entities = (input.entities ?? []) as KgEntity[];
+          const relations = (input.relations ?? []) as KgRelation[];
+          return ring.knowledge.add(fighter.id, entities, relations);
+        },
+      },
+      kg_query: {
+        name: "kg_query",
+        async run(input, { fighter }) {
+          const limit = typeof input.limit === "number" ? input.limit : 10;
+          return { entities: ring.knowledge.query(fighter.id, String(input.query), limit) };
+        },
+      },
+    };
+    hooks.move.resolve.tap((name) => handlers[name]);
+  },
+});

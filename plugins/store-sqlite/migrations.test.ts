@@ -1,0 +1,147 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Database from "better-sqlite3-multiple-ciphers";
+import { afterAll, describe, expect, it } from "vitest";
+import type { Store } from "../../kernel/sdk.js";
+import { deriveKey, rawKeyLiteral } from "./key.js";
+import { checksum, MIGRATIONS, type Migration, migrate } from "./migrations.js";
+import { openRetained } from "./retain.js";
+import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
+
+const SECRET = "migrations";
+
+const homes: string[] = [];
+function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-migrations-"));
+  homes.push(home);
+  return home;
+}
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
+
+function open(home: string): Promise<Store> {
+  return openSqliteStore({ home, masterSecret: Buffer.from(SECRET) });
+}
+
+/**
+ * The database opened with the right key behind the store's back, as someone editing it by hand
+ * would. Retained (retain.ts) and without db.pragma(), like the store's own connections.
+ */
+async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
+  const literal = rawKeyLiteral(await deriveKey(Buffer.from(SECRET), salt));
+  const db = openRetained(join(home, DB_FILE), {});
+  db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
+  db.key(literal);
+  return db;
+}
+
+describe("migrate", () => {
+  const plainDb = () => openRetained(":memory:", {});
+  const next = MIGRATIONS.length + 1;
+
+  it("records each migration with its checksum and applies nothing twice", () => {
+    const db = plainDb();
+    expect(migrate(db, "mem")).toEqual([1, 2]);
+    expect(migrate(db, "mem")).toEqual([]);
+    const row = db.prepare("SELECT version, name, checksum FROM schema_migrations WHERE version = 1").get();
+    expect(row).toMatchObject({ version: 1, name: MIGRATIONS[0]?.name });
+    expect((row as { checksum: string }).checksum).toMatch(/^[0-9a-f]{64}$/);
+    db.close();
+  });
+
+  it("keeps released migrations byte for byte: their checksums are in users' databases", () => {
+    expect(checksum(MIGRATIONS[0]?.sql ?? "")).toBe(
+      "1df85f0b0acb104b6f6b4ed95cef078b267b109903cc769618e0dc8d5a943c55",
+    );
+  });
+
+  it("stops a store whose recorded checksum differs from the code's (STORE_FAILED)", async () => {
+    const home = tempHome();
+    (await open(home)).close();
+    const db = await keyedDb(home, readFileSync(join(home, SALT_FILE)));
+    db.prepare("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1").run();
+    db.close();
+
+    await expect(open(home)).rejects.toMatchObject({
+      code: "STORE_FAILED",
+      message: expect.stringMatching(/migration 1 \(fighters-bouts-messages-memories\)/),
+    });
+  });
+
+  it("refuses a database written by a newer Spar", () => {
+    const db = plainDb();
+    const newer: Migration[] = [
+      ...MIGRATIONS,
+      { version: next, name: "future", sql: "CREATE TABLE future (x)" },
+    ];
+    migrate(db, "mem", newer);
+    expect(() => migrate(db, "mem")).toThrow(/written by a newer Spar/);
+    db.close();
+  });
+
+  it("applies pending migrations all or nothing", () => {
+    const db = plainDb();
+    const broken: Migration[] = [
+      ...MIGRATIONS,
+      { version: next, name: "broken", sql: "CREATE TABLE nope (" },
+    ];
+    expect(() => migrate(db, "mem", broken)).toThrow();
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'fighters'").get()).toBeUndefined();
+    db.close();
+  });
+});
+
+describe("store-sqlite upgrade", () => {
+  it("applies migration 2 to a database made by migration 1 alone, keeping what it held", async () => {
+    const home = tempHome();
+    const salt = Buffer.alloc(16, 5);
+    writeFileSync(join(home, SALT_FILE), salt, { mode: 0o600 });
+    const old = await keyedDb(home, salt);
+    expect(migrate(old, "v1", MIGRATIONS.slice(0, 1))).toEqual([1]);
+    const ada = {
+      id: "id-ada",
+      name: "ada",
+      manifest: { name: "ada" },
+      created_at: "2025-11-01T00:00:00.000Z",
+    };
+    old
+      .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, ?, ?, ?)")
+      .run(ada.id, ada.name, JSON.stringify(ada.manifest), ada.created_at);
+    old
+      .prepare(
+        "INSERT INTO memories (id, fighter_id, key, value, created_at, accessed_at) VALUES (?, ?, ?, ?, ?, ?)",
+      )
+      .run("m1", ada.id, "tea", "Green tea", "2025-12-01T00:00:00.000Z", "2025-12-05T00:00:00.000Z");
+    old.close();
+
+    const store = await open(home);
+    try {
+      expect(store.memories.candidates(ada.id, ["tea"])).toEqual([
+        {
+          id: "m1",
+          fighter_id: ada.id,
+          key: "tea",
+          value: "Green tea",
+          score0: 1,
+          scored_at: "2025-12-05T00:00:00.000Z",
+          created_at: "2025-12-01T00:00:00.000Z",
+          matches: 1,
+        },
+      ]);
+      store.relationships.record("ada", { with: "bob", kind: "fighter" }, "met", "2026-01-01T00:00:00Z");
+      expect(store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
+      expect(store.knowledge.add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
+        entities_added: 1,
+      });
+    } finally {
+      store.close();
+    }
+    const db = await keyedDb(home, salt);
+    expect(db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all()).toEqual([
+      1, 2,
+    ]);
+    db.close();
+  });
+});
