@@ -16,6 +16,8 @@ export interface SparConfig {
   model_routing: RoutingConfig;
   agent: { max_iterations: number; tool_timeout_s: number; loop_guard_repeats: number };
   memory: { compaction: CompactionConfig; decay: DecayConfig };
+  /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
+  quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
   creed: CreedConfig;
   api: { body_limit_bytes: number };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
@@ -69,6 +71,15 @@ const CONFIG_SCHEMA = {
         max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
         tool_timeout_s: { type: "number", exclusiveMinimum: 0 },
         loop_guard_repeats: { type: "integer", minimum: 2 },
+      },
+    },
+    quotas: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        requests_per_minute: { type: "integer", minimum: 1 },
+        tokens_per_minute: { type: "integer", minimum: 1 },
+        window_s: { type: "number", exclusiveMinimum: 0, maximum: 3600 },
       },
     },
     memory: {
@@ -168,6 +179,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     model_routing: Partial<RoutingConfig>;
     agent: Partial<SparConfig["agent"]>;
     memory: { compaction?: Partial<CompactionConfig>; decay?: Partial<DecayConfig> };
+    quotas: Partial<SparConfig["quotas"]>;
     creed: Partial<CreedConfig>;
     api: Partial<SparConfig["api"]>;
     plugins: Partial<SparConfig["plugins"]>;
@@ -177,6 +189,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     default_model: c.default_model ?? { ...LOCAL_RUNNER },
     model_routing: { enabled: false, ...c.model_routing },
     agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, ...c.agent },
+    quotas: { requests_per_minute: 60, tokens_per_minute: 200_000, window_s: 60, ...c.quotas },
     memory: {
       compaction: { strategy: "summarize", threshold_percent: 80, keep_recent: 20, ...c.memory?.compaction },
       decay: { rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05, ...c.memory?.decay },

@@ -9,6 +9,7 @@ export type SparEventPayload =
   | { kind: "fighter.spawned"; fighter_id: string; name: string }
   | { kind: "fighter.killed"; fighter_id: string; name: string }
   | { kind: "fighter.status"; fighter_id: string; status: FighterStatus }
+  | { kind: "fighter.rate_limited"; fighter_id: string; reason: "requests" | "tokens"; retry_after_s: number }
   | { kind: "bout.started"; fighter_id: string; bout_id: string }
   | { kind: "message.received"; fighter_id: string; bout_id: string; from?: string }
   | { kind: "message.delta"; fighter_id: string; bout_id: string; text: string; request_id?: string }

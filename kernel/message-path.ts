@@ -9,6 +9,7 @@ import type { RingHooks } from "./hooks.js";
 import type { PluginHost } from "./plugin-host.js";
 import { callProvider, policyFor } from "./provider-call.js";
 import { providerError } from "./provider-errors.js";
+import { createQuotaGuard } from "./quota-guard.js";
 import { routeModel } from "./routing.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
@@ -74,12 +75,15 @@ export function createMessagePath(deps: MessagePathDeps) {
     return hooks.move.resolve.promise(name);
   }
 
+  const quotas = createQuotaGuard({ config, events, fighters });
+
   async function message(
     idOrName: string,
     text: string,
     opts: MessageOptions = {},
   ): Promise<FighterMessageResult> {
     const live = fighters.find(idOrName);
+    quotas.admit(live);
     const turn = live.queue.then(() => fight(live, text, opts));
     live.queue = turn.then(
       ({ record }) => aftercare.later(record),
@@ -108,6 +112,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     const boutId = bout.id;
     events.publish({ kind: "message.received", fighter_id: live.row.id, bout_id: boutId });
     fighters.setStatus(live, "fighting");
+    let tokens = 0;
     try {
       const model = routeModel(
         text,
@@ -135,8 +140,14 @@ export function createMessagePath(deps: MessagePathDeps) {
         },
         { hooks, events, driver: resolveDriver, move: moveHandler },
       );
+      tokens = result.usage.input_tokens + result.usage.output_tokens;
       // Durable before acknowledged: the whole turn is committed in one transaction first.
       db.messages.append(boutId, messages);
+      db.usage.record(
+        live.row.id,
+        { provider: model.provider, model: model.model, ...result.usage },
+        new Date().toISOString(),
+      );
       const record: TurnRecord = { fighter: live.row, bout_id: boutId, new_bout: newBout, model, messages };
       aftercare.afterTurn(record);
       await hooks.turn.end.promise({
@@ -157,7 +168,7 @@ export function createMessagePath(deps: MessagePathDeps) {
       });
       return { result: { bout_id: boutId, ...result }, record };
     } finally {
-      fighters.setStatus(live, "idle");
+      quotas.settle(live, tokens);
     }
   }
 
@@ -177,5 +188,5 @@ export function createMessagePath(deps: MessagePathDeps) {
     return result;
   }
 
-  return { message, messageTo, llm, aftercare };
+  return { message, messageTo, llm, aftercare, stop: () => quotas.stop() };
 }

@@ -132,6 +132,20 @@ export function createRing(options: RingOptions): Ring {
         return { fighter: row.name, ...path.aftercare.editCreed(row, edit) };
       },
       relationships: (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
+      usage: (idOrName) => {
+        const row = fighterRow(idOrName);
+        const usage = requireStore().usage.summary(row.id);
+        const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
+        return {
+          fighter: row.name,
+          usage,
+          totals: {
+            requests: sum("requests"),
+            input_tokens: sum("input_tokens"),
+            output_tokens: sum("output_tokens"),
+          },
+        };
+      },
       bouts: (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
     },
     bouts: {
@@ -189,6 +203,7 @@ export function createRing(options: RingOptions): Ring {
       }
     },
     async close() {
+      path.stop();
       await hooks.daemon.close.promise();
       await Promise.allSettled(fighters.all().map((f) => f.queue));
       store?.close();

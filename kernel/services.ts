@@ -1,6 +1,13 @@
 import type { RecalledMemory } from "./memory.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { CreedDocument, KgEntity, KgRelation, MemoryRecord, Relationship } from "./store-types.js";
+import type {
+  CreedDocument,
+  KgEntity,
+  KgRelation,
+  MemoryRecord,
+  Relationship,
+  UsageSummary,
+} from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
@@ -37,6 +44,12 @@ export interface MessageOptions {
 
 export type CreedView = CreedDocument & { fighter: string };
 
+export interface FighterUsage {
+  fighter: string;
+  usage: UsageSummary[];
+  totals: { requests: number; input_tokens: number; output_tokens: number };
+}
+
 export interface MoveListing extends MoveDeclaration {
   plugin: string;
 }
@@ -70,6 +83,7 @@ export interface RingServices {
     /** Replaces identity, traits and directives; observations, relationships and counters stay. */
     editCreed(idOrName: string, edit: Pick<CreedDocument, "identity" | "traits" | "directives">): CreedView;
     relationships(idOrName: string): Relationship[];
+    usage(idOrName: string): FighterUsage;
   };
   readonly bouts: {
     messages(boutId: string): StoredMessage[];

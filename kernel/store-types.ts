@@ -72,6 +72,15 @@ export interface BoutSummary {
   updated_at: string;
 }
 
+/** What one fighter spent on one model, summed over every message it answered. */
+export interface UsageSummary {
+  provider: string;
+  model: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
 export interface Store {
   readonly fighters: {
     insert(row: FighterRow): void;
@@ -134,6 +143,14 @@ export interface Store {
     ): { entities_added: number; entities_merged: number; relations_added: number };
     /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
     query(fighterId: string, words: string[], limit: number): (KgEntity & { relations: KgRelation[] })[];
+  };
+  readonly usage: {
+    record(
+      fighterId: string,
+      entry: { provider: string; model: string; input_tokens: number; output_tokens: number },
+      at: string,
+    ): void;
+    summary(fighterId: string): UsageSummary[];
   };
   close(): void;
 }

@@ -138,6 +138,12 @@ export function fighterRoutes(ring: RingServices) {
       async (request) => ({ relationships: ring.fighters.relationships(request.params.id) }),
     );
 
+    app.get<{ Params: { id: string } }>(
+      "/fighters/:id/usage",
+      { schema: { params: idParams } },
+      async (request) => ring.fighters.usage(request.params.id),
+    );
+
     app.get("/moves", async () => ({ moves: ring.moves.list() }));
 
     app.get("/plugins", async () => ({ plugins: ring.plugins.list() }));

@@ -125,6 +125,22 @@ CREATE UNIQUE INDEX kg_relations_identity ON kg_relations(from_id, to_id, lower(
 CREATE INDEX kg_relations_to ON kg_relations(to_id);
 `,
   },
+  {
+    version: 3,
+    name: "usage",
+    sql: `
+-- One row per answered message: what it cost, on which model. Read back summed per model.
+CREATE TABLE usage (
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  at TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0)
+);
+CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -25,6 +25,7 @@ import {
   toMessageRow,
   toStoredMessage,
 } from "./message-rows.js";
+import { createUsage } from "./usage.js";
 import { registerFold } from "./word-match.js";
 
 interface FighterDbRow {
@@ -173,6 +174,7 @@ export function createSqliteStore(db: Database.Database): Store {
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
+    usage: createUsage(db),
     close() {
       if (db.open) db.close();
     },

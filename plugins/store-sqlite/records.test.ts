@@ -151,3 +151,19 @@ describe("store-sqlite creeds and relationships", () => {
     expect(store.relationships.list("lou")).toEqual([]);
   });
 });
+
+describe("store-sqlite usage", () => {
+  it("records one row per message and sums them per provider and model", () => {
+    const ed = fighter("ed");
+    store.fighters.insert(ed);
+    const at = new Date(clock).toISOString();
+    store.usage.record(ed.id, { provider: "openai", model: "m1", input_tokens: 10, output_tokens: 2 }, at);
+    store.usage.record(ed.id, { provider: "openai", model: "m1", input_tokens: 5, output_tokens: 1 }, at);
+    store.usage.record(ed.id, { provider: "ollama", model: "m2", input_tokens: 7, output_tokens: 3 }, at);
+    expect(store.usage.summary(ed.id)).toEqual([
+      { provider: "ollama", model: "m2", requests: 1, input_tokens: 7, output_tokens: 3 },
+      { provider: "openai", model: "m1", requests: 2, input_tokens: 15, output_tokens: 3 },
+    ]);
+    expect(store.usage.summary("nobody")).toEqual([]);
+  });
+});
