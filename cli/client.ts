@@ -14,30 +14,72 @@ export function daemonUrl(env = process.env): string {
   return `http://${host}:${listen.slice(at + 1)}`;
 }
 
-/**
- * Calls the daemon's API and returns the parsed body. An error response becomes a SparError with
- * the daemon's code and message; a daemon that is not running becomes DAEMON_UNREACHABLE.
- */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+async function send(method: string, path: string, body: unknown, accept?: string): Promise<Response> {
   const base = daemonUrl();
-  let response: Response;
+  const headers: Record<string, string> = body === undefined ? {} : { "content-type": "application/json" };
+  if (accept) headers.accept = accept;
   try {
-    response = await fetch(`${base}${path}`, {
+    return await fetch(`${base}${path}`, {
       method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
     throw new SparError("DAEMON_UNREACHABLE", `Spar is not running at ${base}; start it with: spar start`);
   }
+}
+
+async function failure(response: Response): Promise<SparError> {
   const text = await response.text();
-  const data = text ? (JSON.parse(text) as unknown) : undefined;
-  if (!response.ok) {
-    const error = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
-    throw new SparError(
-      (error?.code as ErrorCode | undefined) ?? "INTERNAL",
-      error?.message ?? `the daemon answered ${response.status}`,
-    );
+  let error: { code?: string; message?: string } | undefined;
+  try {
+    error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+  } catch {
+    // Not our error shape: report the status.
   }
-  return data as T;
+  return new SparError(
+    (error?.code as ErrorCode | undefined) ?? "INTERNAL",
+    error?.message ?? `the daemon answered ${response.status}`,
+  );
+}
+
+/**
+ * Calls the daemon's API and returns the parsed body. An error response becomes a SparError with
+ * the daemon's code and message; a daemon that is not running becomes DAEMON_UNREACHABLE.
+ */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await send(method, path, body);
+  if (!response.ok) throw await failure(response);
+  const text = await response.text();
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** One server-sent event: its name and parsed data. */
+export interface StreamEvent {
+  event: string;
+  data: unknown;
+}
+
+/**
+ * Calls a streaming route (`Accept: text/event-stream`) and yields its events as they arrive. An
+ * error before the stream starts is thrown like `api`'s.
+ */
+export async function* apiStream(method: string, path: string, body?: unknown): AsyncGenerator<StreamEvent> {
+  const response = await send(method, path, body, "text/event-stream");
+  if (!response.ok) throw await failure(response);
+  if (!response.body) return;
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end = buffer.indexOf("\n\n");
+    while (end >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (data !== undefined) yield { event, data: JSON.parse(data) as unknown };
+      end = buffer.indexOf("\n\n");
+    }
+  }
 }

@@ -28,3 +28,16 @@ describe("event bus", () => {
     expect(errors).toHaveLength(2);
   });
 });
+
+describe("event history", () => {
+  it("keeps lifecycle events for resuming, not streamed text deltas", () => {
+    const bus = createEventBus({ historySize: 10 });
+    bus.publish({ kind: "bout.started", fighter_id: "f", bout_id: "b" });
+    bus.publish({ kind: "message.delta", fighter_id: "f", bout_id: "b", text: "x".repeat(10_000) });
+    bus.publish({ kind: "fighter.status", fighter_id: "f", status: "idle" });
+    expect(bus.since(0).map((e) => [e.seq, e.kind])).toEqual([
+      [1, "bout.started"],
+      [3, "fighter.status"],
+    ]);
+  });
+});

@@ -51,7 +51,7 @@ export interface EventBus {
   publish(payload: SparEventPayload): SparEvent;
   /** Listens to every event from now on; returns the function that stops listening. */
   subscribe(listener: EventListener): () => void;
-  /** Events with `seq` greater than `since` still in the history ring, oldest first. */
+  /** Events with `seq` greater than `since` still in the history ring (deltas are not kept), oldest first. */
   since(seq: number): SparEvent[];
   readonly lastSeq: number;
 }
@@ -77,8 +77,12 @@ export function createEventBus(options: {
     publish(payload) {
       seq += 1;
       const event = { ...payload, id: randomUUID(), seq, at: new Date().toISOString() } as SparEvent;
-      history.push(event);
-      if (history.length > options.historySize) history.shift();
+      // Deltas are transient text: a resuming client needs the lifecycle, and keeping megabytes of
+      // streamed text in the ring would make its memory bound meaningless.
+      if (event.kind !== "message.delta") {
+        history.push(event);
+        if (history.length > options.historySize) history.shift();
+      }
       for (const listener of listeners) {
         try {
           listener(event);

@@ -1,19 +1,59 @@
+import { SparError } from "../../kernel/errors.js";
 import type { FighterMessageResult } from "../../kernel/services.js";
-import { api } from "../client.js";
+import { apiStream } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 
+/**
+ * `spar chat`: the reply streams to the terminal as the model writes it, with a spinner on stderr
+ * until the first token (only on a terminal). `--json` prints the final response body instead.
+ */
 export async function chat(
   text: string,
   options: GlobalOptions & { fighter: string; bout?: string },
 ): Promise<void> {
-  const result = await api<FighterMessageResult>(
-    "POST",
-    `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`,
-    {
-      message: String(text),
-      ...(options.bout ? { bout_id: options.bout } : {}),
+  const path = `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`;
+  const body = { message: String(text), ...(options.bout ? { bout_id: options.bout } : {}) };
+  const spinner = options.json ? undefined : startSpinner();
+  let printed = false;
+  try {
+    for await (const { event, data } of apiStream("POST", path, body)) {
+      if (event === "delta") {
+        spinner?.stop();
+        if (!options.json) process.stdout.write((data as { text: string }).text);
+        printed = true;
+      } else if (event === "reply") {
+        spinner?.stop();
+        const result = data as FighterMessageResult;
+        if (options.json) return printJson(result);
+        // A reply with no streamed text (e.g. a stopped loop) is printed whole.
+        process.stdout.write(printed ? "\n" : `${result.response}\n`);
+        return;
+      } else if (event === "error") {
+        const error = (data as { error: { code: string; message: string } }).error;
+        if (printed) process.stdout.write("\n");
+        throw new SparError(error.code as SparError["code"], error.message);
+      }
+    }
+    throw new SparError("INTERNAL", "the reply stream ended without a reply");
+  } finally {
+    spinner?.stop();
+  }
+}
+
+function startSpinner(): { stop(): void } | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+  let i = 0;
+  const timer = setInterval(() => {
+    process.stderr.write(`\r${frames[i++ % frames.length]} thinking…`);
+  }, 80);
+  let stopped = false;
+  return {
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      process.stderr.write("\r\x1b[2K");
     },
-  );
-  if (options.json) return printJson(result);
-  process.stdout.write(`${result.response}\n`);
+  };
 }

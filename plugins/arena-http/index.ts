@@ -4,10 +4,10 @@ import { buildServer } from "./server.js";
 
 export default definePlugin({
   id: "arena-http",
-  apply({ hooks, ring, config, log }) {
+  apply({ hooks, ring, events, config, log }) {
     // Routes and their schemas compile now, on the main thread, while the store derives its key on
     // the thread pool; the port opens only once the daemon is ready, so no request meets a closed store.
-    const app = buildServer(ring, config, log);
+    const app = buildServer(ring, events, config, log);
     const compiled = new Promise<void>((done, fail) => app.ready((err) => (err ? fail(err) : done())));
     compiled.catch(() => undefined);
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { type RingServices, SparError } from "../../kernel/sdk.js";
+import { streamReply } from "./sse.js";
 
 const idParams = {
   type: "object",
@@ -92,8 +93,15 @@ export function fighterRoutes(ring: RingServices) {
       app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string } }>(
         `/fighters/:id/${verb}`,
         { schema: { params: idParams, body: messageBody } },
-        async (request) =>
-          ring.fighters.message(request.params.id, request.body.message, { bout_id: request.body.bout_id }),
+        async (request, reply) => {
+          const { id } = request.params;
+          const { message, bout_id } = request.body;
+          if (!request.headers.accept?.includes("text/event-stream")) {
+            return ring.fighters.message(id, message, { bout_id });
+          }
+          await streamReply(reply, (onDelta) => ring.fighters.message(id, message, { bout_id, onDelta }));
+          return reply;
+        },
       );
     }
 

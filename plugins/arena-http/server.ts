@@ -1,11 +1,17 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import type { Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
+import type { EventBus, Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
 import { SparError, validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler } from "./errors.js";
 import { fighterRoutes } from "./routes.js";
+import { registerWebSocket } from "./ws.js";
 
 /** Builds the Arena's fastify instance (not yet listening). */
-export function buildServer(ring: RingServices, config: Readonly<SparConfig>, log: Logger): FastifyInstance {
+export function buildServer(
+  ring: RingServices,
+  events: EventBus,
+  config: Readonly<SparConfig>,
+  log: Logger,
+): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: config.api.body_limit_bytes,
@@ -20,6 +26,7 @@ export function buildServer(ring: RingServices, config: Readonly<SparConfig>, lo
     const err = new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
     reply.status(err.status).send(err.toJSON());
   });
+  registerWebSocket(app, ring, events);
   const routes = fighterRoutes(ring);
   app.register(routes, { prefix: "/api/v1" });
   app.register(routes, { prefix: "/api" });

@@ -1,0 +1,37 @@
+import type { FastifyReply } from "fastify";
+import type { FighterMessageResult } from "../../kernel/sdk.js";
+import { toSparError } from "./errors.js";
+
+/**
+ * A message answered as server-sent events (`Accept: text/event-stream`): `delta` events carry text
+ * as the model produces it, then one `reply` (the usual response body) or `error` event. Until the
+ * first delta nothing is sent, so a refusal (404, 429 …) is still an ordinary HTTP error.
+ */
+export async function streamReply(
+  reply: FastifyReply,
+  run: (onDelta: (text: string) => void) => Promise<FighterMessageResult>,
+): Promise<void> {
+  let started = false;
+  const start = () => {
+    if (started) return;
+    started = true;
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+    });
+  };
+  const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  try {
+    const result = await run((text) => {
+      start();
+      reply.raw.write(event("delta", { text }));
+    });
+    start();
+    reply.raw.end(event("reply", result));
+  } catch (err) {
+    if (!started) throw err;
+    reply.raw.end(event("error", toSparError(err as Error).toJSON()));
+  }
+}

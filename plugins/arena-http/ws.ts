@@ -1,0 +1,157 @@
+/**
+ * The event stream and chat over WebSocket at /api/v1/ws (DESIGN §6). JSON text frames.
+ * Client → server: {"type":"subscribe","kinds":[…],"fighter_id"?,"since"?} and
+ * {"type":"chat","id","fighter_id","message","bout_id"?}. Server → client: {"type":"event",…envelope},
+ * {"type":"reply","id",…response}, {"type":"error","id"?,"error":{code,message}} and
+ * {"type":"notice","code","message"}. A bad frame gets an error frame; the connection stays.
+ */
+import websocket from "@fastify/websocket";
+import type { FastifyInstance } from "fastify";
+import type { WebSocket } from "ws";
+import {
+  type EventBus,
+  isSparError,
+  type RingServices,
+  SparError,
+  type SparEvent,
+} from "../../kernel/sdk.js";
+
+/** A client this far behind is cut off (with a notice) rather than buffered without bound. */
+export const MAX_BUFFERED_BYTES = 1 << 20;
+export const MAX_FRAME_BYTES = 1 << 20;
+
+interface Subscription {
+  kinds: Set<string> | "all";
+  fighter_id?: string;
+}
+
+export function registerWebSocket(app: FastifyInstance, ring: RingServices, events: EventBus): void {
+  app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
+  app.register(async (scoped) => {
+    scoped.get("/api/v1/ws", { websocket: true }, (socket) => serve(socket, ring, events));
+  });
+}
+
+function serve(socket: WebSocket, ring: RingServices, events: EventBus): void {
+  let subscription: Subscription | undefined;
+  const chats = new Set<string>();
+  let closing = false;
+
+  const send = (frame: Record<string, unknown>) => {
+    if (closing || socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
+      closing = true;
+      socket.send(
+        JSON.stringify({
+          type: "notice",
+          code: "SLOW_CONSUMER",
+          message: `more than ${MAX_BUFFERED_BYTES} bytes are waiting for this client: closing; reconnect with "since" to resume`,
+        }),
+      );
+      socket.close(1013, "slow consumer");
+      return;
+    }
+    socket.send(JSON.stringify(frame));
+  };
+
+  const wanted = (event: SparEvent): boolean => {
+    // A chat's own deltas always reach the client that asked, subscribed or not.
+    if (event.kind === "message.delta" && event.request_id && chats.has(event.request_id)) return true;
+    if (!subscription) return false;
+    if (subscription.fighter_id && "fighter_id" in event && event.fighter_id !== subscription.fighter_id)
+      return false;
+    return subscription.kinds === "all" || subscription.kinds.has(event.kind);
+  };
+
+  const unsubscribe = events.subscribe((event) => {
+    if (wanted(event)) send({ type: "event", ...event });
+  });
+  socket.on("close", () => {
+    closing = true;
+    unsubscribe();
+  });
+
+  socket.on("message", (data, isBinary) => {
+    const frame = parseFrame(isBinary ? undefined : data.toString());
+    if (frame instanceof SparError) return send({ type: "error", error: frame.toJSON().error });
+    if (frame.type === "subscribe") {
+      subscription = frame.subscription;
+      if (frame.since !== undefined) {
+        const backlog = events.since(frame.since);
+        const oldest = backlog[0]?.seq;
+        if (oldest !== undefined && oldest > frame.since + 1) {
+          send({
+            type: "notice",
+            code: "HISTORY_GAP",
+            message: `events after ${frame.since} before ${oldest} are no longer kept`,
+          });
+        }
+        for (const event of backlog) if (wanted(event)) send({ type: "event", ...event });
+      }
+      return send({ type: "subscribed", last_seq: events.lastSeq });
+    }
+    chats.add(frame.id);
+    ring.fighters
+      .message(frame.fighter_id, frame.message, { request_id: frame.id, bout_id: frame.bout_id })
+      .then(
+        (result) => send({ type: "reply", id: frame.id, ...result }),
+        (err: unknown) => {
+          const error = isSparError(err) ? err : new SparError("INTERNAL", "internal error");
+          send({ type: "error", id: frame.id, error: error.toJSON().error });
+        },
+      )
+      .finally(() => chats.delete(frame.id));
+  });
+}
+
+type Frame =
+  | { type: "subscribe"; subscription: Subscription; since?: number }
+  | { type: "chat"; id: string; fighter_id: string; message: string; bout_id?: string };
+
+/** Checks a client frame by hand: a few fields, each with a message that says what is wrong. */
+function parseFrame(text: string | undefined): Frame | SparError {
+  const bad = (message: string) => new SparError("VALIDATION_FAILED", message);
+  if (text === undefined) return bad("frames are JSON text, not binary");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return bad("the frame is not valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return bad("a frame is a JSON object");
+  const f = value as Record<string, unknown>;
+  if (f.type === "subscribe") {
+    const kinds = f.kinds ?? ["*"];
+    if (!Array.isArray(kinds) || !kinds.every((k) => typeof k === "string"))
+      return bad("kinds must be an array of strings");
+    if (f.fighter_id !== undefined && typeof f.fighter_id !== "string")
+      return bad("fighter_id must be a string");
+    if (f.since !== undefined && (!Number.isInteger(f.since) || (f.since as number) < 0)) {
+      return bad("since must be a non-negative integer (an event's seq)");
+    }
+    return {
+      type: "subscribe",
+      subscription: {
+        kinds: kinds.includes("*") ? "all" : new Set(kinds),
+        fighter_id: f.fighter_id as string | undefined,
+      },
+      since: f.since as number | undefined,
+    };
+  }
+  if (f.type === "chat") {
+    for (const field of ["id", "fighter_id", "message"]) {
+      if (typeof f[field] !== "string" || f[field] === "")
+        return bad(`chat needs a non-empty string "${field}"`);
+    }
+    if (f.bout_id !== undefined && typeof f.bout_id !== "string") return bad("bout_id must be a string");
+    return {
+      type: "chat",
+      id: f.id as string,
+      fighter_id: f.fighter_id as string,
+      message: f.message as string,
+      bout_id: f.bout_id as string | undefined,
+    };
+  }
+  return bad(`unknown frame type ${JSON.stringify(f.type)}; use "subscribe" or "chat"`);
+}
