@@ -3,7 +3,12 @@ import { createScheduler } from "./scheduler.js";
 
 function clock(start = 1_000_000) {
   let t = start;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
+  return {
+    now: () => t,
+    advance(ms: number) {
+      t += ms;
+    },
+  };
 }
 
 const limits = { requests_per_minute: 3, tokens_per_minute: 1000 };
