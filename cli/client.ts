@@ -1,6 +1,8 @@
 import { loadConfig } from "../kernel/config.js";
 import { type ErrorCode, SparError } from "../kernel/errors.js";
 import { loadDotEnv, resolveHome } from "../kernel/home.js";
+import { contentDigest, signRequest } from "../kernel/http-signatures.js";
+import { CLI_KEY_ID, loadCliKey } from "../kernel/keys.js";
 
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
 export function daemonUrl(env = process.env): string {
@@ -14,16 +16,25 @@ export function daemonUrl(env = process.env): string {
   return `http://${host}:${listen.slice(at + 1)}`;
 }
 
+/**
+ * Every request the CLI sends is signed with its own key (`keys/cli.key`, authorized as `cli` by
+ * `spar init`): method, target URI and, with a body, its Content-Digest.
+ */
 async function send(method: string, path: string, body: unknown, accept?: string): Promise<Response> {
   const base = daemonUrl();
-  const headers: Record<string, string> = body === undefined ? {} : { "content-type": "application/json" };
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = text === undefined ? {} : { "content-type": "application/json" };
   if (accept) headers.accept = accept;
-  try {
-    return await fetch(`${base}${path}`, {
-      method,
+  const privateKey = loadCliKey(resolveHome());
+  if (privateKey) {
+    if (text !== undefined) headers["content-digest"] = contentDigest(text);
+    Object.assign(
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+      signRequest({ method, targetUri: `${base}${path}`, headers }, { keyId: CLI_KEY_ID, privateKey }),
+    );
+  }
+  try {
+    return await fetch(`${base}${path}`, { method, headers, body: text });
   } catch {
     throw new SparError("DAEMON_UNREACHABLE", `Spar is not running at ${base}; start it with: spar start`);
   }

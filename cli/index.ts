@@ -47,6 +47,15 @@ cli
   .action((options) => runAction(async () => (await import("./commands/doctor.js")).doctor(options)));
 
 cli
+  .command(
+    "key <action> [name] [publicKey]",
+    "Manage request-signing keys: add <name> <public key> | list | remove <name>",
+  )
+  .action((action: string, name: string | undefined, publicKey: string | undefined, options) =>
+    runAction(async () => (await import("./commands/key.js")).key(action, name, publicKey, options)),
+  );
+
+cli
   .command("plugin <action>", "Inspect plugins: list (reads manifests only; no plugin code runs)")
   .action((action: string, options) =>
     runAction(async () => (await import("./commands/plugin.js")).plugin(action, options)),
@@ -56,6 +65,12 @@ cli
   .command("move <action>", "Inspect moves: list (reads manifests only)")
   .action((action: string, options) =>
     runAction(async () => (await import("./commands/plugin.js")).move(action, options)),
+  );
+
+cli
+  .command("security <action>", "Audit this installation: security audit (exits 1 on a high finding)")
+  .action((action: string, options) =>
+    runAction(async () => (await import("./commands/security.js")).security(action, options)),
   );
 
 cli.help();

@@ -19,7 +19,8 @@ export interface SparConfig {
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
   creed: CreedConfig;
-  api: { body_limit_bytes: number };
+  api: { body_limit_bytes: number; rate_limit_per_minute: number; cors_origins: string[] };
+  auth: { allow_unsigned_loopback: boolean };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
   /** Sections keyed by plugin id, each validated against that plugin's `configSchema`. */
   plugin_settings: Record<string, Record<string, unknown>>;
@@ -118,7 +119,16 @@ const CONFIG_SCHEMA = {
     api: {
       type: "object",
       additionalProperties: false,
-      properties: { body_limit_bytes: { type: "integer", minimum: 1024 } },
+      properties: {
+        body_limit_bytes: { type: "integer", minimum: 1024 },
+        rate_limit_per_minute: { type: "integer", minimum: 1 },
+        cors_origins: { type: "array", items: { type: "string", pattern: "^https?://[^/\\s]+$" } },
+      },
+    },
+    auth: {
+      type: "object",
+      additionalProperties: false,
+      properties: { allow_unsigned_loopback: { type: "boolean" } },
     },
     plugins: {
       type: "object",
@@ -182,6 +192,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     quotas: Partial<SparConfig["quotas"]>;
     creed: Partial<CreedConfig>;
     api: Partial<SparConfig["api"]>;
+    auth: Partial<SparConfig["auth"]>;
     plugins: Partial<SparConfig["plugins"]>;
   }>;
   const config: SparConfig = {
@@ -195,7 +206,8 @@ export function loadConfig(home: string, env = process.env): SparConfig {
       decay: { rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05, ...c.memory?.decay },
     },
     creed: { reflect: true, reflect_min_chars: 280, max_observations: 12, ...c.creed },
-    api: { body_limit_bytes: 1_048_576, ...c.api },
+    api: { body_limit_bytes: 1_048_576, rate_limit_per_minute: 600, cors_origins: [], ...c.api },
+    auth: { allow_unsigned_loopback: true, ...c.auth },
     plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },
     plugin_settings: pluginSettings,
   };

@@ -4,6 +4,7 @@ import { createEventBus, type EventBus } from "./events.js";
 import { DEFAULT_FIGHTER_NAME, FIGHTER_TEMPLATES, hasCapability } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
+import { createKeyRing } from "./keys.js";
 import { queryWords, recallMemories } from "./memory.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
@@ -52,6 +53,7 @@ export function createRing(options: RingOptions): Ring {
       .catch((err: unknown) => log.error("events.published tap failed", { error: String(err) }));
   });
   const startedAt = new Date();
+  const keyRing = createKeyRing(options.home);
   let store: Store | undefined;
 
   const host = createPluginHost({
@@ -166,6 +168,12 @@ export function createRing(options: RingOptions): Ring {
     },
     llm: { complete: path.llm },
     moves: { list: () => [...declaredMoves.values()] },
+    auth: {
+      key: (keyId) => keyRing.get(keyId),
+      keyCount: () => keyRing.size(),
+      claimNonce: (keyId, nonce, expiresAt) =>
+        requireStore().nonces.claim(keyId, nonce, expiresAt, Math.floor(Date.now() / 1000)),
+    },
     plugins: {
       list: () =>
         host.eligible.map((p) => ({

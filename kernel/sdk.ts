@@ -24,6 +24,9 @@ export type {
   TurnContext,
   TurnSummary,
 } from "./hooks.js";
+export type { SignableRequest, VerifyResult } from "./http-signatures.js";
+export { contentDigest, digestMatches, signRequest, verifyRequest } from "./http-signatures.js";
+export { isLoopbackAddress, isLoopbackHost } from "./loopback.js";
 export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";

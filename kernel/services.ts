@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { RecalledMemory } from "./memory.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
@@ -107,5 +108,12 @@ export interface RingServices {
     complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
   };
   readonly moves: { list(): MoveListing[] };
+  /** Request signing: the authorized public keys and the nonces already used. */
+  readonly auth: {
+    key(keyId: string): KeyObject | undefined;
+    keyCount(): number;
+    /** False when the key already used this nonce (a replay). */
+    claimNonce(keyId: string, nonce: string, expiresAt: number): boolean;
+  };
   readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };
 }

@@ -144,6 +144,13 @@ export interface Store {
     /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
     query(fighterId: string, words: string[], limit: number): (KgEntity & { relations: KgRelation[] })[];
   };
+  readonly nonces: {
+    /**
+     * Records a nonce for a key until `expiresAt` (unix seconds); false when it was already seen and
+     * has not expired. Forgets expired nonces as it goes.
+     */
+    claim(keyId: string, nonce: string, expiresAt: number, now: number): boolean;
+  };
   readonly usage: {
     record(
       fighterId: string,

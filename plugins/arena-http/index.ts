@@ -1,6 +1,9 @@
-import { definePlugin, SparError } from "../../kernel/sdk.js";
+import type { Socket } from "node:net";
+import { definePlugin, isLoopbackHost, SparError } from "../../kernel/sdk.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
+
+const SHUTDOWN_GRACE_MS = 3000;
 
 export default definePlugin({
   id: "arena-http",
@@ -12,6 +15,13 @@ export default definePlugin({
     compiled.catch(() => undefined);
 
     hooks.daemon.ready.tap(async ({ host, port }) => {
+      if (!isLoopbackHost(host) && ring.auth.keyCount() === 0) {
+        throw new SparError(
+          "CONFIG_INVALID",
+          `refusing to listen on ${host}:${port}, reachable from other machines, with no authorized key. ` +
+            "Authorize one (spar key add <name> <public key>) or listen on 127.0.0.1",
+        );
+      }
       await compiled;
       try {
         await app.listen({ host, port });
@@ -21,8 +31,21 @@ export default definePlugin({
       }
     });
 
+    // Sockets the HTTP server no longer tracks (an upgrade refused with 401 leaves one with the
+    // client) would hold shutdown open for as long as the client keeps them: give in-flight work a
+    // grace period, then cut whatever is left.
+    const sockets = new Set<Socket>();
+    app.server.on("connection", (socket: Socket) => {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    });
+
     hooks.daemon.close.tap(async () => {
-      await app.close();
+      const closed = app.close();
+      const grace = new Promise((done) => setTimeout(done, SHUTDOWN_GRACE_MS).unref());
+      await Promise.race([closed, grace]);
+      for (const socket of sockets) socket.destroy();
+      await closed;
     });
   },
 });

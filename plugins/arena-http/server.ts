@@ -1,8 +1,11 @@
+import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { EventBus, Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
 import { SparError, validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler } from "./errors.js";
+import { registerCors, registerMiddleware } from "./middleware.js";
 import { fighterRoutes } from "./routes.js";
+import { registerSecurity } from "./security.js";
 import { registerWebSocket } from "./ws.js";
 
 /** Builds the Arena's fastify instance (not yet listening). */
@@ -14,6 +17,9 @@ export function buildServer(
 ): FastifyInstance {
   const app = Fastify({
     logger: false,
+    // Request ids are ours: an incoming x-request-id is not trusted into the logs.
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
     bodyLimit: config.api.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
@@ -26,6 +32,9 @@ export function buildServer(
     const err = new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
     reply.status(err.status).send(err.toJSON());
   });
+  registerCors(app, config);
+  registerSecurity(app, ring, config);
+  registerMiddleware(app, config, log);
   registerWebSocket(app, ring, events);
   const routes = fighterRoutes(ring);
   app.register(routes, { prefix: "/api/v1" });

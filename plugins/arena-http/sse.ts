@@ -1,6 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { FighterMessageResult } from "../../kernel/sdk.js";
 import { toSparError } from "./errors.js";
+import { SECURITY_HEADERS } from "./middleware.js";
 
 /**
  * A message answered as server-sent events (`Accept: text/event-stream`): `delta` events carry text
@@ -16,10 +17,12 @@ export async function streamReply(
     if (started) return;
     started = true;
     reply.hijack();
+    // Hijacked: fastify's onSend hooks no longer run, so the security headers go here.
     reply.raw.writeHead(200, {
+      ...SECURITY_HEADERS,
       "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
       "x-accel-buffering": "no",
+      "x-request-id": reply.request.id,
     });
   };
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;

@@ -141,6 +141,21 @@ CREATE TABLE usage (
 CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
 `,
   },
+  {
+    version: 4,
+    name: "nonces",
+    sql: `
+-- Request-signature nonces seen, kept until they could no longer pass the created-time check, so
+-- a replay is refused across restarts too.
+CREATE TABLE nonces (
+  key_id TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (key_id, nonce)
+);
+CREATE INDEX nonces_expiry ON nonces(expires_at);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -25,6 +25,7 @@ import {
   toMessageRow,
   toStoredMessage,
 } from "./message-rows.js";
+import { createNonces } from "./nonces.js";
 import { createUsage } from "./usage.js";
 import { registerFold } from "./word-match.js";
 
@@ -175,6 +176,7 @@ export function createSqliteStore(db: Database.Database): Store {
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
     usage: createUsage(db),
+    nonces: createNonces(db),
     close() {
       if (db.open) db.close();
     },

@@ -167,3 +167,13 @@ describe("store-sqlite usage", () => {
     expect(store.usage.summary("nobody")).toEqual([]);
   });
 });
+
+describe("store-sqlite nonces", () => {
+  it("accepts a nonce once per key until it expires", () => {
+    expect(store.nonces.claim("cli", "n1", 1000, 100)).toBe(true);
+    expect(store.nonces.claim("cli", "n1", 1000, 200)).toBe(false);
+    expect(store.nonces.claim("other", "n1", 1000, 200)).toBe(true);
+    // Once expired it is forgotten: a signature that old is refused by its created time anyway.
+    expect(store.nonces.claim("cli", "n1", 2000, 1001)).toBe(true);
+  });
+});

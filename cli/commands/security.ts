@@ -1,0 +1,50 @@
+import { loadConfig } from "../../kernel/config.js";
+import { isSparError, SparError } from "../../kernel/errors.js";
+import { loadDotEnv, resolveHome } from "../../kernel/home.js";
+import { type AuditInput, auditReport } from "../../kernel/security-audit.js";
+import { gatherAuditInput } from "../../kernel/security-facts.js";
+import type { FighterRecord } from "../../kernel/types.js";
+import { api } from "../client.js";
+import { type GlobalOptions, printJson } from "../output.js";
+
+const USAGE = "usage: spar security audit [--json]";
+
+/**
+ * `spar security audit`: checks the listen address, unsigned access, file modes in the data dir,
+ * `.env`, channel allowlists and (with the daemon running) fighters holding full_access. Exits 1
+ * when a finding is high. Prints paths, modes and names only: never a key or a `.env` value.
+ */
+export async function security(action: string, options: GlobalOptions): Promise<void> {
+  if (action !== "audit") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; ${USAGE}`);
+  const home = resolveHome();
+  loadDotEnv(home);
+  const config = loadConfig(home);
+  const report = auditReport({ ...gatherAuditInput(home, config), fighters: await daemonFighters() });
+  if (!report.ok) process.exitCode = 1;
+  if (options.json) return printJson(report);
+
+  const lines = report.findings.map(
+    (f) => `${f.severity.toUpperCase().padEnd(7)}${f.message}\n${" ".repeat(7)}fix: ${f.fix}`,
+  );
+  const count = (severity: string) => report.findings.filter((f) => f.severity === severity).length;
+  let summary = `${count("high")} high, ${count("medium")} medium, ${count("low")} low`;
+  summary += `; checks passed: ${report.passed.map((p) => p.check).join(", ") || "none"}`;
+  if (report.skipped.length) {
+    summary += `; skipped: ${report.skipped.map((s) => `${s.check} (${s.reason})`).join(", ")}`;
+  }
+  lines.push(summary);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** The fighter check needs the daemon; without it the check is skipped, not failed. */
+async function daemonFighters(): Promise<AuditInput["fighters"]> {
+  try {
+    const { fighters } = await api<{ fighters: FighterRecord[] }>("GET", "/api/v1/fighters");
+    return fighters.map((f) => ({ name: f.name, capabilities: f.capabilities }));
+  } catch (err) {
+    if (isSparError(err, "DAEMON_UNREACHABLE")) {
+      return { unavailable: "the daemon is not running; start it to check fighters" };
+    }
+    return { unavailable: `could not list fighters: ${(err as Error).message}` };
+  }
+}

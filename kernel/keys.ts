@@ -1,0 +1,126 @@
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SparError } from "./errors.js";
+
+/**
+ * Request-signing keys. Authorized public keys are files `<data dir>/keys/authorized/<name>.pub`
+ * (PEM SPKI, 0600); a signature's `keyid` is the file's name. The CLI's own pair is `keys/cli.key`
+ * and `keys/cli.pub`, authorized as `cli` by `spar init`.
+ */
+export const CLI_KEY_ID = "cli";
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export function authorizedDir(home: string): string {
+  return join(home, "keys", "authorized");
+}
+
+/** Reads an Ed25519 public key given as PEM SPKI, or as base64/base64url of the raw 32 bytes. */
+export function parsePublicKey(text: string): KeyObject {
+  const trimmed = text.trim();
+  let key: KeyObject;
+  try {
+    if (trimmed.startsWith("-----BEGIN")) {
+      key = createPublicKey(trimmed);
+    } else {
+      const raw = Buffer.from(trimmed.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+      if (raw.length !== 32) throw new Error(`expected 32 bytes, got ${raw.length}`);
+      key = createPublicKey({
+        key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") },
+        format: "jwk",
+      });
+    }
+  } catch (err) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `not an Ed25519 public key (PEM SPKI, or base64/base64url of the raw 32 bytes): ${(err as Error).message}`,
+    );
+  }
+  if (key.asymmetricKeyType !== "ed25519") {
+    throw new SparError("VALIDATION_FAILED", `the key is ${key.asymmetricKeyType}, not ed25519`);
+  }
+  return key;
+}
+
+/** A short, stable way to tell keys apart in listings: sha256 of the raw key, base64url, 16 chars. */
+export function fingerprint(key: KeyObject): string {
+  const raw = Buffer.from(key.export({ format: "jwk" }).x ?? "", "base64url");
+  return `SHA256:${createHash("sha256").update(raw).digest("base64url").slice(0, 16)}`;
+}
+
+export function addKey(home: string, name: string, text: string): { name: string; fingerprint: string } {
+  if (!NAME.test(name)) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `key name "${name}" must be 1-64 letters, digits, "_", "." or "-"`,
+    );
+  }
+  const key = parsePublicKey(text);
+  const dir = authorizedDir(home);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, `${name}.pub`);
+  if (existsSync(path))
+    throw new SparError("CONFLICT", `a key named "${name}" is already authorized; remove it first`);
+  writeFileSync(path, key.export({ type: "spki", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
+  return { name, fingerprint: fingerprint(key) };
+}
+
+export function listKeys(home: string): { name: string; fingerprint: string }[] {
+  const dir = authorizedDir(home);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".pub"))
+    .map((f) => f.slice(0, -4))
+    .sort()
+    .map((name) => `${name}.pub`)
+    .map((f) => ({
+      name: f.slice(0, -4),
+      fingerprint: fingerprint(parsePublicKey(readFileSync(join(dir, f), "utf8"))),
+    }));
+}
+
+export function removeKey(home: string, name: string): void {
+  const path = join(authorizedDir(home), `${name}.pub`);
+  if (!NAME.test(name) || !existsSync(path))
+    throw new SparError("NOT_FOUND", `no authorized key named "${name}"`);
+  rmSync(path);
+}
+
+export function loadCliKey(home: string): KeyObject | undefined {
+  const path = join(home, "keys", "cli.key");
+  return existsSync(path) ? createPrivateKey(readFileSync(path, "utf8")) : undefined;
+}
+
+/**
+ * The daemon's view of the authorized keys. `spar key add/remove` edit the directory while the
+ * daemon runs, so it is read again whenever its modification time changes (one stat per request).
+ */
+export function createKeyRing(home: string) {
+  const dir = authorizedDir(home);
+  let seen = -1;
+  let keys = new Map<string, KeyObject>();
+  const refresh = () => {
+    const mtime = existsSync(dir) ? statSync(dir).mtimeMs : 0;
+    if (mtime === seen) return;
+    seen = mtime;
+    const next = new Map<string, KeyObject>();
+    for (const file of existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".pub")) : []) {
+      try {
+        next.set(file.slice(0, -4), parsePublicKey(readFileSync(join(dir, file), "utf8")));
+      } catch {
+        // A hand-edited, broken key file authorizes nothing; `spar key list` reports it.
+      }
+    }
+    keys = next;
+  };
+  return {
+    get(keyId: string): KeyObject | undefined {
+      refresh();
+      return keys.get(keyId);
+    },
+    size(): number {
+      refresh();
+      return keys.size;
+    },
+  };
+}

@@ -1,0 +1,283 @@
+import { join } from "node:path";
+import { parseListen } from "./config.js";
+import { DEFAULT_FIGHTER_NAME } from "./fighter-manifest.js";
+import { isLoopbackHost } from "./loopback.js";
+
+/**
+ * `spar security audit`: facts are gathered from disk (and, by the CLI, from the daemon) into an
+ * `AuditInput`, and `auditReport` judges them without touching anything, so tests feed facts directly.
+ * Findings name paths, modes, fighters and account names, never key material or `.env` values.
+ */
+
+export type Severity = "high" | "medium" | "low";
+
+export interface Finding {
+  /** Stable: the check's name, plus `:<subject>` when a check can fail more than once. */
+  id: string;
+  severity: Severity;
+  message: string;
+  fix: string;
+}
+
+export type CheckName =
+  | "api_listen"
+  | "unsigned_loopback"
+  | "cors_origins"
+  | "file_permissions"
+  | "dotenv"
+  | "channel_allowlists"
+  | "full_access";
+
+export interface AuditReport {
+  /** False when any finding is high: the CLI exits 1. */
+  ok: boolean;
+  findings: Finding[];
+  passed: { check: CheckName; detail: string }[];
+  skipped: { check: CheckName; reason: string }[];
+}
+
+/** What a path is for decides which bits are dangerous on it and how bad they are. */
+export type FileRole =
+  | "data_dir"
+  | "master_key"
+  | "cli_key"
+  | "database"
+  | "authorized_key"
+  | "key_dir"
+  | "config"
+  | "plugins_dir"
+  | "dotenv";
+
+export interface FileFact {
+  path: string;
+  role: FileRole;
+  /** Permission bits only (`mode & 0o777`). */
+  mode: number;
+}
+
+export interface FighterFact {
+  name: string;
+  capabilities: { type: string }[];
+}
+
+export interface AuditInput {
+  home: string;
+  api_listen: string;
+  /** Set when `SPAR_API_LISTEN` overrides config.toml, so the fix names the right place. */
+  api_listen_from_env: boolean;
+  allow_unsigned_loopback: boolean;
+  cors_origins: string[];
+  /** Names of the keys in `keys/authorized/`. */
+  authorized_keys: string[];
+  /** Human accounts that could reach a loopback port; undefined when they could not be counted. */
+  human_accounts: string[] | undefined;
+  /** Modes of the paths that exist; undefined where POSIX modes mean nothing (Windows). */
+  files: FileFact[] | undefined;
+  /** `[channels.<platform>]` sections with their raw `allowlist` value. */
+  channels: { platform: string; allowlist: unknown }[];
+  /** The daemon's fighters, or why they could not be listed (the check is then skipped). */
+  fighters: FighterFact[] | { unavailable: string };
+}
+
+interface CheckResult {
+  findings?: Finding[];
+  passed?: string;
+  skipped?: string;
+}
+
+type Check = (input: AuditInput) => CheckResult;
+
+function fail(id: string, severity: Severity, message: string, fix: string): CheckResult {
+  return { findings: [{ id, severity, message, fix }] };
+}
+
+const SEVERITY_ORDER: Record<Severity, number> = { high: 0, medium: 1, low: 2 };
+
+/** The findings alone, most severe first. */
+export function auditSecurity(input: AuditInput): Finding[] {
+  return auditReport(input).findings;
+}
+
+/** Every check over the facts: findings (most severe first), checks passed, checks skipped. */
+export function auditReport(input: AuditInput): AuditReport {
+  const report: AuditReport = { ok: true, findings: [], passed: [], skipped: [] };
+  for (const [check, run] of Object.entries(CHECKS) as [CheckName, Check][]) {
+    const result = run(input);
+    if (result.skipped !== undefined) report.skipped.push({ check, reason: result.skipped });
+    else if (result.findings?.length) report.findings.push(...result.findings);
+    else report.passed.push({ check, detail: result.passed ?? "" });
+  }
+  report.findings.sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity]);
+  report.ok = !report.findings.some((f) => f.severity === "high");
+  return report;
+}
+
+const CHECKS: Record<CheckName, Check> = {
+  api_listen: checkApiListen,
+  unsigned_loopback: checkUnsignedLoopback,
+  cors_origins: checkCorsOrigins,
+  file_permissions: (input) => checkModes(input, false),
+  dotenv: (input) => checkModes(input, true),
+  channel_allowlists: checkChannels,
+  full_access: checkFullAccess,
+};
+
+function checkApiListen(input: AuditInput): CheckResult {
+  const { host, port } = parseListen(input.api_listen);
+  if (isLoopbackHost(host)) return { passed: `the API listens on ${input.api_listen}, this machine only` };
+  const keys = input.authorized_keys;
+  const signers = keys.length
+    ? `${keys.length} authorized key(s) can sign requests (${keys.join(", ")})`
+    : "no key is authorized to sign requests";
+  const where = input.api_listen_from_env
+    ? `unset SPAR_API_LISTEN (or set it to 127.0.0.1:${port})`
+    : `set api_listen = "127.0.0.1:${port}" in ${join(input.home, "config.toml")}`;
+  return fail(
+    "api_listen",
+    "high",
+    `the API listens on ${input.api_listen}, reachable from other machines; ${signers}`,
+    `${where}; if other machines must reach it, set [auth] allow_unsigned_loopback = false so every request must be signed`,
+  );
+}
+
+function checkUnsignedLoopback(input: AuditInput): CheckResult {
+  if (!input.allow_unsigned_loopback) return { passed: "unsigned requests are refused" };
+  const humans = input.human_accounts;
+  if (humans === undefined) return { skipped: "could not count the user accounts on this machine" };
+  if (humans.length <= 1) {
+    return { passed: `unsigned loopback requests allowed, but ${humans[0] ?? "one user"} is the only user` };
+  }
+  return fail(
+    "unsigned_loopback",
+    "medium",
+    `unsigned requests from this machine are allowed ([auth] allow_unsigned_loopback = true) and it has ` +
+      `${humans.length} user accounts (${humans.join(", ")}): any of them can drive your fighters`,
+    `set allow_unsigned_loopback = false under [auth] in ${join(input.home, "config.toml")}`,
+  );
+}
+
+/** A listed origin passes the daemon's Origin check, so its pages may call the API unsigned. */
+function checkCorsOrigins(input: AuditInput): CheckResult {
+  const foreign = input.cors_origins.filter((o) => !isLoopbackHost(URL.parse(o)?.hostname ?? o));
+  if (foreign.length === 0 || !input.allow_unsigned_loopback) {
+    return {
+      passed: foreign.length ? "listed origins must sign their requests" : "no foreign origin allowed",
+    };
+  }
+  return fail(
+    "cors_origins",
+    "medium",
+    `[api] cors_origins allows ${foreign.join(", ")}: scripts from there, in a browser on this machine, can call the API without a signature`,
+    `remove them from [api] cors_origins in ${join(input.home, "config.toml")}, or set [auth] allow_unsigned_loopback = false`,
+  );
+}
+
+interface ModeRule {
+  /** The group/other bits that matter: 0o077 for secrets, 0o022 where only writing is dangerous. */
+  mask: number;
+  severity: Severity;
+  chmod: string;
+  what: string;
+}
+
+const MODE_RULES: Record<FileRole, ModeRule> = {
+  data_dir: { mask: 0o077, severity: "high", chmod: "700", what: "the data dir holds keys and the database" },
+  master_key: { mask: 0o077, severity: "high", chmod: "600", what: "the database key is derived from it" },
+  cli_key: { mask: 0o077, severity: "high", chmod: "600", what: "it signs the CLI's requests" },
+  database: { mask: 0o077, severity: "high", chmod: "600", what: "the encrypted store" },
+  dotenv: { mask: 0o077, severity: "high", chmod: "600", what: "it holds provider keys and bot tokens" },
+  // A public key is no secret, but whoever can replace it can sign as that client.
+  authorized_key: { mask: 0o077, severity: "medium", chmod: "600", what: "an authorized public key" },
+  key_dir: {
+    mask: 0o022,
+    severity: "high",
+    chmod: "700",
+    what: "whoever can write here can authorize a key",
+  },
+  config: {
+    mask: 0o022,
+    severity: "high",
+    chmod: "600",
+    what: "it chooses the listen address and plugin dirs",
+  },
+  plugins_dir: { mask: 0o022, severity: "high", chmod: "700", what: "code here runs inside the daemon" },
+};
+
+/** The file-permission check, or with `dotenvOnly` the `.env` check (separate so each reports alone). */
+function checkModes(input: AuditInput, dotenvOnly: boolean): CheckResult {
+  if (input.files === undefined) return { skipped: "file modes are not POSIX permissions on this platform" };
+  const files = input.files.filter((f) => (f.role === "dotenv") === dotenvOnly);
+  if (dotenvOnly && files.length === 0) return { passed: "no .env in the data dir" };
+  const findings: Finding[] = [];
+  for (const file of files) {
+    const rule = MODE_RULES[file.role];
+    const loose = file.mode & rule.mask;
+    if (!loose) continue;
+    const writable = (loose & 0o022) !== 0;
+    findings.push({
+      id: dotenvOnly ? "dotenv" : `file_permissions:${relativeTo(input.home, file.path)}`,
+      severity: file.role === "authorized_key" && writable ? "high" : rule.severity,
+      message: `${file.path} has mode ${octal(file.mode)}: ${access(loose)} (${rule.what})`,
+      fix: `chmod ${rule.chmod} ${shellWord(file.path)}`,
+    });
+  }
+  const detail = dotenvOnly ? ".env is private" : `${files.length} path(s) private to their owner`;
+  return findings.length ? { findings } : { passed: detail };
+}
+
+/** Fixes are meant to be pasted: quote what the shell would split (fighter names may hold spaces). */
+function shellWord(text: string): string {
+  return /^[\w./:@+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+function octal(mode: number): string {
+  return `0${mode.toString(8).padStart(3, "0")}`;
+}
+
+/** "group and others can read it", "others can read and write it" … from the loose bits. */
+function access(bits: number): string {
+  const who = [(bits & 0o070) !== 0 && "group", (bits & 0o007) !== 0 && "others"].filter(Boolean);
+  const any = (bits >> 3) | bits;
+  const can = [any & 4 && "read", any & 2 && "write", any & 1 && "enter"].filter(Boolean);
+  return `${who.join(" and ")} can ${can.join(" and ")} it`;
+}
+
+function relativeTo(home: string, path: string): string {
+  if (path === home) return ".";
+  return path.startsWith(`${home}/`) ? path.slice(home.length + 1) : path;
+}
+
+function checkChannels(input: AuditInput): CheckResult {
+  if (input.channels.length === 0) return { passed: "no channel configured" };
+  const open = input.channels.filter(({ allowlist }) => !isRealAllowlist(allowlist));
+  if (open.length === 0) return { passed: `${input.channels.length} channel(s), each with an allowlist` };
+  return {
+    findings: open.map(({ platform }) => ({
+      id: `channel_allowlists:${platform}`,
+      severity: "high" as const,
+      message: `channel ${platform} has no allowlist: anyone who finds the bot can talk to your fighters`,
+      fix: `set allowlist = [<sender ids>] under [channels.${platform}] in ${join(input.home, "config.toml")}`,
+    })),
+  };
+}
+
+/** A non-empty list of senders; `"*"` lets everyone in, so it is no allowlist. */
+function isRealAllowlist(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0 && !value.some((v) => String(v).trim() === "*");
+}
+
+function checkFullAccess(input: AuditInput): CheckResult {
+  if (!Array.isArray(input.fighters)) return { skipped: input.fighters.unavailable };
+  const broad = input.fighters.filter(
+    (f) => f.name !== DEFAULT_FIGHTER_NAME && f.capabilities.some((c) => c.type === "full_access"),
+  );
+  if (broad.length === 0) return { passed: `only ${DEFAULT_FIGHTER_NAME} has full_access` };
+  return {
+    findings: broad.map((f) => ({
+      id: `full_access:${f.name}`,
+      severity: "medium" as const,
+      message: `fighter ${f.name} has full_access: every move, shell and files included, with no narrower grant`,
+      fix: `spar fighter kill ${shellWord(f.name)}, then spawn it again with only the capabilities it needs`,
+    })),
+  };
+}

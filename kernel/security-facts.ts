@@ -1,0 +1,163 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { userInfo } from "node:os";
+import { join } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import type { SparConfig } from "./config.js";
+import { MASTER_KEY_FILE } from "./home.js";
+import { authorizedDir } from "./keys.js";
+import type { AuditInput, FileFact, FileRole } from "./security-audit.js";
+
+/**
+ * Reads every fact but the fighters (those need the daemon; the CLI asks it). `config` is the loaded
+ * config; channels are read from the raw TOML, since `[channels.*]` is not a typed key yet.
+ */
+export function gatherAuditInput(
+  home: string,
+  config: SparConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Omit<AuditInput, "fighters"> {
+  const posix = process.platform !== "win32";
+  return {
+    home,
+    api_listen: config.api_listen,
+    api_listen_from_env: Boolean(env.SPAR_API_LISTEN),
+    allow_unsigned_loopback: config.auth.allow_unsigned_loopback,
+    cors_origins: config.api.cors_origins,
+    authorized_keys: listDir(authorizedDir(home))
+      .filter((f) => f.endsWith(".pub"))
+      .map((f) => f.slice(0, -4)),
+    human_accounts: posix ? readHumanAccounts() : undefined,
+    files: posix ? gatherFiles(home) : undefined,
+    channels: readChannels(home),
+  };
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+}
+
+function gatherFiles(home: string): FileFact[] {
+  const facts: FileFact[] = [];
+  const add = (path: string, role: FileRole) => {
+    try {
+      facts.push({ path, role, mode: statSync(path).mode & 0o777 });
+    } catch {
+      // Absent: nothing to expose (SPAR_MASTER_KEY instead of a file, no database yet …).
+    }
+  };
+  add(home, "data_dir");
+  add(join(home, MASTER_KEY_FILE), "master_key");
+  add(join(home, "keys", "cli.key"), "cli_key");
+  for (const name of ["spar.db", "spar.db-wal", "spar.db-shm", "spar.db.salt"])
+    add(join(home, name), "database");
+  add(join(home, "keys"), "key_dir");
+  add(authorizedDir(home), "key_dir");
+  for (const name of listDir(authorizedDir(home))) add(join(authorizedDir(home), name), "authorized_key");
+  add(join(home, "config.toml"), "config");
+  add(join(home, "plugins"), "plugins_dir");
+  add(join(home, ".env"), "dotenv");
+  return facts;
+}
+
+function readChannels(home: string): AuditInput["channels"] {
+  const path = join(home, "config.toml");
+  if (!existsSync(path)) return [];
+  let channels: unknown;
+  try {
+    channels = (parseToml(readFileSync(path, "utf8")) as Record<string, unknown>).channels;
+  } catch {
+    return []; // loadConfig has already refused a file that does not parse.
+  }
+  if (!isTable(channels)) return [];
+  // Scalars such as `webhook_listen` sit beside the per-platform tables.
+  return Object.entries(channels)
+    .filter(([, section]) => isTable(section))
+    .map(([platform, section]) => ({ platform, allowlist: (section as Record<string, unknown>).allowlist }));
+}
+
+function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The range `useradd` gives people (login.defs), outside of which accounts belong to the system. */
+export interface UidRange {
+  min: number;
+  max: number;
+}
+
+export function parseUidRange(loginDefs: string): UidRange {
+  const value = (name: string, fallback: number) => {
+    const match = new RegExp(`^\\s*${name}\\s+(\\d+)`, "m").exec(loginDefs);
+    return match?.[1] ? Number(match[1]) : fallback;
+  };
+  return { min: value("UID_MIN", 1000), max: value("UID_MAX", 60000) };
+}
+
+/**
+ * The people who could call a loopback port: accounts in the human uid range with a login shell,
+ * owners of running processes in that range, and the current user. Root is not counted unless it is
+ * the current user: root can read the data dir anyway, so an unsigned API gives it nothing new.
+ */
+export function humanAccounts(
+  passwd: string,
+  processUids: number[],
+  current: { uid: number; name: string },
+  range: UidRange = { min: 1000, max: 60000 },
+): string[] {
+  const names = new Map<number, string>();
+  const people = new Map<number, string>();
+  const isHuman = (uid: number) => uid >= range.min && uid <= range.max;
+  for (const line of passwd.split("\n")) {
+    const [name, , uidText, , , , shell = ""] = line.split(":");
+    const uid = Number(uidText);
+    if (!name || !Number.isInteger(uid)) continue;
+    names.set(uid, name);
+    if (isHuman(uid) && !/(nologin|false)$/.test(shell.trim())) people.set(uid, name);
+  }
+  for (const uid of processUids) if (isHuman(uid)) people.set(uid, names.get(uid) ?? `uid ${uid}`);
+  people.set(current.uid, current.name);
+  return [...people.values()].sort();
+}
+
+function readHumanAccounts(): string[] | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  let name = `uid ${uid}`;
+  try {
+    name = userInfo().username;
+  } catch {
+    // A uid without a passwd entry (some containers): keep the number.
+  }
+  return humanAccounts(
+    read("/etc/passwd"),
+    processOwners(),
+    { uid, name },
+    parseUidRange(read("/etc/login.defs")),
+  );
+}
+
+/** Real uids of the processes in /proc (Linux); none elsewhere, where passwd alone must do. */
+function processOwners(): number[] {
+  const uids = new Set<number>();
+  for (const pid of listDir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const match = /^Uid:\s+(\d+)/m.exec(readFileSync(join("/proc", pid, "status"), "utf8"));
+      if (match?.[1]) uids.add(Number(match[1]));
+    } catch {
+      // The process ended between listing and reading.
+    }
+  }
+  return [...uids];
+}
