@@ -1,6 +1,6 @@
 // Shared by the benchmarks: a minimal chat-completions responder on 127.0.0.1 that records each
 // request body and answers in SSE, and the built daemon started in a temporary data dir.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -34,14 +34,23 @@ export async function startMiniLlm(answer = "Hi.") {
   return { url: `http://127.0.0.1:${server.address().port}/v1`, bodies, close: () => server.close() };
 }
 
-/** Starts `spar start` with a config whose default model is `llmUrl`; resolves once it is healthy. */
-export async function startDaemon(llmUrl, extraToml = "") {
+/**
+ * Starts `spar start` with a config whose default model is `llmUrl`; resolves once it is healthy.
+ * `prepare(home)` runs after `spar init`, before the start (e.g. to authorize a key).
+ */
+export async function startDaemon(llmUrl, extraToml = "", prepare = undefined) {
   const port = await freePort();
   const home = mkdtempSync(join(tmpdir(), "spar-bench-"));
   writeFileSync(
     join(home, "config.toml"),
     `api_listen = "127.0.0.1:${port}"\n[default_model]\nprovider = "openai_compatible"\nmodel = "m"\nbase_url = "${llmUrl}"\n${extraToml}`,
   );
+  if (prepare) {
+    execFileSync(process.execPath, [join(import.meta.dirname, "..", "bin", "spar.js"), "init"], {
+      env: { ...process.env, SPAR_HOME: home },
+    });
+    prepare(home);
+  }
   const child = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "spar.js"), "start"], {
     env: { ...process.env, SPAR_HOME: home },
     stdio: "ignore",

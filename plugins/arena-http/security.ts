@@ -59,11 +59,11 @@ export function registerSecurity(
         `requests from ${origin} are not allowed; list it in [api] cors_origins to allow it`,
       );
     }
-    const path = request.url.split("?")[0] ?? "";
-    if (OPEN_PATHS.has(path)) return;
+    // A signature, wherever it is sent, must be good: a signed health check proves the key works.
     if (request.headers["signature-input"] !== undefined || request.headers.signature !== undefined) {
       return authenticateSigned(request);
     }
+    if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) return;
     authorizeUnsigned(request);
   });
 

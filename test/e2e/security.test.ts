@@ -100,10 +100,17 @@ describe("API security: signed requests only", () => {
 
   const list = (headers: Record<string, string>) => raw(port, "GET", "/api/v1/fighters", headers);
 
-  it("answers health unsigned, with status and version only", async () => {
+  it("answers health unsigned, with status and version only, and checks a signature sent to it", async () => {
     const health = await raw(port, "GET", "/api/v1/health");
     expect(health.status).toBe(200);
     expect(Object.keys(health.json<object>()).sort()).toEqual(["status", "version"]);
+    expect(
+      (await raw(port, "GET", "/api/v1/health", signed(port, "GET", "/api/v1/health", cli))).status,
+    ).toBe(200);
+    const stranger = { id: "nobody", privateKey: generateKeyPairSync("ed25519").privateKey };
+    expect(
+      (await raw(port, "GET", "/api/v1/health", signed(port, "GET", "/api/v1/health", stranger))).status,
+    ).toBe(401);
   });
 
   it("lets a correctly signed request through and refuses an unsigned one", async () => {
