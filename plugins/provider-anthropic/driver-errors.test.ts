@@ -2,9 +2,9 @@
 // kernel's one retry policy (kernel/provider-call.ts) decides on. The driver itself never retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
-import { isSparError, type SparError } from "../../kernel/sdk.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
+import { failure } from "../../test/helpers/provider.js";
 import { createAnthropicDriver } from "./driver.js";
 
 const KEY_ENV = "SPAR_TEST_ANTHROPIC_KEY";
@@ -32,15 +32,6 @@ function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
     tools: [],
     ...overrides,
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<SparError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
-  return err;
 }
 
 describe("anthropic driver failures", () => {

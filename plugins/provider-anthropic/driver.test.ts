@@ -2,10 +2,11 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { readManifest } from "../../kernel/plugin-manifest.js";
-import type { LlmRequest, ModelSettings, PluginApi, PluginHooks, ToolDefinition } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
+import { providerResolver } from "../../test/helpers/provider.js";
 import { createAnthropicDriver } from "./driver.js";
 import plugin from "./index.js";
 
@@ -218,19 +219,7 @@ describe("anthropic driver probe", () => {
 });
 
 describe("provider-anthropic plugin", () => {
-  type Resolver = Parameters<PluginHooks["provider"]["resolve"]["tap"]>[0];
-
-  async function applyPlugin(): Promise<Resolver> {
-    let resolver: Resolver | undefined;
-    const tap = (fn: Resolver) => {
-      resolver = fn;
-    };
-    const hooks = { provider: { resolve: { tap } } };
-    // apply touches only hooks.provider.resolve and home; the rest of PluginApi would be noise here.
-    await plugin.apply({ id: "provider-anthropic", hooks, home: "/srv/spar" } as unknown as PluginApi, {});
-    if (!resolver) throw new Error("the plugin tapped nothing");
-    return resolver;
-  }
+  const applyPlugin = () => providerResolver(plugin);
 
   it("has a manifest the kernel accepts", () => {
     const manifest = readManifest(dirname(fileURLToPath(import.meta.url)), KERNEL_VERSION);

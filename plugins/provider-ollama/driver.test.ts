@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { LlmRequest, ModelSettings, PluginApi, PluginHooks, ToolDefinition } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
 import { validatorFor } from "../../kernel/sdk.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
+import { providerResolver } from "../../test/helpers/provider.js";
 import { createOllamaDriver } from "./driver.js";
 import plugin from "./index.js";
 
@@ -176,21 +177,7 @@ describe("createOllamaDriver", () => {
 });
 
 describe("provider-ollama plugin", () => {
-  type Resolver = Parameters<PluginHooks["provider"]["resolve"]["tap"]>[0];
-
-  async function applyPlugin(): Promise<Resolver> {
-    let resolver: Resolver | undefined;
-    const tap = (fn: Resolver) => {
-      resolver = fn;
-    };
-    // apply touches only hooks.provider.resolve; the rest of PluginApi would be noise here.
-    await plugin.apply(
-      { id: "provider-ollama", hooks: { provider: { resolve: { tap } } } } as unknown as PluginApi,
-      {},
-    );
-    if (!resolver) throw new Error("the plugin tapped nothing");
-    return resolver;
-  }
+  const applyPlugin = () => providerResolver(plugin);
 
   it("has a manifest that validates against plugin.schema.json", () => {
     const schema = JSON.parse(

@@ -2,9 +2,9 @@
 // the driver itself never retries (kernel/provider-call.ts owns retries and the deadline).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
-import { isSparError, type SparError } from "../../kernel/sdk.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
+import { failure } from "../../test/helpers/provider.js";
 import { createOllamaDriver } from "./driver.js";
 
 let fake: FakeOllama;
@@ -25,15 +25,6 @@ function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
     tools: [],
     ...overrides,
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<SparError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
-  return err;
 }
 
 describe.each([

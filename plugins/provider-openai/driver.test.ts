@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { LlmRequest, ModelSettings, PluginApi, PluginHooks, ToolDefinition } from "../../kernel/sdk.js";
-import { isSparError, type SparError } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
 import type { FakeOpenAI } from "../../test/fakes/openai-server.js";
 import { startFakeOpenAI } from "../../test/fakes/openai-server.js";
+import { failure, providerResolver } from "../../test/helpers/provider.js";
 import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
 import plugin from "./index.js";
 
@@ -40,15 +40,6 @@ function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
     tools: [],
     ...overrides,
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<SparError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
-  return err;
 }
 
 describe("createOpenAiDriver", () => {
@@ -289,19 +280,7 @@ describe("openai driver probe", () => {
 });
 
 describe("provider-openai plugin", () => {
-  type Resolver = Parameters<PluginHooks["provider"]["resolve"]["tap"]>[0];
-
-  async function applyPlugin(): Promise<Resolver> {
-    let resolver: Resolver | undefined;
-    const tap = (fn: Resolver) => {
-      resolver = fn;
-    };
-    const hooks = { provider: { resolve: { tap } } };
-    // apply touches only hooks.provider.resolve and home; the rest of PluginApi would be noise here.
-    await plugin.apply({ id: "provider-openai", hooks, home: "/srv/spar" } as unknown as PluginApi, {});
-    if (!resolver) throw new Error("the plugin tapped nothing");
-    return resolver;
-  }
+  const applyPlugin = () => providerResolver(plugin);
 
   it("resolves openai and openai_compatible only, one driver per connection", async () => {
     const resolve = await applyPlugin();

@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../kernel/config.js";
-import { isSparError, type SparError } from "../../kernel/errors.js";
 import { createLogger } from "../../kernel/logger.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { callProvider } from "../../kernel/provider-call.js";
@@ -18,6 +17,7 @@ import { startFakeOllama } from "../fakes/ollama-server.js";
 import { startFakeOpenAI } from "../fakes/openai-server.js";
 import type { FakeLlmServer } from "../fakes/scripted.js";
 import { tempHome } from "../helpers/daemon.js";
+import { failure } from "../helpers/provider.js";
 
 const KEY_ENV = "SPAR_CONTRACT_KEY";
 process.env[KEY_ENV] = "contract-secret-key";
@@ -99,15 +99,6 @@ const LOOKUP = {
 };
 
 const policy = { timeoutMs: 10_000, maxRetries: 2, baseDelayMs: 20 };
-
-async function failure(work: Promise<unknown>): Promise<SparError> {
-  const err = await work.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isSparError(err)) throw new Error(`expected a SparError, got ${String(err)}`);
-  return err;
-}
 
 describe.each(CASES)("provider $id", (c) => {
   let fake: FakeLlmServer;
