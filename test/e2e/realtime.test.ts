@@ -231,7 +231,7 @@ describe("limits and real time end to end", () => {
       manifest: { name: "flood", description: "d", system_prompt: "p" },
     });
     fake.reset();
-    // 1,200 deltas of 10 KB each: 12 MB, well past what the kernel buffers on loopback, of events for a client that reads none of them.
+    // 1,200 deltas of 10 KB each (12 MB, well past what loopback buffers) for a client that reads none.
     fake.enqueue({
       text: Array.from({ length: 1200 }, (_, i) => `${String(i).padStart(4, "0")}${"x".repeat(10_000)}`).join(
         " ",
