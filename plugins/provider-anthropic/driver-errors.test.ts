@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
-import { failure } from "../../test/helpers/provider.js";
+import { chatRequest, failure } from "../../test/helpers/provider.js";
 import { createAnthropicDriver } from "./driver.js";
 
 const KEY_ENV = "SPAR_TEST_ANTHROPIC_KEY";
@@ -25,13 +25,7 @@ function driver(env: NodeJS.ProcessEnv = { [KEY_ENV]: KEY }, home?: string) {
 }
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, { system: "", ...overrides });
 }
 
 describe("anthropic driver failures", () => {

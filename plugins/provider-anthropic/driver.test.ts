@@ -6,7 +6,7 @@ import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk
 import { KERNEL_VERSION } from "../../kernel/version.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
-import { providerResolver } from "../../test/helpers/provider.js";
+import { chatRequest, providerResolver } from "../../test/helpers/provider.js";
 import { createAnthropicDriver } from "./driver.js";
 import plugin from "./index.js";
 
@@ -36,13 +36,7 @@ function driver(env: NodeJS.ProcessEnv = { [KEY_ENV]: KEY }) {
 }
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "You are terse.",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, overrides);
 }
 
 describe("createAnthropicDriver", () => {

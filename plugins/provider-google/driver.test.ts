@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
 import type { FakeGemini } from "../../test/fakes/gemini-server.js";
 import { startFakeGemini } from "../../test/fakes/gemini-server.js";
-import { failure, providerResolver } from "../../test/helpers/provider.js";
+import { chatRequest, failure, providerResolver } from "../../test/helpers/provider.js";
 import { createGoogleDriver, type GoogleDriverOptions } from "./driver.js";
 import plugin from "./index.js";
 import { stopReason, UNKNOWN_SIGNATURE, usageOf } from "./wire.js";
@@ -43,13 +43,7 @@ function driver(
 }
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "You are terse.",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, overrides);
 }
 
 describe("createGoogleDriver", () => {

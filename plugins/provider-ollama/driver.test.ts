@@ -4,7 +4,7 @@ import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk
 import { validatorFor } from "../../kernel/sdk.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
-import { providerResolver } from "../../test/helpers/provider.js";
+import { chatRequest, providerResolver } from "../../test/helpers/provider.js";
 import { createOllamaDriver } from "./driver.js";
 import plugin from "./index.js";
 
@@ -25,13 +25,7 @@ afterEach(() => fake.reset());
 afterAll(() => fake.close());
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "You are terse.",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, overrides);
 }
 
 describe("createOllamaDriver", () => {

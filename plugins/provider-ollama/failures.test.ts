@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
-import { failure } from "../../test/helpers/provider.js";
+import { chatRequest, failure } from "../../test/helpers/provider.js";
 import { createOllamaDriver } from "./driver.js";
 
 let fake: FakeOllama;
@@ -18,13 +18,7 @@ afterEach(() => fake.reset());
 afterAll(() => fake.close());
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, { system: "", ...overrides });
 }
 
 describe.each([

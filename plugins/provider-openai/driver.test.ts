@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
 import type { FakeOpenAI } from "../../test/fakes/openai-server.js";
 import { startFakeOpenAI } from "../../test/fakes/openai-server.js";
-import { failure, providerResolver } from "../../test/helpers/provider.js";
+import { chatRequest, failure, providerResolver } from "../../test/helpers/provider.js";
 import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
 import plugin from "./index.js";
 
@@ -33,13 +33,7 @@ function driver(options: OpenAiDriverOptions = {}, env: NodeJS.ProcessEnv = { [K
 }
 
 function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
-  return {
-    model: settings,
-    system: "You are terse.",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    ...overrides,
-  };
+  return chatRequest(settings, overrides);
 }
 
 describe("createOpenAiDriver", () => {

@@ -1,5 +1,7 @@
 import {
   isSparError,
+  type LlmRequest,
+  type ModelSettings,
   type PluginApi,
   type PluginHooks,
   type SparError,
@@ -33,4 +35,15 @@ export async function providerResolver(plugin: SparPlugin, home = "/srv/spar"): 
   );
   if (!resolver) throw new Error("the plugin tapped nothing");
   return resolver;
+}
+
+/** A one-message request to `model`, as the agent loop would send it; `overrides` replace any part. */
+export function chatRequest(model: ModelSettings, overrides: Partial<LlmRequest> = {}): LlmRequest {
+  return {
+    model,
+    system: "You are terse.",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [],
+    ...overrides,
+  };
 }
