@@ -5,6 +5,7 @@ import type { CompactionConfig } from "./compaction.js";
 import type { CreedConfig } from "./creed.js";
 import { SparError } from "./errors.js";
 import type { DecayConfig } from "./memory.js";
+import { isReservedVariable } from "./provider-check.js";
 import type { RoutingConfig } from "./routing.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { ModelSettings } from "./types.js";
@@ -22,8 +23,17 @@ export interface SparConfig {
   api: { body_limit_bytes: number; rate_limit_per_minute: number; cors_origins: string[] };
   auth: { allow_unsigned_loopback: boolean };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
+  /** Where provider keys may be sent besides `default_model` and the tiers (kernel/provider-check.ts). */
+  providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
   /** Sections keyed by plugin id, each validated against that plugin's `configSchema`. */
   plugin_settings: Record<string, Record<string, unknown>>;
+}
+
+/** An endpoint the operator pairs with a key (or with none), which fighter manifests may then name. */
+export interface EndpointPairing {
+  provider: string;
+  base_url?: string;
+  api_key_env?: string;
 }
 
 export const LOCAL_RUNNER: ModelSettings = {
@@ -130,6 +140,26 @@ const CONFIG_SCHEMA = {
       additionalProperties: false,
       properties: { allow_unsigned_loopback: { type: "boolean" } },
     },
+    providers: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        endpoints: {
+          type: "array",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["provider"],
+            properties: {
+              provider: MODEL_SETTINGS_SCHEMA.properties.provider,
+              base_url: MODEL_SETTINGS_SCHEMA.properties.base_url,
+              api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
+            },
+          },
+        },
+        allow_manifest_base_url: { type: "array", items: { type: "string", pattern: "^https?://" } },
+      },
+    },
     plugins: {
       type: "object",
       additionalProperties: false,
@@ -194,6 +224,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     api: Partial<SparConfig["api"]>;
     auth: Partial<SparConfig["auth"]>;
     plugins: Partial<SparConfig["plugins"]>;
+    providers: Partial<SparConfig["providers"]>;
   }>;
   const config: SparConfig = {
     api_listen: env.SPAR_API_LISTEN || c.api_listen || "127.0.0.1:6660",
@@ -209,10 +240,33 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     api: { body_limit_bytes: 1_048_576, rate_limit_per_minute: 600, cors_origins: [], ...c.api },
     auth: { allow_unsigned_loopback: true, ...c.auth },
     plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },
+    providers: { endpoints: [], allow_manifest_base_url: [], ...c.providers },
     plugin_settings: pluginSettings,
   };
   parseListen(config.api_listen);
+  refuseReservedKeyVariables(path, config);
   return config;
+}
+
+/** `SPAR_*` variables hold Spar's own secrets (the master key): never a provider key, even by config. */
+function refuseReservedKeyVariables(path: string, config: SparConfig): void {
+  const named = [
+    ["default_model", config.default_model.api_key_env],
+    ...(["cheap", "mid", "expensive"] as const).map((t) => [
+      `model_routing.${t}`,
+      config.model_routing[t]?.api_key_env,
+    ]),
+    ...config.providers.endpoints.map((e, i) => [`providers.endpoints[${i}]`, e.api_key_env]),
+  ];
+  for (const [where, name] of named) {
+    if (name && isReservedVariable(name)) {
+      throw new SparError(
+        "CONFIG_INVALID",
+        `${path}: ${where}.api_key_env = "${name}": SPAR_* variables are Spar's own secrets and are never sent as a provider key`,
+        { path: `${where}.api_key_env` },
+      );
+    }
+  }
 }
 
 function isTable(value: unknown): value is Record<string, unknown> {

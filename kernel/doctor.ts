@@ -2,7 +2,7 @@ import type { SparConfig } from "./config.js";
 import { isSparError } from "./errors.js";
 import { createLogger } from "./logger.js";
 import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { keyVariable, providerProblem } from "./provider-check.js";
+import { createProviderPolicy, resolveCredential } from "./provider-check.js";
 import { createRing } from "./ring.js";
 import type { ModelSettings, ProviderDeclaration } from "./types.js";
 import { KERNEL_VERSION } from "./version.js";
@@ -55,6 +55,7 @@ export async function checkProviders(
       (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const),
     ),
   );
+  const policy = createProviderPolicy(config, declarations, home);
   const reports = new Map<string, ProviderReport>();
   for (const { settings, used_by } of models) {
     const id = JSON.stringify([
@@ -68,24 +69,28 @@ export async function checkProviders(
       existing.used_by.push(used_by);
       continue;
     }
+    // The same rule as a message: a key goes only where the operator paired it, or nowhere.
+    const check = resolveCredential(settings, policy, env);
     const report: ProviderReport = {
       provider: settings.provider,
       model: settings.model,
       ...(settings.base_url ? { base_url: settings.base_url } : {}),
       used_by: [used_by],
-      key: keyVariable(settings, declarations.get(settings.provider), env),
+      key: {
+        names: check.names,
+        ...(check.ok && check.credential.key_env ? { present: check.credential.key_env } : {}),
+      },
       reachable: false,
       detail: "",
     };
     reports.set(id, report);
-    const problem = providerProblem(settings, declarations, home, env);
-    if (problem) {
-      report.detail = problem;
+    if (!check.ok) {
+      report.detail = check.problem;
       continue;
     }
     try {
       await ring.host.activate(`onProvider:${settings.provider}`);
-      const driver = await ring.hooks.provider.resolve.promise(settings);
+      const driver = await ring.hooks.provider.resolve.promise(settings, check.credential);
       if (!driver) throw new Error("no active plugin answered for this provider");
       report.detail = await driver.probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
       report.reachable = true;

@@ -7,6 +7,7 @@ import type {
   LlmDriver,
   ModelSettings,
   MoveHandler,
+  ProviderCredential,
   StoredMessage,
   ToolCall,
   Usage,
@@ -89,8 +90,15 @@ export function createHooks() {
       open: new AsyncSeriesBailHook<[StoreOpenOptions], Store | undefined>(["options"]),
     }),
     provider: Object.freeze({
-      /** Bail, called per LLM call: the plugin that owns `settings.provider` returns a driver, others undefined. */
-      resolve: new AsyncSeriesBailHook<[ModelSettings], LlmDriver | undefined>(["settings"]),
+      /**
+       * Bail, called per LLM call: the plugin that owns `settings.provider` returns a driver, others
+       * undefined. `credential` is the only key the driver may send (the kernel chose it by the
+       * operator's pairings); drivers never read keys from the environment themselves.
+       */
+      resolve: new AsyncSeriesBailHook<[ModelSettings, ProviderCredential], LlmDriver | undefined>([
+        "settings",
+        "credential",
+      ]),
     }),
     move: Object.freeze({
       /** Bail, called per tool call: the plugin that declares the move returns its handler. */

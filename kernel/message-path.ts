@@ -8,6 +8,7 @@ import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
 import type { RingHooks } from "./hooks.js";
 import type { PluginHost } from "./plugin-host.js";
 import { callProvider, policyFor } from "./provider-call.js";
+import type { CredentialCheck } from "./provider-check.js";
 import { providerError } from "./provider-errors.js";
 import { createQuotaGuard } from "./quota-guard.js";
 import { routeModel } from "./routing.js";
@@ -25,7 +26,7 @@ export interface MessagePathDeps {
   store: () => Store;
   fighters: FighterRegistry;
   declaredMoves: ReadonlyMap<string, MoveListing>;
-  modelProblem: (settings: ModelSettings) => string | undefined;
+  credentialFor: (settings: ModelSettings) => CredentialCheck;
 }
 
 /**
@@ -37,11 +38,11 @@ export function createMessagePath(deps: MessagePathDeps) {
   const { config, hooks, events, host, fighters } = deps;
 
   async function resolveDriver(settings: ModelSettings): Promise<LlmDriver> {
-    const problem = deps.modelProblem(settings);
-    if (problem)
-      throw new SparError("PROVIDER_ERROR", problem, { provider: settings.provider, retryable: false });
+    const check = deps.credentialFor(settings);
+    if (!check.ok)
+      throw new SparError("PROVIDER_ERROR", check.problem, { provider: settings.provider, retryable: false });
     await host.activate(`onProvider:${settings.provider}`);
-    const driver = await hooks.provider.resolve.promise(settings);
+    const driver = await hooks.provider.resolve.promise(settings, check.credential);
     if (!driver)
       throw providerError(settings.provider, "no active plugin answered for this provider", {
         retryable: false,

@@ -131,7 +131,7 @@ describe("plugin host", () => {
     const { host, hooks } = hostFor(root);
     await host.activate("onProvider:broken");
     const err = await hooks.provider.resolve
-      .promise({ provider: "broken", model: "m" })
+      .promise({ provider: "broken", model: "m" }, {})
       .catch((e: unknown) => e);
     expect(isSparError(err, "PLUGIN_FAILED")).toBe(true);
     expect((err as Error).message).toBe("plugin provider-broken failed in provider.resolve: boom");

@@ -9,7 +9,7 @@ import { queryWords, recallMemories } from "./memory.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
-import { providerProblem } from "./provider-check.js";
+import { createProviderPolicy, resolveCredential } from "./provider-check.js";
 import type { Logger } from "./sdk.js";
 import type { MoveListing, RingServices } from "./services.js";
 import type { Store } from "./store-types.js";
@@ -90,12 +90,16 @@ export function createRing(options: RingOptions): Ring {
   const providers = new Map<string, ProviderDeclaration>(
     host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
-  const modelProblem = (settings: ModelSettings) => providerProblem(settings, providers, options.home);
+  const policy = createProviderPolicy(config, providers, options.home);
+  const credentialFor = (settings: ModelSettings) => resolveCredential(settings, policy);
   const fighters = createFighterRegistry({
     events,
     store: requireStore,
     defaultModel: config.default_model,
-    modelProblem,
+    modelProblem: (settings) => {
+      const check = credentialFor(settings);
+      return check.ok ? undefined : check.problem;
+    },
   });
 
   const path = createMessagePath({
@@ -107,7 +111,7 @@ export function createRing(options: RingOptions): Ring {
     store: requireStore,
     fighters,
     declaredMoves,
-    modelProblem,
+    credentialFor,
   });
 
   function fighterRow(idOrName: string) {

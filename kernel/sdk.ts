@@ -8,6 +8,7 @@ import type { RingHooks } from "./hooks.js";
 import type { RingServices } from "./services.js";
 
 export type { SparConfig } from "./config.js";
+export type { CredentialEnv } from "./driver-cache.js";
 export { driverCache } from "./driver-cache.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";

@@ -143,6 +143,16 @@ export interface LlmDriver {
   probe(signal: AbortSignal): Promise<string>;
 }
 
+/**
+ * The key the kernel lets a driver send for one model setting (see kernel/provider-check.ts), and the
+ * variable it was read from. Empty when no key may be sent. Drivers use this, never the environment.
+ */
+export interface ProviderCredential {
+  /** The variable the key came from, for messages ("set X"); never the key itself. */
+  key_env?: string;
+  api_key?: string;
+}
+
 /** A provider as a plugin manifest declares it in `contributes.providers`. */
 export interface ProviderDeclaration {
   id: string;

@@ -222,29 +222,44 @@ describe("provider-anthropic plugin", () => {
 
   it("resolves only provider anthropic, one driver per connection", async () => {
     const resolve = await applyPlugin();
-    expect(await resolve({ provider: "openai", model: "gpt" })).toBeUndefined();
+    expect(await resolve({ provider: "openai", model: "gpt" }, {})).toBeUndefined();
 
-    const a = await resolve({ provider: "anthropic", model: "claude-a", base_url: fake.url });
-    const b = await resolve({ provider: "anthropic", model: "claude-b", base_url: fake.url });
-    const other = await resolve({
-      provider: "anthropic",
-      model: "claude-a",
-      base_url: fake.url,
-      api_key_env: "OTHER_KEY",
-    });
+    const a = await resolve({ provider: "anthropic", model: "claude-a", base_url: fake.url }, {});
+    const b = await resolve({ provider: "anthropic", model: "claude-b", base_url: fake.url }, {});
+    const other = await resolve(
+      {
+        provider: "anthropic",
+        model: "claude-a",
+        base_url: fake.url,
+      },
+      { key_env: "OTHER_KEY", api_key: "other-key" },
+    );
     expect(a?.provider).toBe("anthropic");
     expect(b).toBe(a);
     expect(other).not.toBe(a);
   });
 
-  it("gives a driver that reads ANTHROPIC_API_KEY by default and uses the request's model", async () => {
-    vi.stubEnv("ANTHROPIC_API_KEY", KEY);
+  it("sends the key the kernel hands it, never one from the environment, and uses the request's model", async () => {
+    vi.stubEnv("ANTHROPIC_API_KEY", "env-key-that-must-never-be-sent");
     const resolve = await applyPlugin();
     const model: ModelSettings = { provider: "anthropic", model: "claude-b", base_url: fake.url };
-    const resolved = await resolve({ ...model, model: "claude-a" });
+    const resolved = await resolve(
+      { ...model, model: "claude-a" },
+      { key_env: "ANTHROPIC_API_KEY", api_key: KEY },
+    );
     const reply = await resolved?.complete(request({ model }));
     expect(reply?.text).toBe("echo: hi");
     expect(fake.requests[0]?.body?.model).toBe("claude-b");
     expect(fake.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  it("fails for want of a key when the kernel hands it none, though the variable is set", async () => {
+    vi.stubEnv("ANTHROPIC_API_KEY", KEY);
+    const resolve = await applyPlugin();
+    const resolved = await resolve({ provider: "anthropic", model: "claude-a", base_url: fake.url }, {});
+    await expect(
+      resolved?.complete(request({ model: { provider: "anthropic", model: "claude-a" } })),
+    ).rejects.toThrow("no API key");
+    expect(fake.requests).toHaveLength(0);
   });
 });

@@ -37,7 +37,7 @@ interface Connection {
  */
 export function createAnthropicDriver(
   settings: ModelSettings,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = {},
   options: AnthropicDriverOptions = {},
 ): LlmDriver {
   const conn: Connection = {

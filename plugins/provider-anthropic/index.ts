@@ -5,11 +5,11 @@ import { createAnthropicDriver } from "./driver.js";
 export default definePlugin({
   id: "provider-anthropic",
   apply(api) {
-    const driverFor = driverCache((settings) =>
-      createAnthropicDriver(settings, process.env, { home: api.home }),
+    const driverFor = driverCache((settings, env) =>
+      createAnthropicDriver(settings, env, { home: api.home }),
     );
-    api.hooks.provider.resolve.tap((settings) =>
-      settings.provider === "anthropic" ? driverFor(settings) : undefined,
+    api.hooks.provider.resolve.tap((settings, credential) =>
+      settings.provider === "anthropic" ? driverFor(settings, credential) : undefined,
     );
   },
 });

@@ -352,30 +352,45 @@ describe("provider-google plugin", () => {
 
   it("resolves only provider google, one driver per connection", async () => {
     const resolve = await applyPlugin();
-    expect(await resolve({ provider: "openai", model: "gpt" })).toBeUndefined();
-    expect(await resolve({ provider: "gemini", model: "gemini-x" })).toBeUndefined();
+    expect(await resolve({ provider: "openai", model: "gpt" }, {})).toBeUndefined();
+    expect(await resolve({ provider: "gemini", model: "gemini-x" }, {})).toBeUndefined();
 
-    const a = await resolve({ provider: "google", model: "gemini-a", base_url: fake.url });
-    const b = await resolve({ provider: "google", model: "gemini-b", base_url: fake.url });
-    const other = await resolve({
-      provider: "google",
-      model: "gemini-a",
-      base_url: fake.url,
-      api_key_env: "K2",
-    });
+    const a = await resolve({ provider: "google", model: "gemini-a", base_url: fake.url }, {});
+    const b = await resolve({ provider: "google", model: "gemini-b", base_url: fake.url }, {});
+    const other = await resolve(
+      {
+        provider: "google",
+        model: "gemini-a",
+        base_url: fake.url,
+      },
+      { key_env: "K2", api_key: "other-key" },
+    );
     expect(a?.provider).toBe("google");
     expect(b).toBe(a);
     expect(other).not.toBe(a);
   });
 
-  it("gives a driver that reads GEMINI_API_KEY by default and uses the request's model", async () => {
-    vi.stubEnv("GEMINI_API_KEY", KEY);
+  it("sends the key the kernel hands it, never one from the environment, and uses the request's model", async () => {
+    vi.stubEnv("GEMINI_API_KEY", "env-key-that-must-never-be-sent");
     const resolve = await applyPlugin();
     const model: ModelSettings = { provider: "google", model: "gemini-b", base_url: fake.url };
-    const resolved = await resolve({ ...model, model: "gemini-a" });
+    const resolved = await resolve(
+      { ...model, model: "gemini-a" },
+      { key_env: "GEMINI_API_KEY", api_key: KEY },
+    );
     const reply = await resolved?.complete(request({ model }));
     expect(reply?.text).toBe("echo: hi");
     expect(fake.requests[0]?.path).toBe("/v1beta/models/gemini-b:generateContent");
     expect(fake.requests[0]?.headers["x-goog-api-key"]).toBe(KEY);
+  });
+
+  it("fails for want of a key when the kernel hands it none, though the variable is set", async () => {
+    vi.stubEnv("GEMINI_API_KEY", KEY);
+    const resolve = await applyPlugin();
+    const resolved = await resolve({ provider: "google", model: "gemini-a", base_url: fake.url }, {});
+    await expect(
+      resolved?.complete(request({ model: { provider: "google", model: "gemini-a" } })),
+    ).rejects.toThrow("no API key");
+    expect(fake.requests).toHaveLength(0);
   });
 });

@@ -38,7 +38,7 @@ const MAX_SIGNATURES = 2_000;
  */
 export function createGoogleDriver(
   settings: ModelSettings,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = {},
   options: GoogleDriverOptions = {},
 ): LlmDriver {
   const keyEnvs = settings.api_key_env ? [settings.api_key_env] : DEFAULT_KEY_ENVS;

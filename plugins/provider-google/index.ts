@@ -8,11 +8,9 @@ import { createGoogleDriver } from "./driver.js";
 export default definePlugin({
   id: "provider-google",
   apply(api) {
-    const driverFor = driverCache((settings) =>
-      createGoogleDriver(settings, process.env, { home: api.home }),
-    );
-    api.hooks.provider.resolve.tap((settings) =>
-      settings.provider === "google" ? driverFor(settings) : undefined,
+    const driverFor = driverCache((settings, env) => createGoogleDriver(settings, env, { home: api.home }));
+    api.hooks.provider.resolve.tap((settings, credential) =>
+      settings.provider === "google" ? driverFor(settings, credential) : undefined,
     );
   },
 });

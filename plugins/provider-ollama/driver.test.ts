@@ -184,18 +184,22 @@ describe("provider-ollama plugin", () => {
 
   it("resolves only provider ollama, one driver per host and key variable", async () => {
     const resolve = await applyPlugin();
-    expect(await resolve({ provider: "openai", model: "gpt" })).toBeUndefined();
-    expect(await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url })).toBeUndefined();
+    expect(await resolve({ provider: "openai", model: "gpt" }, {})).toBeUndefined();
+    expect(
+      await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url }, {}),
+    ).toBeUndefined();
 
-    const a = await resolve({ provider: "ollama", model: "llama-a", base_url: fake.url });
-    const b = await resolve({ provider: "ollama", model: "llama-b", base_url: fake.url });
-    const keyed = await resolve({
-      provider: "ollama",
-      model: "llama-a",
-      base_url: fake.url,
-      api_key_env: "K",
-    });
-    const local = await resolve({ provider: "ollama", model: "llama-a" });
+    const a = await resolve({ provider: "ollama", model: "llama-a", base_url: fake.url }, {});
+    const b = await resolve({ provider: "ollama", model: "llama-b", base_url: fake.url }, {});
+    const keyed = await resolve(
+      {
+        provider: "ollama",
+        model: "llama-a",
+        base_url: fake.url,
+      },
+      { key_env: "K", api_key: "other-key" },
+    );
+    const local = await resolve({ provider: "ollama", model: "llama-a" }, {});
     expect(a?.provider).toBe("ollama");
     expect(b).toBe(a);
     expect(keyed).not.toBe(a);
@@ -205,7 +209,7 @@ describe("provider-ollama plugin", () => {
   it("gives a driver that uses the request's model", async () => {
     const resolve = await applyPlugin();
     const model: ModelSettings = { provider: "ollama", model: "llama-b", base_url: fake.url };
-    const resolved = await resolve({ ...model, model: "llama-a" });
+    const resolved = await resolve({ ...model, model: "llama-a" }, {});
     const reply = await resolved?.complete(request({ model }));
     expect(reply?.text).toBe("echo: hi");
     expect(fake.calls()[0]?.model).toBe("llama-b");

@@ -12,8 +12,8 @@ export const DEFAULT_HOST = "http://127.0.0.1:11434";
 export interface OllamaDriverOptions {
   /** The fetch every request goes through. Default: the global one. */
   fetch?: typeof fetch;
-  /** Where `settings.api_key_env` is read, on each call. Default: `process.env`. */
-  env?: NodeJS.ProcessEnv;
+  /** Where `settings.api_key_env` is read: only the key the kernel allowed (see driverCache). Default: none. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -28,7 +28,7 @@ export interface OllamaDriverOptions {
  */
 export function createOllamaDriver(settings: ModelSettings, options: OllamaDriverOptions = {}): LlmDriver {
   const host = settings.base_url ?? DEFAULT_HOST;
-  const env = options.env ?? process.env;
+  const env = options.env ?? {};
   const baseFetch = options.fetch ?? globalThis.fetch;
 
   // Read per call, so a key set or rotated in-process applies without a new driver.

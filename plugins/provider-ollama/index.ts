@@ -8,9 +8,9 @@ import { createOllamaDriver } from "./driver.js";
 export default definePlugin({
   id: "provider-ollama",
   apply(api) {
-    const driverFor = driverCache((settings) => createOllamaDriver(settings));
-    api.hooks.provider.resolve.tap((settings) =>
-      settings.provider === "ollama" ? driverFor(settings) : undefined,
+    const driverFor = driverCache((settings, env) => createOllamaDriver(settings, { env }));
+    api.hooks.provider.resolve.tap((settings, credential) =>
+      settings.provider === "ollama" ? driverFor(settings, credential) : undefined,
     );
   },
 });

@@ -278,32 +278,44 @@ describe("provider-openai plugin", () => {
 
   it("resolves openai and openai_compatible only, one driver per connection", async () => {
     const resolve = await applyPlugin();
-    expect(await resolve({ provider: "anthropic", model: "claude" })).toBeUndefined();
-    expect((await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url }))?.provider).toBe(
-      "openai_compatible",
-    );
+    expect(await resolve({ provider: "anthropic", model: "claude" }, {})).toBeUndefined();
+    expect(
+      (await resolve({ provider: "openai_compatible", model: "x", base_url: fake.url }, {}))?.provider,
+    ).toBe("openai_compatible");
 
-    const a = await resolve({ provider: "openai", model: "gpt-a", base_url: fake.url });
-    const b = await resolve({ provider: "openai", model: "gpt-b", base_url: fake.url });
-    const other = await resolve({
-      provider: "openai",
-      model: "gpt-a",
-      base_url: fake.url,
-      api_key_env: "OTHER_KEY",
-    });
+    const a = await resolve({ provider: "openai", model: "gpt-a", base_url: fake.url }, {});
+    const b = await resolve({ provider: "openai", model: "gpt-b", base_url: fake.url }, {});
+    const other = await resolve(
+      {
+        provider: "openai",
+        model: "gpt-a",
+        base_url: fake.url,
+      },
+      { key_env: "OTHER_KEY", api_key: "other-key" },
+    );
     expect(a?.provider).toBe("openai");
     expect(b).toBe(a);
     expect(other).not.toBe(a);
   });
 
-  it("gives a driver that reads OPENAI_API_KEY by default and uses the request's model", async () => {
-    vi.stubEnv("OPENAI_API_KEY", KEY);
+  it("sends the key the kernel hands it, never one from the environment, and uses the request's model", async () => {
+    vi.stubEnv("OPENAI_API_KEY", "env-key-that-must-never-be-sent");
     const resolve = await applyPlugin();
     const model: ModelSettings = { provider: "openai", model: "gpt-b", base_url: fake.url };
-    const resolved = await resolve({ ...model, model: "gpt-a" });
+    const resolved = await resolve({ ...model, model: "gpt-a" }, { key_env: "OPENAI_API_KEY", api_key: KEY });
     const reply = await resolved?.complete(request({ model }));
     expect(reply?.text).toBe("echo: hi");
     expect(fake.requests[0]?.body?.model).toBe("gpt-b");
     expect(fake.requests[0]?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  it("fails for want of a key when the kernel hands it none, though the variable is set", async () => {
+    vi.stubEnv("OPENAI_API_KEY", KEY);
+    const resolve = await applyPlugin();
+    const resolved = await resolve({ provider: "openai", model: "gpt-a", base_url: fake.url }, {});
+    await expect(
+      resolved?.complete(request({ model: { provider: "openai", model: "gpt-a" } })),
+    ).rejects.toThrow("no API key");
+    expect(fake.requests).toHaveLength(0);
   });
 });

@@ -52,7 +52,7 @@ type Connection = Required<Pick<OpenAiDriverOptions, "provider">> & {
  */
 export function createOpenAiDriver(
   settings: ModelSettings,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = {},
   options: OpenAiDriverOptions = {},
 ): LlmDriver {
   const conn: Connection = {

@@ -11,11 +11,11 @@ const PROVIDERS: Record<string, OpenAiDriverOptions> = {
 export default definePlugin({
   id: "provider-openai",
   apply(api) {
-    const driverFor = driverCache((settings) =>
-      createOpenAiDriver(settings, process.env, { ...PROVIDERS[settings.provider], home: api.home }),
+    const driverFor = driverCache((settings, env) =>
+      createOpenAiDriver(settings, env, { ...PROVIDERS[settings.provider], home: api.home }),
     );
-    api.hooks.provider.resolve.tap((settings) =>
-      PROVIDERS[settings.provider] ? driverFor(settings) : undefined,
+    api.hooks.provider.resolve.tap((settings, credential) =>
+      PROVIDERS[settings.provider] ? driverFor(settings, credential) : undefined,
     );
   },
 });

@@ -11,8 +11,8 @@ export const OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
 export default definePlugin({
   id: "provider-openrouter",
   apply(api) {
-    const driverFor = driverCache((settings) =>
-      createOpenAiDriver(settings, process.env, {
+    const driverFor = driverCache((settings, env) =>
+      createOpenAiDriver(settings, env, {
         provider: "openrouter",
         defaultBaseUrl: OPENROUTER_BASE_URL,
         defaultKeyEnv: "OPENROUTER_API_KEY",
@@ -21,8 +21,8 @@ export default definePlugin({
         defaultHeaders: { "X-Title": "Spar" },
       }),
     );
-    api.hooks.provider.resolve.tap((settings) =>
-      settings.provider === "openrouter" ? driverFor(settings) : undefined,
+    api.hooks.provider.resolve.tap((settings, credential) =>
+      settings.provider === "openrouter" ? driverFor(settings, credential) : undefined,
     );
   },
 });

@@ -19,7 +19,7 @@ import type { FakeLlmServer } from "../fakes/scripted.js";
 import { tempHome } from "../helpers/daemon.js";
 import { failure } from "../helpers/provider.js";
 
-const KEY_ENV = "SPAR_CONTRACT_KEY";
+const KEY_ENV = "CONTRACT_PROVIDER_KEY";
 process.env[KEY_ENV] = "contract-secret-key";
 
 interface ProviderCase {
@@ -87,7 +87,10 @@ const ring = createRing({
 
 async function driverFor(settings: ModelSettings): Promise<LlmDriver> {
   await ring.host.activate(`onProvider:${settings.provider}`);
-  const driver = await ring.hooks.provider.resolve.promise(settings);
+  // The credential the kernel would hand over for a configured endpoint: the named key, or none.
+  const key = settings.api_key_env;
+  const credential = key ? { key_env: key, api_key: process.env[key] } : {};
+  const driver = await ring.hooks.provider.resolve.promise(settings, credential);
   if (!driver) throw new Error(`no driver for ${settings.provider}`);
   return driver;
 }

@@ -48,6 +48,8 @@ describe("providers end to end", () => {
       fakes.google,
       fakes.ollama,
       fakes.default,
+      fakes.mid,
+      fakes.gone,
     ] = await Promise.all([
       startFakeOpenAI(),
       startFakeOpenAI(),
@@ -56,7 +58,11 @@ describe("providers end to end", () => {
       startFakeGemini(),
       startFakeOllama(),
       startFakeOpenAI(),
+      startFakeOpenAI(),
+      startFakeOpenAI(),
     ]);
+    // A server that is gone by the time a fighter calls it (its URL must be configured up front).
+    await fakeOf("gone").close();
     home = tempHome();
     const port = await freePort();
     // The default fighter is routed: greetings to the local runner, heavy requests to Anthropic, and
@@ -67,14 +73,19 @@ describe("providers end to end", () => {
       fakeOf("default").url,
       `\n[model_routing]\nenabled = true\n\n[model_routing.cheap]\nprovider = "ollama"\nmodel = "llama-routed"\nbase_url = "${fakeOf("ollama").url}"\n\n` +
         `[model_routing.expensive]\nprovider = "anthropic"\nmodel = "claude-routed"\nbase_url = "${fakeOf("anthropic").url}"\n\n` +
-        `[model_routing.mid]\nprovider = "openai_compatible"\nmodel = "mid"\nbase_url = "${fakeOf("openai_compatible").url}"\napi_key_env = "MID_TIER_KEY"\n`,
+        `[model_routing.mid]\nprovider = "openai_compatible"\nmodel = "mid"\nbase_url = "${fakeOf("mid").url}"\napi_key_env = "MID_TIER_KEY"\n\n` +
+        // The endpoints fighters' manifests may name: keyed ones paired with their key, keyless ones listed.
+        `[providers]\nallow_manifest_base_url = ["${fakeOf("openai_compatible").url}", "${fakeOf("gone").url}"]\n\n` +
+        ["openai", "openrouter", "google"]
+          .map((p) => `[[providers.endpoints]]\nprovider = "${p}"\nbase_url = "${fakeOf(p).url}"\n\n`)
+          .join(""),
     );
     daemon = await startDaemon(home, port, keys);
   });
 
   afterAll(async () => {
     await daemon?.stop();
-    await Promise.all(Object.values(fakes).map((f) => f.close()));
+    await Promise.all(Object.entries(fakes).map(([name, f]) => (name === "gone" ? undefined : f.close())));
     removeHome(home);
   });
 
@@ -196,9 +207,7 @@ describe("providers end to end", () => {
   });
 
   it("gives PROVIDER_ERROR for a dead provider within its timeout, idle afterwards, nothing half-written", async () => {
-    const gone = await startFakeOpenAI();
-    const url = gone.url;
-    await gone.close();
+    const url = fakeOf("gone").url;
     await daemon.request("POST", "/api/v1/fighters", {
       manifest: {
         name: "ghost",
