@@ -6,6 +6,9 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/** The CLI of this checkout; a benchmark may take another (an older build) to compare in one run. */
+export const SPAR_BIN = join(import.meta.dirname, "..", "bin", "spar.js");
+
 export function freePort() {
   return new Promise((done) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
@@ -38,7 +41,7 @@ export async function startMiniLlm(answer = "Hi.") {
  * Starts `spar start` with a config whose default model is `llmUrl`; resolves once it is healthy.
  * `prepare(home)` runs after `spar init`, before the start (e.g. to authorize a key).
  */
-export async function startDaemon(llmUrl, extraToml = "", prepare = undefined) {
+export async function startDaemon(llmUrl, extraToml = "", prepare = undefined, bin = SPAR_BIN) {
   const port = await freePort();
   const home = mkdtempSync(join(tmpdir(), "spar-bench-"));
   writeFileSync(
@@ -46,12 +49,12 @@ export async function startDaemon(llmUrl, extraToml = "", prepare = undefined) {
     `api_listen = "127.0.0.1:${port}"\n[default_model]\nprovider = "openai_compatible"\nmodel = "m"\nbase_url = "${llmUrl}"\n${extraToml}`,
   );
   if (prepare) {
-    execFileSync(process.execPath, [join(import.meta.dirname, "..", "bin", "spar.js"), "init"], {
+    execFileSync(process.execPath, [bin, "init"], {
       env: { ...process.env, SPAR_HOME: home },
     });
     prepare(home);
   }
-  const child = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "spar.js"), "start"], {
+  const child = spawn(process.execPath, [bin, "start"], {
     env: { ...process.env, SPAR_HOME: home },
     stdio: "ignore",
   });
@@ -66,6 +69,8 @@ export async function startDaemon(llmUrl, extraToml = "", prepare = undefined) {
   }
   return {
     url,
+    home,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await new Promise((r) => child.once("exit", r));

@@ -31,6 +31,7 @@ cli
   .command("chat <text>", "Send a message to a fighter (the default fighter unless --fighter)")
   .option("--fighter <name>", "Fighter name or id", { default: "spar" })
   .option("--bout <id>", "Continue this bout instead of the fighter's latest")
+  .option("--raw", "Print the model's text as is, terminal control sequences included")
   .action((text: string, options) =>
     runAction(async () => (await import("./commands/chat.js")).chat(text, options)),
   );

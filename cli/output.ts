@@ -13,7 +13,7 @@ export async function runAction(action: () => Promise<void>): Promise<void> {
   } catch (err) {
     const e = err as Error & { code?: unknown };
     const code = typeof e.code === "string" && /^[A-Z_]+$/.test(e.code) ? ` (${e.code})` : "";
-    process.stderr.write(`spar: ${e.message}${code}\n`);
+    process.stderr.write(`spar: ${printable(e.message)}${code}\n`);
     process.exitCode = 1;
   }
 }
@@ -33,4 +33,19 @@ export function table(rows: string[][]): string {
         .trimEnd(),
     )
     .join("\n");
+}
+
+/**
+ * Text from a model (or a provider's error) made safe for a terminal: every control character but
+ * newline and tab is shown as a visible symbol instead of acting (ESC starts sequences that retitle,
+ * clear or rewrite the screen; CR overwrites a line). Character by character, so a sequence split
+ * across streamed pieces is neutralized all the same.
+ */
+export function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    return code === 0x7f ? "\u2421" : "\ufffd";
+  });
 }

@@ -7,6 +7,7 @@ import { SparError } from "./errors.js";
 import type { DecayConfig } from "./memory.js";
 import { isReservedVariable } from "./provider-check.js";
 import type { RoutingConfig } from "./routing.js";
+import { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { ModelSettings } from "./types.js";
 
@@ -20,7 +21,16 @@ export interface SparConfig {
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
   creed: CreedConfig;
-  api: { body_limit_bytes: number; rate_limit_per_minute: number; cors_origins: string[] };
+  api: {
+    body_limit_bytes: number;
+    rate_limit_per_minute: number;
+    cors_origins: string[];
+    /** Open TCP connections to the API at once; more are closed on arrival. */
+    max_connections: number;
+    /** Open WebSockets from one peer address, and in total. */
+    websocket_max_per_peer: number;
+    websocket_max_total: number;
+  };
   auth: { allow_unsigned_loopback: boolean };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
   /** Where provider keys may be sent besides `default_model` and the tiers (kernel/provider-check.ts). */
@@ -133,6 +143,9 @@ const CONFIG_SCHEMA = {
         body_limit_bytes: { type: "integer", minimum: 1024 },
         rate_limit_per_minute: { type: "integer", minimum: 1 },
         cors_origins: { type: "array", items: { type: "string", pattern: "^https?://[^/\\s]+$" } },
+        max_connections: { type: "integer", minimum: 16, maximum: 100_000 },
+        websocket_max_per_peer: { type: "integer", minimum: 1, maximum: 100_000 },
+        websocket_max_total: { type: "integer", minimum: 1, maximum: 100_000 },
       },
     },
     auth: {
@@ -202,6 +215,9 @@ export function loadConfig(home: string, env = process.env): SparConfig {
       throw new SparError("CONFIG_INVALID", `${path}: ${(err as Error).message}`);
     }
   }
+  const forbidden = findForbiddenKey(raw);
+  if (forbidden)
+    throw new SparError("CONFIG_INVALID", forbiddenKeyMessage(forbidden, path), { path: forbidden.path });
   const core: Record<string, unknown> = {};
   const pluginSettings: Record<string, Record<string, unknown>> = {};
   for (const [key, value] of Object.entries(raw)) {
@@ -237,7 +253,15 @@ export function loadConfig(home: string, env = process.env): SparConfig {
       decay: { rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05, ...c.memory?.decay },
     },
     creed: { reflect: true, reflect_min_chars: 280, max_observations: 12, ...c.creed },
-    api: { body_limit_bytes: 1_048_576, rate_limit_per_minute: 600, cors_origins: [], ...c.api },
+    api: {
+      body_limit_bytes: 1_048_576,
+      rate_limit_per_minute: 600,
+      cors_origins: [],
+      max_connections: 1024,
+      websocket_max_per_peer: 32,
+      websocket_max_total: 256,
+      ...c.api,
+    },
     auth: { allow_unsigned_loopback: true, ...c.auth },
     plugins: { enable: [], disable: [], dirs: [], store: "store-sqlite", arena: "arena-http", ...c.plugins },
     providers: { endpoints: [], allow_manifest_base_url: [], ...c.providers },

@@ -20,9 +20,12 @@ export const ERROR_CATALOG = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  TOO_MANY_CONNECTIONS: 429,
   INTERNAL: 500,
   PROVIDER_ERROR: 502,
   PROVIDER_TIMEOUT: 504,
+  // The database is damaged: nothing a retry fixes, but the daemon is there to say so.
+  STORE_CORRUPT: 503,
   // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.
   CONFIG_INVALID: 500,
   PLUGIN_INVALID: 500,

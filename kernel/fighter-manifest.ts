@@ -59,6 +59,15 @@ export const FIGHTER_MANIFEST_SCHEMA = {
 
 /** Validates a manifest (unknown fields are refused with their path) and returns it with defaults. */
 export function validateFighterManifest(input: unknown): FighterManifest {
+  // Said plainly before the schema's pattern error: "spar " and "spar" would look the same in a list.
+  const name = (input as { name?: unknown } | null)?.name;
+  if (typeof name === "string" && name.trim() !== name) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `manifest.name ${JSON.stringify(name)} cannot start or end with a space; did you mean ${JSON.stringify(name.trim())}?`,
+      { path: "/manifest/name" },
+    );
+  }
   const validate = validatorFor(FIGHTER_MANIFEST_SCHEMA);
   if (!validate(input)) {
     const message = formatSchemaErrors(validate.errors, "manifest");

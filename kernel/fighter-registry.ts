@@ -17,6 +17,8 @@ export interface LiveFighter {
   status: FighterStatus;
   /** The tail of this fighter's turn queue: turns run one at a time, in arrival order. */
   queue: Promise<unknown>;
+  /** Estimated tokens of the context its last turn left (for quota reservations). */
+  contextTokens?: number;
 }
 
 export interface FighterRegistry {
@@ -76,7 +78,10 @@ export function createFighterRegistry(options: {
 
   function manifestFor(request: SpawnRequest): FighterManifest {
     if (!("template" in request)) return validateFighterManifest(request.manifest);
-    const template = FIGHTER_TEMPLATES[request.template];
+    // Own keys only: "constructor" or "toString" must not find something on Object.prototype.
+    const template = Object.hasOwn(FIGHTER_TEMPLATES, request.template)
+      ? FIGHTER_TEMPLATES[request.template]
+      : undefined;
     if (!template || request.template === DEFAULT_FIGHTER_NAME) {
       throw new SparError(
         "VALIDATION_FAILED",

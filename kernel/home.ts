@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { SparError } from "./errors.js";
+import { type SecretStrength, secretStrength, secretWeakness } from "./secret-strength.js";
 
 /** The data dir: `$SPAR_HOME`, else `~/.spar`. */
 export function resolveHome(env = process.env): string {
@@ -47,19 +48,90 @@ export function loadDotEnv(home: string, env: NodeJS.ProcessEnv = process.env): 
 /**
  * The master secret the store key is derived from: `SPAR_MASTER_KEY`, else `<home>/master.key`.
  * The caller owns the returned buffer and must zeroize it (`fill(0)`) once the key is derived.
+ * A weak secret (see secretWeakness) is refused when it would create a new database; beside an
+ * existing database, made with it by an older Spar, it is returned, since refusing would lock the
+ * data away: the caller warns (inspectMasterSecret), and doctor and the audit fail on it.
  */
 export function readMasterSecret(home: string, env = process.env): Buffer {
   const fromEnv = env.SPAR_MASTER_KEY;
-  if (fromEnv) return Buffer.from(fromEnv, "utf8");
   const path = join(home, MASTER_KEY_FILE);
-  if (!existsSync(path)) {
+  if (!fromEnv && !existsSync(path)) {
     throw new SparError(
       "STORE_KEY_INVALID",
       `no master key: ${path} is missing and SPAR_MASTER_KEY is not set. Run "spar init", or restore the key file`,
     );
   }
-  if (process.platform !== "win32" && (statSync(path).mode & 0o077) !== 0) {
+  if (!fromEnv && process.platform !== "win32" && (statSync(path).mode & 0o077) !== 0) {
     throw new SparError("STORE_KEY_INVALID", `${path} is readable by other users; run: chmod 600 ${path}`);
   }
-  return readFileSync(path);
+  // Exactly these bytes, as read, are the key derivation's input: any other reading of them would
+  // change every existing database's key.
+  const secret = fromEnv ? Buffer.from(fromEnv, "utf8") : readFileSync(path);
+  const weakness = secretWeakness(secretStrength(secret));
+  if (weakness && !existsSync(join(home, DATABASE_FILE))) {
+    secret.fill(0);
+    throw new SparError(
+      "STORE_KEY_INVALID",
+      `refusing to create a database with a weak master secret: ${secretSource(home, env)} ${weakness}. ` +
+        `Fix: ${weakSecretFix(home, { source: secretSource(home, env), database_exists: false })}`,
+    );
+  }
+  return secret;
+}
+
+/** The database the secret protects (the default store's file; `spar init` checks it as well). */
+const DATABASE_FILE = "spar.db";
+
+export interface MasterSecretFacts {
+  /** `SPAR_MASTER_KEY` or the key file's path. */
+  source: string;
+  strength: SecretStrength;
+  /** A database exists, made with this secret: changing the secret would lock its data away. */
+  database_exists: boolean;
+}
+
+/**
+ * The master secret's strength, for warnings, `spar doctor` and the audit: read as readMasterSecret
+ * reads it (whatever the file's mode), counted, and zeroized. Undefined when there is none.
+ */
+export function inspectMasterSecret(home: string, env = process.env): MasterSecretFacts | undefined {
+  const path = join(home, MASTER_KEY_FILE);
+  let secret: Buffer;
+  if (env.SPAR_MASTER_KEY) secret = Buffer.from(env.SPAR_MASTER_KEY, "utf8");
+  else if (existsSync(path)) secret = readFileSync(path);
+  else return undefined;
+  try {
+    return {
+      source: secretSource(home, env),
+      strength: secretStrength(secret),
+      database_exists: existsSync(join(home, DATABASE_FILE)),
+    };
+  } finally {
+    secret.fill(0);
+  }
+}
+
+/**
+ * What to do about a weak secret, as a clause to follow "fix:". With no database yet, replace it.
+ * With one, the secret cannot simply change: the database opens only with the secret it was made
+ * with, and Spar cannot re-encrypt it under a new one yet, so the honest fix is a fresh start.
+ */
+export function weakSecretFix(
+  home: string,
+  facts: Pick<MasterSecretFacts, "source" | "database_exists">,
+): string {
+  const replace =
+    facts.source === "SPAR_MASTER_KEY"
+      ? "set SPAR_MASTER_KEY to 32 random bytes (openssl rand -hex 32), or unset it and run spar init, which writes a random master.key"
+      : `delete ${join(home, MASTER_KEY_FILE)} and run spar init, which writes 32 random bytes`;
+  if (!facts.database_exists) return replace;
+  return (
+    `start afresh: stop the daemon, move spar.db, spar.db.salt and any spar.db-wal and spar.db-shm out of ${home}, ` +
+    `then ${replace}, and start again (the moved database still opens only with the old secret). Spar has ` +
+    "no command yet that re-encrypts a database under a new secret (key rotation is planned)"
+  );
+}
+
+function secretSource(home: string, env: NodeJS.ProcessEnv): string {
+  return env.SPAR_MASTER_KEY ? "SPAR_MASTER_KEY" : join(home, MASTER_KEY_FILE);
 }

@@ -300,6 +300,10 @@ function verifyMember(
   return { ok: true, keyId, nonce, created, label, components };
 }
 
+/** Longest nonce accepted; the CLI sends 22 characters (16 random bytes, base64url). */
+export const MAX_NONCE_LENGTH = 128;
+const MAX_KEY_ID_LENGTH = 128;
+
 function checkParams(
   params: Params,
   options: VerifyOptions,
@@ -318,6 +322,12 @@ function checkParams(
   if ((options.requireNonce ?? true) && (nonce === undefined || nonce.value === "")) {
     return refuse("missing or empty nonce parameter");
   }
+  // Nonces are remembered until they expire: a cap keeps a signer from filling the disk with them.
+  if (nonce?.type === "string" && nonce.value.length > MAX_NONCE_LENGTH) {
+    return refuse(`nonce is longer than ${MAX_NONCE_LENGTH} characters`);
+  }
+  if (keyId.value.length > MAX_KEY_ID_LENGTH)
+    return refuse(`keyid is longer than ${MAX_KEY_ID_LENGTH} characters`);
   if (alg !== undefined && (alg.type !== "string" || alg.value !== "ed25519")) {
     return refuse(`unsupported alg ${serializeBareItem(alg)} (only "ed25519")`);
   }

@@ -1,5 +1,6 @@
 import { createAftercare, type TurnRecord } from "./aftercare.js";
 import { runTurn } from "./agent-loop.js";
+import { contextTokens, estimateTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
@@ -16,6 +17,9 @@ import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
 import type { Store } from "./store-types.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, MoveDeclaration } from "./types.js";
+
+/** The reply a turn is reserved for when its model sets no `max_tokens`. */
+export const RESERVED_OUTPUT_TOKENS = 1024;
 
 export interface MessagePathDeps {
   config: SparConfig;
@@ -84,8 +88,19 @@ export function createMessagePath(deps: MessagePathDeps) {
     opts: MessageOptions = {},
   ): Promise<FighterMessageResult> {
     const live = fighters.find(idOrName);
-    quotas.admit(live);
-    const turn = live.queue.then(() => fight(live, text, opts));
+    const model = routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model;
+    const reservation = quotas.admit(live, estimateTurnTokens(live, text, model));
+    const turn = live.queue.then(async () => {
+      let tokens = 0;
+      try {
+        quotas.start(live, reservation);
+        const done = await fight(live, text, model, opts);
+        tokens = done.result.usage.input_tokens + done.result.usage.output_tokens;
+        return done;
+      } finally {
+        quotas.settle(live, reservation, tokens);
+      }
+    });
     live.queue = turn.then(
       ({ record }) => aftercare.later(record),
       () => undefined,
@@ -96,6 +111,7 @@ export function createMessagePath(deps: MessagePathDeps) {
   async function fight(
     live: LiveFighter,
     text: string,
+    model: ModelSettings,
     opts: MessageOptions,
   ): Promise<{ result: FighterMessageResult; record: TurnRecord }> {
     const db = deps.store();
@@ -113,64 +129,64 @@ export function createMessagePath(deps: MessagePathDeps) {
     const boutId = bout.id;
     events.publish({ kind: "message.received", fighter_id: live.row.id, bout_id: boutId });
     fighters.setStatus(live, "fighting");
-    let tokens = 0;
-    try {
-      const model = routeModel(
-        text,
-        live.row.manifest.model,
-        config.model_routing,
-        config.default_model,
-      ).model;
-      const offered: MoveDeclaration[] = [...deps.declaredMoves.values()].filter((m) =>
-        hasCapability(live.row.manifest.capabilities ?? [], m.capability),
-      );
-      const { result, messages } = await runTurn(
-        {
-          fighter: live.row,
-          bout_id: boutId,
-          model,
-          history: db.messages.list(boutId).filter((m) => !m.compacted),
-          user: { role: "user", content: text },
-          offered,
-          declared: deps.declaredMoves,
-          maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
-          loopGuardRepeats: config.agent.loop_guard_repeats,
-          toolTimeoutMs: config.agent.tool_timeout_s * 1000,
-          onDelta: opts.onDelta,
-          request_id: opts.request_id,
-        },
-        { hooks, events, driver: resolveDriver, move: moveHandler },
-      );
-      tokens = result.usage.input_tokens + result.usage.output_tokens;
-      // Durable before acknowledged: the whole turn is committed in one transaction first.
-      db.messages.append(boutId, messages);
-      db.usage.record(
-        live.row.id,
-        { provider: model.provider, model: model.model, ...result.usage },
-        new Date().toISOString(),
-      );
-      const record: TurnRecord = { fighter: live.row, bout_id: boutId, new_bout: newBout, model, messages };
-      aftercare.afterTurn(record);
-      await hooks.turn.end.promise({
+    const offered: MoveDeclaration[] = [...deps.declaredMoves.values()].filter((m) =>
+      hasCapability(live.row.manifest.capabilities ?? [], m.capability),
+    );
+    const history = db.messages.list(boutId).filter((m) => !m.compacted);
+    const { result, messages } = await runTurn(
+      {
         fighter: live.row,
         bout_id: boutId,
-        new_messages: messages,
-        usage: result.usage,
-        iterations: result.iterations,
-      });
-      events.publish({
-        kind: "message.completed",
-        fighter_id: live.row.id,
-        bout_id: boutId,
-        usage: result.usage,
-        iterations: result.iterations,
-        model: result.model,
-        stop_reason: result.stop_reason,
-      });
-      return { result: { bout_id: boutId, ...result }, record };
-    } finally {
-      quotas.settle(live, tokens);
-    }
+        model,
+        history,
+        user: { role: "user", content: text },
+        offered,
+        declared: deps.declaredMoves,
+        maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
+        loopGuardRepeats: config.agent.loop_guard_repeats,
+        toolTimeoutMs: config.agent.tool_timeout_s * 1000,
+        onDelta: opts.onDelta,
+        request_id: opts.request_id,
+      },
+      { hooks, events, driver: resolveDriver, move: moveHandler },
+    );
+    live.contextTokens = contextTokens(live.row.manifest.system_prompt, [...history, ...messages]);
+    // Durable before acknowledged: the whole turn is committed in one transaction first.
+    db.messages.append(boutId, messages);
+    db.usage.record(
+      live.row.id,
+      { provider: model.provider, model: model.model, ...result.usage },
+      new Date().toISOString(),
+    );
+    const record: TurnRecord = { fighter: live.row, bout_id: boutId, new_bout: newBout, model, messages };
+    aftercare.afterTurn(record);
+    await hooks.turn.end.promise({
+      fighter: live.row,
+      bout_id: boutId,
+      new_messages: messages,
+      usage: result.usage,
+      iterations: result.iterations,
+    });
+    events.publish({
+      kind: "message.completed",
+      fighter_id: live.row.id,
+      bout_id: boutId,
+      usage: result.usage,
+      iterations: result.iterations,
+      model: result.model,
+      stop_reason: result.stop_reason,
+    });
+    return { result: { bout_id: boutId, ...result }, record };
+  }
+
+  /**
+   * What a turn is reserved against the token quota before it runs: the context it will send (as
+   * the fighter's last turn left it, or its system prompt for a first one), the new message, and
+   * the reply it may write (`max_tokens`, else RESERVED_OUTPUT_TOKENS).
+   */
+  function estimateTurnTokens(live: LiveFighter, text: string, model: ModelSettings): number {
+    const context = live.contextTokens ?? estimateTokens(live.row.manifest.system_prompt);
+    return context + estimateTokens(text) + (model.max_tokens ?? RESERVED_OUTPUT_TOKENS);
   }
 
   async function messageTo(

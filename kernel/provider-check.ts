@@ -29,9 +29,12 @@ export interface ProviderPolicy {
   readonly home: string;
 }
 
+/** Why a model setting may not be used: a broken setting, a missing key, or the pairing rule. */
+export type CredentialRefusal = "setting" | "missing_key" | "unpaired";
+
 export type CredentialCheck =
   | { ok: true; credential: ProviderCredential; names: string[] }
-  | { ok: false; problem: string; names: string[] };
+  | { ok: false; problem: string; names: string[]; kind: CredentialRefusal };
 
 /** Variables the daemon never reads as a provider key, whatever a setting says. */
 export function isReservedVariable(name: string): boolean {
@@ -91,23 +94,34 @@ export function resolveCredential(
   policy: ProviderPolicy,
   env: NodeJS.ProcessEnv = process.env,
 ): CredentialCheck {
-  const refuse = (problem: string, names: string[] = []): CredentialCheck => ({ ok: false, problem, names });
+  const refuse = (
+    problem: string,
+    kind: CredentialRefusal = "unpaired",
+    names: string[] = [],
+  ): CredentialCheck => ({
+    ok: false,
+    problem,
+    names,
+    kind,
+  });
   const { provider } = settings;
   const declared = policy.declarations.get(provider);
   if (!declared) {
     const known = [...policy.declarations.keys()].sort().join(", ");
-    return refuse(`unknown provider "${provider}" (installed: ${known || "none"})`);
+    return refuse(`unknown provider "${provider}" (installed: ${known || "none"})`, "setting");
   }
   if (declared.requires_base_url && !settings.base_url) {
     return refuse(
       `the ${provider} provider needs base_url (the server's URL, e.g. http://127.0.0.1:8080/v1)`,
+      "setting",
     );
   }
   if (settings.api_key_env && isReservedVariable(settings.api_key_env)) {
     return refuse(`api_key_env "${settings.api_key_env}": SPAR_* variables are never sent as a provider key`);
   }
   const endpoint = settings.base_url ? normalizeBaseUrl(settings.base_url) : "";
-  if (endpoint === undefined) return refuse(`base_url "${settings.base_url}" is not a plain http(s) URL`);
+  if (endpoint === undefined)
+    return refuse(`base_url "${settings.base_url}" is not a plain http(s) URL`, "setting");
   const where = endpoint || `${provider}'s official endpoint`;
   const paired = policy.pairings.filter((p) => p.provider === provider && p.endpoint === endpoint);
 
@@ -146,6 +160,7 @@ export function resolveCredential(
     return refuse(
       `the ${provider} provider needs an API key: set ${names.join(" or ")} in the environment or in ` +
         join(policy.home, ".env"),
+      "missing_key",
       names,
     );
   }

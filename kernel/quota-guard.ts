@@ -2,12 +2,13 @@ import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
-import { createScheduler, type QuotaLimits } from "./scheduler.js";
+import { type Admission, createScheduler, type QuotaLimits, type Reservation } from "./scheduler.js";
 
 /**
- * Quotas at the door (DESIGN §4 step 2): a message is admitted or refused before it is queued, so
- * a burst can never overshoot. A refused message puts the fighter to Resting until its window frees,
- * then a timer returns it to Idle by itself.
+ * Quotas at the door (DESIGN §4 step 2): a message is admitted or refused before it is queued, with
+ * its estimated tokens reserved, so a burst can overshoot the token quota by at most one turn's
+ * estimate error. A refused message puts the fighter to Resting until its window frees, then a timer
+ * returns it to Idle by itself.
  */
 export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; fighters: FighterRegistry }) {
   const scheduler = createScheduler({ windowMs: deps.config.quotas.window_s * 1000 });
@@ -40,31 +41,43 @@ export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; f
     timers.set(live.row.id, timer);
   }
 
+  function refuse(live: LiveFighter, admission: Extract<Admission, { ok: false }>): never {
+    const until = Date.now() + admission.retry_after_s * 1000;
+    restingUntil.set(live.row.id, Math.max(until, restingUntil.get(live.row.id) ?? 0));
+    if (live.status !== "fighting") deps.fighters.setStatus(live, "resting");
+    wakeAt(live, restingUntil.get(live.row.id) ?? until);
+    deps.events.publish({
+      kind: "fighter.rate_limited",
+      fighter_id: live.row.id,
+      reason: admission.reason,
+      retry_after_s: admission.retry_after_s,
+    });
+    const what = admission.reason === "requests" ? "requests per minute" : "tokens per minute";
+    throw new SparError(
+      "RATE_LIMITED",
+      `fighter "${live.row.name}" is resting: over its ${what} quota; retry in ${admission.retry_after_s} s`,
+      { retry_after_s: admission.retry_after_s, fighter: live.row.name },
+    );
+  }
+
   return {
-    /** Counts the message against the fighter's window, or refuses it with RATE_LIMITED. */
-    admit(live: LiveFighter): void {
-      const admission = scheduler.admit(live.row.id, limitsOf(live));
-      if (admission.ok) return;
-      const until = Date.now() + admission.retry_after_s * 1000;
-      restingUntil.set(live.row.id, Math.max(until, restingUntil.get(live.row.id) ?? 0));
-      if (live.status !== "fighting") deps.fighters.setStatus(live, "resting");
-      wakeAt(live, restingUntil.get(live.row.id) ?? until);
-      deps.events.publish({
-        kind: "fighter.rate_limited",
-        fighter_id: live.row.id,
-        reason: admission.reason,
-        retry_after_s: admission.retry_after_s,
-      });
-      const what = admission.reason === "requests" ? "requests per minute" : "tokens per minute";
-      throw new SparError(
-        "RATE_LIMITED",
-        `fighter "${live.row.name}" is resting: over its ${what} quota; retry in ${admission.retry_after_s} s`,
-        { retry_after_s: admission.retry_after_s, fighter: live.row.name },
-      );
+    /**
+     * Counts the message against the fighter's window and reserves `estimatedTokens` (the turn's
+     * input plus its max_tokens), or refuses it with RATE_LIMITED.
+     */
+    admit(live: LiveFighter, estimatedTokens: number): Reservation {
+      const admission = scheduler.admit(live.row.id, limitsOf(live), estimatedTokens);
+      if (admission.ok) return admission.reservation;
+      return refuse(live, admission);
     },
-    /** After a turn: its tokens count against the window; the fighter rests if it was refused meanwhile. */
-    settle(live: LiveFighter, tokens: number): void {
-      scheduler.recordTokens(live.row.id, tokens);
+    /** Just before the queued turn runs: refuses it (RATE_LIMITED) if settled usage leaves no room. */
+    start(live: LiveFighter, reservation: Reservation): void {
+      const admission = scheduler.start(reservation, limitsOf(live));
+      if (!admission.ok) refuse(live, admission);
+    },
+    /** After a turn: its real tokens replace the reservation; it rests if it was refused meanwhile. */
+    settle(live: LiveFighter, reservation: Reservation, tokens: number): void {
+      scheduler.settle(reservation, tokens);
       const until = restingUntil.get(live.row.id) ?? 0;
       deps.fighters.setStatus(live, until > Date.now() ? "resting" : "idle");
     },

@@ -190,6 +190,10 @@ export function createRing(options: RingOptions): Ring {
         })),
       manifest: (id) => host.manifestFor(id),
     },
+    store: {
+      health: () => requireStore().health(),
+      integrity: () => requireStore().integrity(),
+    },
   };
 
   return {

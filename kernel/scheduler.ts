@@ -3,16 +3,32 @@ export interface QuotaLimits {
   tokens_per_minute: number;
 }
 
-export type Admission = { ok: true } | { ok: false; reason: "requests" | "tokens"; retry_after_s: number };
+/** Tokens held for an admitted turn until it ends and its real usage replaces them. */
+export interface Reservation {
+  readonly fighterId: string;
+  readonly tokens: number;
+}
+
+export type Admission =
+  | { ok: true; reservation: Reservation }
+  | { ok: false; reason: "requests" | "tokens"; retry_after_s: number };
 
 export interface Scheduler {
   /**
-   * Admits one request for the fighter when its window has room, counting it at once, so that
-   * concurrent requests cannot overshoot; otherwise says when the window frees.
+   * Admits one request for the fighter when its window has room, counting the request and reserving
+   * `reserveTokens` at once, so concurrent admissions see each other; otherwise says when the window
+   * frees. A window with nothing used or reserved admits any one request, however large.
    */
-  admit(fighterId: string, limits: QuotaLimits): Admission;
-  /** Counts the tokens a finished request used against the fighter's window. */
-  recordTokens(fighterId: string, tokens: number): void;
+  admit(fighterId: string, limits: QuotaLimits, reserveTokens?: number): Admission;
+  /**
+   * The admitted turn is about to run (turns of one fighter run one at a time): it may, if the
+   * tokens already settled in the window leave room for its own reservation. Earlier turns' real
+   * usage is known by now, so a burst overshoots by at most the one turn that runs last. On a
+   * refusal the reservation is released.
+   */
+  start(reservation: Reservation, limits: QuotaLimits): Admission;
+  /** The turn ended: its reservation is released and the tokens it really used count instead. */
+  settle(reservation: Reservation, tokens: number): void;
   /** Milliseconds until the fighter could be admitted again (0 when it could be now). */
   freesInMs(fighterId: string, limits: QuotaLimits): number;
   forget(fighterId: string): void;
@@ -21,11 +37,14 @@ export interface Scheduler {
 interface Window {
   requests: number[];
   tokens: { at: number; count: number }[];
+  reserved: Set<Reservation>;
 }
 
 /**
  * Per-fighter quotas over a sliding window (60 s by default): requests per minute and tokens per
- * minute. Time is injected so tests can move it.
+ * minute. Tokens are reserved at admission (the turn's estimated input plus its max_tokens) and
+ * settled with the real usage afterwards, so a burst of concurrent turns cannot overrun the token
+ * quota by more than one turn's estimate error. Time is injected so tests can move it.
  */
 export function createScheduler(options: { windowMs: number; now?: () => number }): Scheduler {
   const now = options.now ?? Date.now;
@@ -34,7 +53,7 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
   function windowOf(fighterId: string): Window {
     let w = windows.get(fighterId);
     if (!w) {
-      w = { requests: [], tokens: [] };
+      w = { requests: [], tokens: [], reserved: new Set() };
       windows.set(fighterId, w);
     }
     const since = now() - options.windowMs;
@@ -46,26 +65,30 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
   function blocked(
     w: Window,
     limits: QuotaLimits,
+    wanted: number,
   ): { reason: "requests" | "tokens"; freeAt: number } | undefined {
     if (w.requests.length >= limits.requests_per_minute) {
       // The request that must leave the window before another fits.
       const oldest = w.requests[w.requests.length - limits.requests_per_minute] ?? now();
       return { reason: "requests", freeAt: oldest + options.windowMs };
     }
-    let used = w.tokens.reduce((n, t) => n + t.count, 0);
-    if (used >= limits.tokens_per_minute) {
-      for (const t of w.tokens) {
-        used -= t.count;
-        if (used < limits.tokens_per_minute) return { reason: "tokens", freeAt: t.at + options.windowMs };
-      }
+    const reserved = [...w.reserved].reduce((n, r) => n + r.tokens, 0);
+    let used = w.tokens.reduce((n, t) => n + t.count, 0) + reserved;
+    if (used === 0 || used + wanted <= limits.tokens_per_minute) return undefined;
+    // Reservations will be settled into the window, so count them as spent now.
+    const held = [...w.tokens, ...(reserved > 0 ? [{ at: now(), count: reserved }] : [])];
+    for (const t of held) {
+      used -= t.count;
+      if (used === 0 || used + wanted <= limits.tokens_per_minute)
+        return { reason: "tokens", freeAt: t.at + options.windowMs };
     }
-    return undefined;
+    return { reason: "tokens", freeAt: now() + options.windowMs };
   }
 
   return {
-    admit(fighterId, limits) {
+    admit(fighterId, limits, reserveTokens = 1) {
       const w = windowOf(fighterId);
-      const block = blocked(w, limits);
+      const block = blocked(w, limits, reserveTokens);
       if (block) {
         return {
           ok: false,
@@ -74,13 +97,36 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
         };
       }
       w.requests.push(now());
-      return { ok: true };
+      const reservation: Reservation = { fighterId, tokens: Math.max(0, reserveTokens) };
+      w.reserved.add(reservation);
+      return { ok: true, reservation };
     },
-    recordTokens(fighterId, tokens) {
-      if (tokens > 0) windowOf(fighterId).tokens.push({ at: now(), count: tokens });
+    start(reservation, limits) {
+      const w = windowOf(reservation.fighterId);
+      const settled = w.tokens.reduce((n, t) => n + t.count, 0);
+      if (settled === 0 || settled + reservation.tokens <= limits.tokens_per_minute) {
+        return { ok: true, reservation };
+      }
+      w.reserved.delete(reservation);
+      let left = settled;
+      let freeAt = now() + options.windowMs;
+      for (const t of w.tokens) {
+        left -= t.count;
+        if (left === 0 || left + reservation.tokens <= limits.tokens_per_minute) {
+          freeAt = t.at + options.windowMs;
+          break;
+        }
+      }
+      return { ok: false, reason: "tokens", retry_after_s: Math.max(1, Math.ceil((freeAt - now()) / 1000)) };
+    },
+    settle(reservation, tokens) {
+      const w = windows.get(reservation.fighterId);
+      if (!w?.reserved.delete(reservation)) return;
+      if (tokens > 0) windowOf(reservation.fighterId).tokens.push({ at: now(), count: tokens });
     },
     freesInMs(fighterId, limits) {
-      const block = blocked(windowOf(fighterId), limits);
+      // Free means room for at least one more token, as a new admission needs.
+      const block = blocked(windowOf(fighterId), limits, 1);
       return block ? Math.max(0, block.freeAt - now()) : 0;
     },
     forget(fighterId) {

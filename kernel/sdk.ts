@@ -28,10 +28,11 @@ export type {
 } from "./hooks.js";
 export type { SignableRequest, VerifyResult } from "./http-signatures.js";
 export { contentDigest, digestMatches, signRequest, verifyRequest } from "./http-signatures.js";
-export { isLoopbackAddress, isLoopbackHost } from "./loopback.js";
+export { isLoopbackAddress, isLoopbackHost, isLoopbackHostHeader, parseHostHeader } from "./loopback.js";
 export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";
+export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { CreedView, FighterMessageResult, RingServices } from "./services.js";
 export type * from "./store-types.js";

@@ -22,6 +22,7 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
     api_listen_from_env: false,
     allow_unsigned_loopback: true,
     cors_origins: [],
+    manifest_base_urls: [],
     authorized_keys: ["cli"],
     human_accounts: ["ada"],
     files: [
@@ -35,6 +36,11 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
       file("config.toml", "config"),
       file("plugins", "plugins_dir", 0o700),
     ],
+    master_secret: {
+      source: `${HOME}/master.key`,
+      strength: { encoding: "raw", bytes: 32, repeated: false },
+      database_exists: true,
+    },
     channels: [],
     fighters: [{ name: "spar", capabilities: [{ type: "full_access" }] }],
     ...overrides,
@@ -61,6 +67,9 @@ describe("auditSecurity", () => {
       "cors_origins",
       "file_permissions",
       "dotenv",
+      "master_secret",
+      "provider_keys",
+      "manifest_base_urls",
       "channel_allowlists",
       "full_access",
     ]);
@@ -297,7 +306,74 @@ describe("auditSecurity", () => {
     it("is skipped, not failed, without the daemon", () => {
       const report = auditReport(facts({ fighters: { unavailable: "the daemon is not running" } }));
       expect(report.ok).toBe(true);
-      expect(report.skipped).toEqual([{ check: "full_access", reason: "the daemon is not running" }]);
+      expect(report.skipped).toEqual([
+        { check: "provider_keys", reason: "the daemon is not running" },
+        { check: "full_access", reason: "the daemon is not running" },
+      ]);
+    });
+  });
+
+  describe("master_secret", () => {
+    const secret = (master_secret: AuditInput["master_secret"]) => facts({ master_secret });
+
+    it("passes 32 raw bytes and 64 hex characters, saying how they were counted", () => {
+      expect(auditReport(facts()).passed).toContainEqual({
+        check: "master_secret",
+        detail: `${HOME}/master.key carries 32 bytes`,
+      });
+      const hex = secret({
+        source: "SPAR_MASTER_KEY",
+        strength: { encoding: "hex", bytes: 32, repeated: false },
+        database_exists: false,
+      });
+      expect(auditReport(hex).passed).toContainEqual({
+        check: "master_secret",
+        detail: "SPAR_MASTER_KEY carries 32 bytes (hex-decoded)",
+      });
+    });
+
+    it("is high for an existing database made with a short secret, with an honest fix", () => {
+      const report = auditReport(
+        secret({
+          source: "SPAR_MASTER_KEY",
+          strength: { encoding: "raw", bytes: 1, repeated: true },
+          database_exists: true,
+        }),
+      );
+      expect(report.ok).toBe(false);
+      expect(report.findings).toEqual([
+        {
+          id: "master_secret",
+          severity: "high",
+          message: expect.stringMatching(
+            /^the master secret \(SPAR_MASTER_KEY\) carries 1 byte, fewer than the 32 it needs .*; the database was created with it$/,
+          ),
+          fix: expect.stringContaining(`start afresh: stop the daemon, move spar.db, spar.db.salt`),
+        },
+      ]);
+      expect(report.findings[0]?.fix).toContain("no command yet that re-encrypts a database");
+      expect(report.findings[0]?.fix).toContain("openssl rand -hex 32");
+    });
+
+    it("flags a long secret that is one byte repeated, and fixes a fresh one by replacing it", () => {
+      const [finding] = auditSecurity(
+        secret({
+          source: `${HOME}/master.key`,
+          strength: { encoding: "raw", bytes: 40, repeated: true },
+          database_exists: false,
+        }),
+      );
+      expect(finding).toEqual({
+        id: "master_secret",
+        severity: "high",
+        message: `the master secret (${HOME}/master.key) is one byte repeated, the first thing a guesser tries`,
+        fix: `delete ${HOME}/master.key and run spar init, which writes 32 random bytes`,
+      });
+    });
+
+    it("is skipped when there is no secret yet", () => {
+      const report = auditReport(facts({ master_secret: { unavailable: "no master secret yet" } }));
+      expect(report.skipped).toEqual([{ check: "master_secret", reason: "no master secret yet" }]);
     });
   });
 
@@ -309,6 +385,33 @@ describe("auditSecurity", () => {
     expect(report.findings.map((f) => f.severity)).toEqual(["high", "medium"]);
     expect(report.ok).toBe(false);
     expect(auditReport(facts({ human_accounts: ["ada", "bob"] })).ok).toBe(true);
+  });
+});
+
+describe("provider_keys and manifest_base_urls", () => {
+  it("flags a stored fighter whose model breaks the key pairing, high", () => {
+    const report = auditReport(
+      facts({
+        fighters: [
+          { name: "spar", capabilities: [{ type: "full_access" }] },
+          { name: "legacy", capabilities: [], key_problem: 'api_key_env "SPAR_MASTER_KEY": never sent' },
+        ],
+      }),
+    );
+    expect(report.ok).toBe(false);
+    expect(report.findings).toEqual([
+      expect.objectContaining({ id: "provider_keys:legacy", severity: "high" }),
+    ]);
+    expect(report.findings[0]?.fix).toContain("spar fighter kill legacy");
+  });
+
+  it("passes loopback manifest base URLs and flags remote ones, low", () => {
+    expect(auditReport(facts({ manifest_base_urls: ["http://127.0.0.1:8080/v1"] })).passed).toContainEqual(
+      expect.objectContaining({ check: "manifest_base_urls" }),
+    );
+    const remote = auditReport(facts({ manifest_base_urls: ["https://llm.example.com/v1"] }));
+    expect(remote.ok).toBe(true);
+    expect(remote.findings).toEqual([expect.objectContaining({ id: "manifest_base_urls", severity: "low" })]);
   });
 });
 
@@ -413,10 +516,16 @@ describe("gatherAuditInput", () => {
     expect(input.files).toContainEqual({ path: join(home, "master.key"), role: "master_key", mode: 0o600 });
     expect(input.files?.map((f) => f.path)).not.toContain(join(home, "spar.db"));
     expect(input.human_accounts?.length).toBeGreaterThan(0);
+    // The one-byte key file: judged by its length, which is all the facts hold of it.
+    expect(input.master_secret).toEqual({
+      source: join(home, "master.key"),
+      strength: { encoding: "raw", bytes: 1, repeated: true },
+      database_exists: false,
+    });
 
     const findings = auditSecurity({ ...input, fighters: [] });
     expect(findings.map((f) => f.id).sort()).toEqual(
-      expect.arrayContaining(["api_listen", "channel_allowlists:slack", "dotenv"]),
+      expect.arrayContaining(["api_listen", "channel_allowlists:slack", "dotenv", "master_secret"]),
     );
     expect(JSON.stringify(findings)).not.toContain("sk-secret");
   });

@@ -1,7 +1,9 @@
 import { join } from "node:path";
 import { parseListen } from "./config.js";
 import { DEFAULT_FIGHTER_NAME } from "./fighter-manifest.js";
+import { type MasterSecretFacts, weakSecretFix } from "./home.js";
 import { isLoopbackHost } from "./loopback.js";
+import { secretWeakness } from "./secret-strength.js";
 
 /**
  * `spar security audit`: facts are gathered from disk (and, by the CLI, from the daemon) into an
@@ -25,6 +27,9 @@ export type CheckName =
   | "cors_origins"
   | "file_permissions"
   | "dotenv"
+  | "master_secret"
+  | "provider_keys"
+  | "manifest_base_urls"
   | "channel_allowlists"
   | "full_access";
 
@@ -58,6 +63,8 @@ export interface FileFact {
 export interface FighterFact {
   name: string;
   capabilities: { type: string }[];
+  /** Why its model breaks the provider-key pairing rule, when it does (see provider-check.ts). */
+  key_problem?: string;
 }
 
 export interface AuditInput {
@@ -73,6 +80,10 @@ export interface AuditInput {
   human_accounts: string[] | undefined;
   /** Modes of the paths that exist; undefined where POSIX modes mean nothing (Windows). */
   files: FileFact[] | undefined;
+  /** The master secret by its lengths (never its bytes), or why there is none to judge. */
+  master_secret: MasterSecretFacts | { unavailable: string };
+  /** `[providers] allow_manifest_base_url`: URLs any client may make the daemon call. */
+  manifest_base_urls: string[];
   /** `[channels.<platform>]` sections with their raw `allowlist` value. */
   channels: { platform: string; allowlist: unknown }[];
   /** The daemon's fighters, or why they could not be listed (the check is then skipped). */
@@ -118,6 +129,9 @@ const CHECKS: Record<CheckName, Check> = {
   cors_origins: checkCorsOrigins,
   file_permissions: (input) => checkModes(input, false),
   dotenv: (input) => checkModes(input, true),
+  master_secret: checkMasterSecret,
+  provider_keys: checkProviderKeys,
+  manifest_base_urls: checkManifestBaseUrls,
   channel_allowlists: checkChannels,
   full_access: checkFullAccess,
 };
@@ -245,6 +259,60 @@ function access(bits: number): string {
 function relativeTo(home: string, path: string): string {
   if (path === home) return ".";
   return path.startsWith(`${home}/`) ? path.slice(home.length + 1) : path;
+}
+
+/** The database key is only as strong as the secret it is derived from: Argon2id slows guessing, no more. */
+function checkMasterSecret(input: AuditInput): CheckResult {
+  const secret = input.master_secret;
+  if ("unavailable" in secret) return { skipped: secret.unavailable };
+  const { encoding, bytes } = secret.strength;
+  const weakness = secretWeakness(secret.strength);
+  if (!weakness) {
+    return {
+      passed: `${secret.source} carries ${bytes} bytes${encoding === "raw" ? "" : ` (${encoding}-decoded)`}`,
+    };
+  }
+  const made = secret.database_exists ? "; the database was created with it" : "";
+  return fail(
+    "master_secret",
+    "high",
+    `the master secret (${secret.source}) ${weakness}${made}`,
+    weakSecretFix(input.home, secret),
+  );
+}
+
+/** Fighters stored before keys were paired with endpoints: refused at message time, but say so. */
+function checkProviderKeys(input: AuditInput): CheckResult {
+  if (!Array.isArray(input.fighters)) return { skipped: input.fighters.unavailable };
+  const bad = input.fighters.filter((f) => f.key_problem);
+  if (bad.length === 0)
+    return { passed: "every fighter's model sends keys only where config.toml pairs them" };
+  return {
+    findings: bad.map((f) => ({
+      id: `provider_keys:${f.name}`,
+      severity: "high" as const,
+      message: `fighter ${f.name}'s model would aim a provider key or request where config.toml does not: ${f.key_problem}. Spar refuses to call it`,
+      fix: `spar fighter kill ${shellWord(f.name)}, then spawn it with a model config.toml pairs (see [[providers.endpoints]])`,
+    })),
+  };
+}
+
+/** A listed URL is one any client (a fighter manifest) may make the daemon send requests to. */
+function checkManifestBaseUrls(input: AuditInput): CheckResult {
+  const remote = input.manifest_base_urls.filter((u) => !isLoopbackHost(URL.parse(u)?.hostname));
+  if (remote.length === 0) {
+    return {
+      passed: input.manifest_base_urls.length
+        ? "listed manifest base URLs are on this machine"
+        : "none listed",
+    };
+  }
+  return fail(
+    "manifest_base_urls",
+    "low",
+    `[providers] allow_manifest_base_url lists ${remote.join(", ")}: any API client can make the daemon send requests there (without a key)`,
+    `keep only the servers fighters need in allow_manifest_base_url in ${join(input.home, "config.toml")}`,
+  );
 }
 
 function checkChannels(input: AuditInput): CheckResult {

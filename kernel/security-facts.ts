@@ -3,7 +3,7 @@ import { userInfo } from "node:os";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import type { SparConfig } from "./config.js";
-import { MASTER_KEY_FILE } from "./home.js";
+import { inspectMasterSecret, MASTER_KEY_FILE } from "./home.js";
 import { authorizedDir } from "./keys.js";
 import type { AuditInput, FileFact, FileRole } from "./security-audit.js";
 
@@ -28,6 +28,10 @@ export function gatherAuditInput(
       .map((f) => f.slice(0, -4)),
     human_accounts: posix ? readHumanAccounts() : undefined,
     files: posix ? gatherFiles(home) : undefined,
+    master_secret: inspectMasterSecret(home, env) ?? {
+      unavailable: `there is no master secret yet (no ${MASTER_KEY_FILE}, no SPAR_MASTER_KEY); spar init writes one`,
+    },
+    manifest_base_urls: config.providers.allow_manifest_base_url,
     channels: readChannels(home),
   };
 }

@@ -7,6 +7,8 @@ import type {
   KgRelation,
   MemoryRecord,
   Relationship,
+  StoreCheck,
+  StoreHealth,
   UsageSummary,
 } from "./store-types.js";
 import type {
@@ -116,4 +118,11 @@ export interface RingServices {
     claimNonce(keyId: string, nonce: string, expiresAt: number): boolean;
   };
   readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };
+  /** The store's condition, for health checks and `spar doctor`: the data itself is reached above. */
+  readonly store: {
+    /** From memory: `corrupt` once a call or the integrity check met a damaged database. */
+    health(): StoreHealth;
+    /** The integrity check the store started when it opened, once it has finished. */
+    integrity(): Promise<StoreCheck>;
+  };
 }

@@ -81,7 +81,31 @@ export interface UsageSummary {
   output_tokens: number;
 }
 
+/** Whether the store's data can be trusted. */
+export interface StoreHealth {
+  /** `corrupt` once any call or the integrity check met a damaged database; it stays so until restart. */
+  status: "ok" | "corrupt";
+  /**
+   * For the operator (logs, `spar doctor`): what is wrong, naming the files, and how to recover.
+   * Never for unsigned callers: it holds paths.
+   */
+  detail?: string;
+}
+
+/** The outcome of the integrity check a store runs when it opens. */
+export interface StoreCheck extends StoreHealth {
+  /** False when the check could not run; `detail` says why, and `status` is what the calls have seen. */
+  checked: boolean;
+}
+
 export interface Store {
+  /** Answered from memory, never by reading the database: health checks call it on every probe. */
+  health(): StoreHealth;
+  /**
+   * The quick integrity check started when the store opened (off the main thread, so opening stays
+   * fast), once it has finished. Calling it again returns the same outcome; it does not check again.
+   */
+  integrity(): Promise<StoreCheck>;
   readonly fighters: {
     insert(row: FighterRow): void;
     list(): FighterRow[];

@@ -1,16 +1,18 @@
 import { SparError } from "../../kernel/errors.js";
 import type { FighterMessageResult } from "../../kernel/services.js";
 import { apiStream } from "../client.js";
-import { type GlobalOptions, printJson } from "../output.js";
+import { type GlobalOptions, printable, printJson } from "../output.js";
 
 /**
  * `spar chat`: the reply streams to the terminal as the model writes it, with a spinner on stderr
  * until the first token (only on a terminal). `--json` prints the final response body instead.
+ * Control characters in the model's text are shown, not obeyed, unless `--raw`.
  */
 export async function chat(
   text: string,
-  options: GlobalOptions & { fighter: string; bout?: string },
+  options: GlobalOptions & { fighter: string; bout?: string; raw?: boolean },
 ): Promise<void> {
+  const show = options.raw ? (t: string) => t : printable;
   const path = `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`;
   const body = { message: String(text), ...(options.bout ? { bout_id: options.bout } : {}) };
   const spinner = options.json ? undefined : startSpinner();
@@ -19,14 +21,14 @@ export async function chat(
     for await (const { event, data } of apiStream("POST", path, body)) {
       if (event === "delta") {
         spinner?.stop();
-        if (!options.json) process.stdout.write((data as { text: string }).text);
+        if (!options.json) process.stdout.write(show((data as { text: string }).text));
         printed = true;
       } else if (event === "reply") {
         spinner?.stop();
         const result = data as FighterMessageResult;
         if (options.json) return printJson(result);
         // A reply with no streamed text (e.g. a stopped loop) is printed whole.
-        process.stdout.write(printed ? "\n" : `${result.response}\n`);
+        process.stdout.write(printed ? "\n" : `${show(result.response)}\n`);
         return;
       } else if (event === "error") {
         const error = (data as { error: { code: string; message: string } }).error;

@@ -1,9 +1,17 @@
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../../kernel/config.js";
+import { loadConfig, type SparConfig } from "../../kernel/config.js";
 import { checkProviders, configuredModels } from "../../kernel/doctor.js";
-import { loadDotEnv, MASTER_KEY_FILE, resolveHome } from "../../kernel/home.js";
-import type { FighterRecord } from "../../kernel/types.js";
+import { isSparError } from "../../kernel/errors.js";
+import {
+  inspectMasterSecret,
+  loadDotEnv,
+  MASTER_KEY_FILE,
+  resolveHome,
+  weakSecretFix,
+} from "../../kernel/home.js";
+import { secretWeakness } from "../../kernel/secret-strength.js";
+import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 
@@ -26,17 +34,7 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   checks.push(masterKeyCheck(home));
 
   const models = configuredModels(config);
-  try {
-    const { fighters } = await api<{ fighters: FighterRecord[] }>("GET", "/api/v1/fighters");
-    checks.push({
-      name: "daemon",
-      ok: true,
-      detail: `running at ${daemonUrl()}, ${fighters.length} fighter(s)`,
-    });
-    for (const f of fighters) models.push({ settings: f.model, used_by: `fighter ${f.name}` });
-  } catch (err) {
-    checks.push({ name: "daemon", ok: true, detail: `not running (${(err as Error).message})` });
-  }
+  checks.push(...(await daemonChecks(home, config, models)));
 
   const providers = await checkProviders(home, config, models);
   const failed = checks.some((c) => !c.ok) || providers.some((p) => !p.reachable);
@@ -64,7 +62,102 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
+/**
+ * The daemon and its database. A running daemon is asked (a signed call, then its health); a daemon
+ * that is not running leaves the database to doctor, which opens it as start would and checks it.
+ * Only DAEMON_UNREACHABLE means "not running": any other error is the daemon's, and a failure.
+ */
+async function daemonChecks(
+  home: string,
+  config: SparConfig,
+  models: { settings: ModelSettings; used_by: string }[],
+): Promise<Check[]> {
+  const url = daemonUrl();
+  let fighters: FighterRecord[];
+  try {
+    ({ fighters } = await api<{ fighters: FighterRecord[] }>("GET", "/api/v1/fighters"));
+  } catch (err) {
+    const message = (err as Error).message;
+    if (isSparError(err, "DAEMON_UNREACHABLE")) {
+      return [
+        { name: "daemon", ok: true, detail: `not running (${message})` },
+        await databaseCheck(home, config),
+      ];
+    }
+    if (isSparError(err, "STORE_CORRUPT")) {
+      return [
+        { name: "daemon", ok: true, detail: `running at ${url}` },
+        { name: "database", ok: false, detail: message },
+      ];
+    }
+    const code = isSparError(err) ? ` (${err.code})` : "";
+    return [{ name: "daemon", ok: false, detail: `running at ${url}, but it failed: ${message}${code}` }];
+  }
+  for (const f of fighters) models.push({ settings: f.model, used_by: `fighter ${f.name}` });
+  return [
+    { name: "daemon", ok: true, detail: `running at ${url}, ${fighters.length} fighter(s)` },
+    await reportedHealth(home, url),
+  ];
+}
+
+/** The daemon's own verdict on its store (its integrity check runs at start, calls may find more). */
+async function reportedHealth(home: string, url: string): Promise<Check> {
+  const response = await fetch(`${url}/api/v1/health`).catch(() => undefined);
+  const body = (await response?.json().catch(() => undefined)) as { store?: string } | undefined;
+  if (response?.ok) return { name: "database", ok: true, detail: "the daemon reports no damage" };
+  if (body?.store !== "corrupt") {
+    return { name: "database", ok: false, detail: `the daemon's health check answered ${response?.status}` };
+  }
+  const db = join(home, "spar.db");
+  return {
+    name: "database",
+    ok: false,
+    detail:
+      `the daemon reports its database ${db} damaged. To recover: stop the daemon (spar stop); move ` +
+      "spar.db aside, with spar.db-wal and spar.db-shm if they exist; restore spar.db and spar.db.salt from a " +
+      "backup (the master key stays as it is). With the daemon stopped, spar doctor checks the file itself",
+  };
+}
+
+/** With no daemon running, doctor opens the database itself and runs the store's integrity check. */
+async function databaseCheck(home: string, config: SparConfig): Promise<Check> {
+  const name = "database";
+  const db = join(home, "spar.db");
+  if (!existsSync(db) && !existsSync(`${db}-wal`)) {
+    return { name, ok: true, detail: `none yet (${db} is created by spar start)` };
+  }
+  const { readPidFile } = await import("../../kernel/daemon.js");
+  const pid = readPidFile(home);
+  if (pid) {
+    return {
+      name,
+      ok: false,
+      detail: `not checked: Spar (pid ${pid}) holds ${home} but does not answer at ${daemonUrl()}`,
+    };
+  }
+  try {
+    const { checkStoreOffline } = await import("../../kernel/store-check.js");
+    const check = await checkStoreOffline(home, config);
+    if (check.status === "corrupt") return { name, ok: false, detail: check.detail ?? `${db} is damaged` };
+    if (!check.checked)
+      return { name, ok: false, detail: `${db} opens, but ${check.detail ?? "its check did not run"}` };
+    return { name, ok: true, detail: `${db} opens and passes the quick integrity check` };
+  } catch (err) {
+    const code = isSparError(err) ? ` (${err.code})` : "";
+    return { name, ok: false, detail: `${(err as Error).message}${code}` };
+  }
+}
+
 function masterKeyCheck(home: string): Check {
+  const facts = inspectMasterSecret(home);
+  const weakness = facts && secretWeakness(facts.strength);
+  if (facts && weakness) {
+    return {
+      name: "master key",
+      ok: false,
+      detail: `${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`,
+    };
+  }
   if (process.env.SPAR_MASTER_KEY) return { name: "master key", ok: true, detail: "from SPAR_MASTER_KEY" };
   const path = join(home, MASTER_KEY_FILE);
   try {

@@ -1,9 +1,12 @@
-import { loadConfig } from "../../kernel/config.js";
+import { loadConfig, type SparConfig } from "../../kernel/config.js";
 import { isSparError, SparError } from "../../kernel/errors.js";
 import { loadDotEnv, resolveHome } from "../../kernel/home.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import { createProviderPolicy, resolveCredential } from "../../kernel/provider-check.js";
 import { type AuditInput, auditReport } from "../../kernel/security-audit.js";
 import { gatherAuditInput } from "../../kernel/security-facts.js";
-import type { FighterRecord } from "../../kernel/types.js";
+import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 
@@ -19,7 +22,10 @@ export async function security(action: string, options: GlobalOptions): Promise<
   const home = resolveHome();
   loadDotEnv(home);
   const config = loadConfig(home);
-  const report = auditReport({ ...gatherAuditInput(home, config), fighters: await daemonFighters() });
+  const report = auditReport({
+    ...gatherAuditInput(home, config),
+    fighters: await daemonFighters(keyProblemFor(home, config)),
+  });
   if (!report.ok) process.exitCode = 1;
   if (options.json) return printJson(report);
 
@@ -36,11 +42,30 @@ export async function security(action: string, options: GlobalOptions): Promise<
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** The fighter check needs the daemon; without it the check is skipped, not failed. */
-async function daemonFighters(): Promise<AuditInput["fighters"]> {
+/** The pairing rule over a fighter's model, judged from the plugin manifests (no plugin code runs). */
+function keyProblemFor(home: string, config: SparConfig): (model: ModelSettings) => string | undefined {
+  const declarations = new Map(
+    discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION).flatMap((p) =>
+      (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const),
+    ),
+  );
+  const policy = createProviderPolicy(config, declarations, home);
+  return (model) => {
+    const check = resolveCredential(model, policy);
+    return !check.ok && check.kind === "unpaired" ? check.problem : undefined;
+  };
+}
+
+/** The fighter checks need the daemon; without it they are skipped, not failed. */
+async function daemonFighters(
+  keyProblem: (model: ModelSettings) => string | undefined,
+): Promise<AuditInput["fighters"]> {
   try {
     const { fighters } = await api<{ fighters: FighterRecord[] }>("GET", "/api/v1/fighters");
-    return fighters.map((f) => ({ name: f.name, capabilities: f.capabilities }));
+    return fighters.map((f) => {
+      const problem = keyProblem(f.model);
+      return { name: f.name, capabilities: f.capabilities, ...(problem ? { key_problem: problem } : {}) };
+    });
   } catch (err) {
     if (isSparError(err, "DAEMON_UNREACHABLE")) {
       return { unavailable: "the daemon is not running; start it to check fighters" };

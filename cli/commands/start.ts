@@ -3,8 +3,10 @@ import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SparError } from "../../kernel/errors.js";
-import { resolveHome } from "../../kernel/home.js";
+import { inspectMasterSecret, resolveHome, weakSecretFix } from "../../kernel/home.js";
 import { initHome } from "../../kernel/init.js";
+import { createLogger } from "../../kernel/logger.js";
+import { secretWeakness } from "../../kernel/secret-strength.js";
 import { daemonUrl } from "../client.js";
 import type { GlobalOptions } from "../output.js";
 
@@ -18,11 +20,9 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   if (options.detach) return detach(home);
 
   const { startDaemon } = await import("../../kernel/daemon.js");
+  warnOfWeakSecret(home);
   const daemon = await startDaemon(home);
   const fighters = daemon.ring.services.fighters.list().length;
-  process.stdout.write(
-    `Spar ${daemon.ring.services.version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
-  );
   const shutdown = (signal: string) => {
     process.stdout.write(`Spar stopping (${signal})\n`);
     daemon.stop().then(
@@ -33,8 +33,23 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
       },
     );
   };
+  // Before the line that says it listens: whoever waits for that line may signal at once.
   process.once("SIGINT", () => shutdown("SIGINT"));
   process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.stdout.write(
+    `Spar ${daemon.ring.services.version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
+  );
+}
+
+/**
+ * A weak secret is refused for a new database (readMasterSecret), but one an older Spar made with it
+ * still opens, since refusing would lock the data away: it only earns a warning here.
+ */
+function warnOfWeakSecret(home: string): void {
+  const facts = inspectMasterSecret(home);
+  const weakness = facts?.database_exists ? secretWeakness(facts.strength) : undefined;
+  if (!facts || !weakness) return;
+  createLogger().warn(`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`);
 }
 
 /** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
@@ -52,16 +67,18 @@ async function detach(home: string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
-    try {
-      const response = await fetch(`${url}/api/v1/health`);
-      if (response.ok) {
-        process.stdout.write(
-          `Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`,
-        );
-        return;
-      }
-    } catch {
-      // Not listening yet.
+    const response = await fetch(`${url}/api/v1/health`).catch(() => undefined); // not listening yet
+    if (response?.ok) {
+      process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
+      return;
+    }
+    // Up, but its store is damaged: say so now rather than wait for a health that will not come.
+    if (response?.status === 503) {
+      throw new SparError(
+        "STORE_CORRUPT",
+        `Spar started in the background (pid ${child.pid}) on ${url}, but its database is damaged; ` +
+          `see ${logPath}, or run: spar doctor`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

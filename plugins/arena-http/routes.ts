@@ -163,6 +163,11 @@ export function fighterRoutes(ring: RingServices) {
       fighters: ring.fighters.list().map(({ id, name, status }) => ({ id, name, status })),
     }));
 
-    app.get("/health", async () => ({ status: "ok", version: ring.version }));
+    // Open to unsigned callers, so it names the problem's kind only: the paths are for spar doctor.
+    app.get("/health", async (_request, reply) => {
+      const store = ring.store.health();
+      if (store.status === "ok") return { status: "ok", version: ring.version };
+      return reply.status(503).send({ status: "unhealthy", version: ring.version, store: store.status });
+    });
   };
 }

@@ -1,32 +1,51 @@
 /**
- * Who may call the API (DESIGN §6). A request is either signed (RFC 9421, Ed25519, with a fresh
- * nonce, and its body bound by Content-Digest) or, when `[auth] allow_unsigned_loopback` is on,
- * unsigned from this machine: loopback peer, loopback Host, no forwarding header. A foreign Origin is
- * refused either way unless `[api] cors_origins` lists it. Health is open, and says nothing but
- * that the daemon is up and its version.
+ * Who may call the API (DESIGN §6), in the order that keeps each step cheap for an attacker to fail:
+ * 1. onRequest: one Host header; a foreign Origin refused unless `[api] cors_origins` lists it; then
+ *    either a signature (RFC 9421, Ed25519) checked against the authorized keys, or, when `[auth]
+ *    allow_unsigned_loopback` is on, an unsigned request from this machine (loopback peer, a strict
+ *    loopback Host, no forwarding header); then the rate limit, per key or per peer.
+ * 2. preValidation: the body must match the signed Content-Digest, and only then is the nonce
+ *    claimed, so a refused or tampered copy never burns the genuine request's nonce and a limited
+ *    client never writes one.
+ * Health is open, and says nothing but whether the daemon is up and its version.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import {
   digestMatches,
+  findForbiddenKey,
+  forbiddenKeyMessage,
   isLoopbackAddress,
-  isLoopbackHost,
+  isLoopbackHostHeader,
   type RingServices,
   type SparConfig,
   SparError,
   verifyRequest,
 } from "../../kernel/sdk.js";
+import type { RateLimiter } from "./rate-limit.js";
 
 declare module "fastify" {
   interface FastifyRequest {
     /** The key that signed the request, when it was signed. */
     sparKeyId?: string;
+    /** The verified signature's nonce and its expiry, claimed once the body is checked. */
+    sparNonce?: { value: string; expiresAt: number };
     /** The body exactly as received, for the Content-Digest check. */
     rawBody?: string;
   }
 }
 
 const OPEN_PATHS = new Set(["/api/v1/health", "/api/health"]);
-const FORWARDING = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "cf-connecting-ip"];
+/** Headers a proxy adds: a request carrying one came through something else, not straight from here. */
+const FORWARDING = new Set([
+  "forwarded",
+  "via",
+  "x-real-ip",
+  "cf-connecting-ip",
+  "true-client-ip",
+  "x-client-ip",
+  "client-ip",
+  "x-cluster-client-ip",
+]);
 /** A nonce is remembered for as long as a signature carrying it could still pass the age check. */
 const MAX_AGE_S = 300;
 
@@ -35,23 +54,56 @@ function hasBody(request: FastifyRequest): boolean {
   return length > 0 || request.headers["transfer-encoding"] !== undefined;
 }
 
+function forwardingHeader(request: FastifyRequest): string | undefined {
+  return Object.keys(request.headers).find((h) => FORWARDING.has(h) || h.startsWith("x-forwarded-"));
+}
+
+/** The limiter's key for a request: its signing key, else its peer address. */
+export function clientOf(request: FastifyRequest): string {
+  return request.sparKeyId ? `key:${request.sparKeyId}` : `peer:${request.ip}`;
+}
+
 export function registerSecurity(
   app: FastifyInstance,
   ring: RingServices,
   config: Readonly<SparConfig>,
+  limiter: RateLimiter,
 ): void {
   const allowedOrigins = new Set(config.api.cors_origins.map((o) => o.toLowerCase()));
   const sameOrigin = (origin: string, host: string | undefined) =>
     origin.toLowerCase() === `http://${host?.toLowerCase()}`;
 
-  // Keep the body as received: the digest is over those bytes, not over a re-serialized object.
-  const parseJson = app.getDefaultJsonParser("error", "error");
+  // Keep the body as received (the digest is over those bytes), and refuse prototype keys by name.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    request.rawBody = body as string;
-    parseJson(request, body as string, done);
+    const text = body as string;
+    request.rawBody = text;
+    if (text.trim() === "") {
+      return done(new SparError("VALIDATION_FAILED", "the body is empty; send a JSON object"), undefined);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      return done(
+        new SparError("VALIDATION_FAILED", `the body is not valid JSON: ${(err as Error).message}`),
+        undefined,
+      );
+    }
+    const forbidden = findForbiddenKey(value);
+    if (forbidden) {
+      return done(
+        new SparError("VALIDATION_FAILED", forbiddenKeyMessage(forbidden, "body"), {
+          path: `/body${forbidden.path}`,
+        }),
+        undefined,
+      );
+    }
+    done(null, value);
   });
 
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async (request, reply) => {
+    const hosts = request.raw.rawHeaders.filter((_, i) => i % 2 === 0 && /^host$/i.test(_)).length;
+    if (hosts > 1) throw new SparError("VALIDATION_FAILED", "the request has more than one Host header");
     const origin = request.headers.origin;
     if (origin && !allowedOrigins.has(origin.toLowerCase()) && !sameOrigin(origin, request.headers.host)) {
       throw new SparError(
@@ -61,10 +113,23 @@ export function registerSecurity(
     }
     // A signature, wherever it is sent, must be good: a signed health check proves the key works.
     if (request.headers["signature-input"] !== undefined || request.headers.signature !== undefined) {
-      return authenticateSigned(request);
+      authenticateSigned(request);
+    } else if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) {
+      return;
+    } else {
+      authorizeUnsigned(request);
     }
-    if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) return;
-    authorizeUnsigned(request);
+    const admitted = limiter.take(clientOf(request));
+    if (!admitted.ok) {
+      throw new SparError(
+        "RATE_LIMITED",
+        `too many requests: at most ${limiter.max} a minute; retry in ${admitted.retryAfterS} s`,
+        { retry_after_s: admitted.retryAfterS },
+      );
+    }
+    reply.header("x-ratelimit-limit", limiter.max);
+    reply.header("x-ratelimit-remaining", admitted.remaining);
+    reply.header("x-ratelimit-reset", admitted.resetS);
   });
 
   function authenticateSigned(request: FastifyRequest): void {
@@ -77,10 +142,8 @@ export function registerSecurity(
       { keys: (keyId) => ring.auth.key(keyId), hasBody: hasBody(request), maxAgeSeconds: MAX_AGE_S },
     );
     if (!result.ok) throw new SparError("UNAUTHORIZED", `request signature refused: ${result.reason}`);
-    if (!ring.auth.claimNonce(result.keyId, result.nonce, result.created + 2 * MAX_AGE_S)) {
-      throw new SparError("UNAUTHORIZED", "request signature refused: its nonce was already used (a replay)");
-    }
     request.sparKeyId = result.keyId;
+    request.sparNonce = { value: result.nonce, expiresAt: result.created + 2 * MAX_AGE_S };
   }
 
   function authorizeUnsigned(request: FastifyRequest): void {
@@ -92,21 +155,27 @@ export function registerSecurity(
     };
     if (!config.auth.allow_unsigned_loopback) refuse("this daemon accepts signed requests only");
     if (!isLoopbackAddress(request.socket.remoteAddress)) refuse("it does not come from this machine");
-    if (!isLoopbackHost(request.headers.host))
-      refuse(`Host "${request.headers.host ?? ""}" is not a loopback name`);
-    const forwarded = FORWARDING.find((h) => request.headers[h] !== undefined);
+    if (!isLoopbackHostHeader(request.headers.host))
+      refuse(`Host "${request.headers.host ?? ""}" is not a loopback name with an optional port`);
+    const forwarded = forwardingHeader(request);
     if (forwarded) refuse(`it carries a forwarding header (${forwarded})`);
   }
 
-  // The signature covers the Content-Digest header; this binds the body to that header.
+  // The signature covers the Content-Digest header; this binds the body to it. Only a request that
+  // passed every check claims its nonce.
   app.addHook("preValidation", async (request) => {
-    if (!request.sparKeyId || !hasBody(request)) return;
-    const header = request.headers["content-digest"];
-    if (typeof header !== "string" || !digestMatches(header, request.rawBody ?? "")) {
-      throw new SparError(
-        "UNAUTHORIZED",
-        "request signature refused: the body does not match its Content-Digest",
-      );
+    if (!request.sparKeyId || !request.sparNonce) return;
+    if (hasBody(request)) {
+      const header = request.headers["content-digest"];
+      if (typeof header !== "string" || !digestMatches(header, request.rawBody ?? "")) {
+        throw new SparError(
+          "UNAUTHORIZED",
+          "request signature refused: the body does not match its Content-Digest",
+        );
+      }
+    }
+    if (!ring.auth.claimNonce(request.sparKeyId, request.sparNonce.value, request.sparNonce.expiresAt)) {
+      throw new SparError("UNAUTHORIZED", "request signature refused: its nonce was already used (a replay)");
     }
   });
 }

@@ -10,11 +10,15 @@ import type { FastifyInstance } from "fastify";
 import type { WebSocket } from "ws";
 import {
   type EventBus,
+  findForbiddenKey,
+  forbiddenKeyMessage,
   isSparError,
   type RingServices,
   SparError,
   type SparEvent,
 } from "../../kernel/sdk.js";
+import type { RateLimiter } from "./rate-limit.js";
+import { clientOf } from "./security.js";
 
 /** A client this far behind is cut off (with a notice) rather than buffered without bound. */
 export const MAX_BUFFERED_BYTES = 1 << 20;
@@ -25,14 +29,61 @@ interface Subscription {
   fighter_id?: string;
 }
 
-export function registerWebSocket(app: FastifyInstance, ring: RingServices, events: EventBus): void {
+export interface WebSocketLimits {
+  /** The API's limiter: a chat frame counts like an HTTP message, for the same key or peer. */
+  limiter: RateLimiter;
+  maxPerPeer: number;
+  maxTotal: number;
+}
+
+export function registerWebSocket(
+  app: FastifyInstance,
+  ring: RingServices,
+  events: EventBus,
+  limits: WebSocketLimits,
+): void {
+  const open = new Map<string, number>();
+  let total = 0;
   app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
   app.register(async (scoped) => {
-    scoped.get("/api/v1/ws", { websocket: true }, (socket) => serve(socket, ring, events));
+    scoped.get(
+      "/api/v1/ws",
+      {
+        websocket: true,
+        // Before the upgrade, so a refusal is a plain HTTP error and no socket is kept.
+        preValidation: async (request) => {
+          const peer = request.ip;
+          if ((open.get(peer) ?? 0) >= limits.maxPerPeer || total >= limits.maxTotal) {
+            const which =
+              total >= limits.maxTotal
+                ? `${limits.maxTotal} in total ([api] websocket_max_total)`
+                : `${limits.maxPerPeer} from ${peer} ([api] websocket_max_per_peer)`;
+            throw new SparError("TOO_MANY_CONNECTIONS", `too many open WebSockets: at most ${which}`);
+          }
+        },
+      },
+      (socket, request) => {
+        const peer = request.ip;
+        open.set(peer, (open.get(peer) ?? 0) + 1);
+        total += 1;
+        socket.once("close", () => {
+          total -= 1;
+          const left = (open.get(peer) ?? 1) - 1;
+          if (left > 0) open.set(peer, left);
+          else open.delete(peer);
+        });
+        serve(socket, ring, events, () => limits.limiter.take(clientOf(request)));
+      },
+    );
   });
 }
 
-function serve(socket: WebSocket, ring: RingServices, events: EventBus): void {
+function serve(
+  socket: WebSocket,
+  ring: RingServices,
+  events: EventBus,
+  admit: () => ReturnType<RateLimiter["take"]>,
+): void {
   let subscription: Subscription | undefined;
   const chats = new Set<string>();
   let closing = false;
@@ -90,6 +141,13 @@ function serve(socket: WebSocket, ring: RingServices, events: EventBus): void {
       }
       return send({ type: "subscribed", last_seq: events.lastSeq });
     }
+    const admitted = admit();
+    if (!admitted.ok) {
+      const limited = new SparError("RATE_LIMITED", `too many requests: retry in ${admitted.retryAfterS} s`, {
+        retry_after_s: admitted.retryAfterS,
+      });
+      return send({ type: "error", id: frame.id, error: limited.toJSON().error });
+    }
     chats.add(frame.id);
     ring.fighters
       .message(frame.fighter_id, frame.message, { request_id: frame.id, bout_id: frame.bout_id })
@@ -120,6 +178,8 @@ function parseFrame(text: string | undefined): Frame | SparError {
   }
   if (typeof value !== "object" || value === null || Array.isArray(value))
     return bad("a frame is a JSON object");
+  const forbidden = findForbiddenKey(value);
+  if (forbidden) return bad(forbiddenKeyMessage(forbidden, "frame"));
   const f = value as Record<string, unknown>;
   if (f.type === "subscribe") {
     const kinds = f.kinds ?? ["*"];

@@ -15,7 +15,7 @@ export default definePlugin({
       createOpenAiDriver(settings, env, { ...PROVIDERS[settings.provider], home: api.home }),
     );
     api.hooks.provider.resolve.tap((settings, credential) =>
-      PROVIDERS[settings.provider] ? driverFor(settings, credential) : undefined,
+      Object.hasOwn(PROVIDERS, settings.provider) ? driverFor(settings, credential) : undefined,
     );
   },
 });

@@ -1,6 +1,7 @@
 /**
  * The default store: one SQLCipher-encrypted SQLite database in the data dir. Opening is async only
- * for the key derivation; every Store method after that is synchronous.
+ * for the key derivation; every Store method after that is synchronous. A quick integrity check runs
+ * in a worker thread from the moment it opens; a damaged file is logged and reported by `health()`.
  */
 import { definePlugin } from "../../kernel/sdk.js";
 import { openSqliteStore } from "./store.js";
@@ -8,6 +9,6 @@ import { openSqliteStore } from "./store.js";
 export default definePlugin({
   id: "store-sqlite",
   apply(api) {
-    api.hooks.store.open.tap(async (options) => openSqliteStore(options));
+    api.hooks.store.open.tap(async (options) => openSqliteStore(options, { log: api.log }));
   },
 });

@@ -39,8 +39,11 @@ interface FighterDbRow {
 const BOUT_COLUMNS = `b.id, b.fighter_id, b.created_at, b.updated_at,
   (SELECT count(*) FROM messages m WHERE m.bout_id = b.id) AS message_count`;
 
-/** Wraps `db` (open, keyed and migrated) as a Store; `close()` closes the connection. */
-export function createSqliteStore(db: Database.Database): Store {
+/** The data methods of a Store; store.ts adds `health()` and `integrity()` (see corruption.ts). */
+export type StoreData = Omit<Store, "health" | "integrity">;
+
+/** Wraps `db` (open, keyed and migrated) as the Store's data methods; `close()` closes the connection. */
+export function createSqliteStore(db: Database.Database): StoreData {
   const now = createClock();
   registerFold(db);
   const s = {

@@ -6,8 +6,11 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
-import type { Store, StoreOpenOptions } from "../../kernel/sdk.js";
+import type { Logger, Store, StoreOpenOptions } from "../../kernel/sdk.js";
 import { isSparError, SparError } from "../../kernel/sdk.js";
+import { keyConnection } from "./cipher.js";
+import { corruptError, guardStore, isCorruption } from "./corruption.js";
+import { startIntegrityCheck } from "./integrity.js";
 import { deriveKey, rawKeyLiteral, readOrCreateSalt, readSalt } from "./key.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
@@ -16,15 +19,28 @@ import { openRetained } from "./retain.js";
 export const DB_FILE = "spar.db";
 export const SALT_FILE = "spar.db.salt";
 
+export interface SqliteStoreSettings {
+  /** Where a damaged database is reported (one error line) and a check that could not run (a warning). */
+  log?: Logger;
+  /** The integrity check's worker module; tests running from sources point it at the built one. */
+  integrityWorker?: URL;
+}
+
+const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
 /**
- * Opens (creating on first use) `<home>/spar.db`. The caller still owns and zeroizes
- * `options.masterSecret`; the store reads it once, for the key derivation, and keeps no reference.
+ * Opens (creating on first use) `<home>/spar.db` and starts its integrity check in the background
+ * (`store.integrity()`). The caller still owns and zeroizes `options.masterSecret`; the store reads
+ * it once, for the key derivation, and keeps no reference.
  *
  * @example
- * const store = await openSqliteStore({ home, masterSecret });
+ * const store = await openSqliteStore({ home, masterSecret }, { log });
  * const bout = store.bouts.create(fighterId);
  */
-export async function openSqliteStore(options: StoreOpenOptions): Promise<Store> {
+export async function openSqliteStore(
+  options: StoreOpenOptions,
+  settings: SqliteStoreSettings = {},
+): Promise<Store> {
   mkdirSync(options.home, { recursive: true, mode: 0o700 });
   const dbPath = join(options.home, DB_FILE);
   const saltPath = join(options.home, SALT_FILE);
@@ -35,7 +51,15 @@ export async function openSqliteStore(options: StoreOpenOptions): Promise<Store>
   }
   const salt = exists ? readSalt(saltPath, dbPath) : readOrCreateSalt(saltPath, dbPath);
   const key = await deriveKey(options.masterSecret, salt);
-  const db = openKeyed(dbPath, key, exists);
+  // The integrity check's own connection needs the key too: a second literal, handed to its worker.
+  const checkKey = rawKeyLiteral(key);
+  let db: Database.Database;
+  try {
+    db = openKeyed(dbPath, key, exists);
+  } catch (err) {
+    checkKey.fill(0);
+    throw err;
+  }
   try {
     // FULL: a turn's messages are durable once append returns, even across a power loss.
     db.exec(
@@ -43,12 +67,15 @@ export async function openSqliteStore(options: StoreOpenOptions): Promise<Store>
     );
     migrate(db, dbPath);
     restrictToOwner(dbPath);
-    return createSqliteStore(db);
+    const data = createSqliteStore(db);
+    const check = startIntegrityCheck(dbPath, checkKey, settings.integrityWorker);
+    return guardStore(data, { dbPath, log: settings.log ?? SILENT, check });
   } catch (err) {
+    checkKey.fill(0);
     db.close();
-    throw isSparError(err)
-      ? err
-      : new SparError("STORE_FAILED", `cannot open ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
+    if (isSparError(err)) throw err;
+    if (isCorruption(err)) throw corruptError(dbPath, messageOf(err), err);
+    throw new SparError("STORE_FAILED", `cannot open ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   }
 }
 
@@ -64,10 +91,7 @@ function openKeyed(dbPath: string, key: Buffer, mustExist: boolean): Database.Da
     throw new SparError("STORE_FAILED", `cannot open ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   }
   try {
-    db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
-    // db.key() is `PRAGMA key="x'…'"` without putting the key in a SQL string we could not wipe.
-    const rc = db.key(literal);
-    if (rc !== 0) throw new Error(`sqlite3_key returned ${rc}`);
+    keyConnection(db, literal);
     db.prepare("SELECT count(*) FROM sqlite_master").pluck().get();
     return db;
   } catch (err) {
@@ -81,6 +105,8 @@ function openKeyed(dbPath: string, key: Buffer, mustExist: boolean): Database.Da
 /** SQLCipher says "file is not a database" (SQLITE_NOTADB) alike for a wrong key, plaintext and garbage. */
 function verifyError(dbPath: string, err: unknown): SparError {
   const code = err instanceof Database.SqliteError ? err.code : undefined;
+  // Damage past the first page: the key decrypted that one (a wrong key fails there, as NOTADB).
+  if (code?.startsWith("SQLITE_CORRUPT")) return corruptError(dbPath, messageOf(err), err);
   if (code !== "SQLITE_NOTADB") {
     return new SparError("STORE_FAILED", `cannot read ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   }

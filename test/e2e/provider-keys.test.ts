@@ -121,6 +121,15 @@ describe("provider keys cannot be aimed by a client", () => {
     for (const value of Object.values(secrets)) expect(result.stdout + result.stderr).not.toContain(value);
   });
 
+  it("has spar security audit flag that fighter, high", async () => {
+    const result = await daemon.cli(["security", "audit", "--json"]);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as { findings: { id: string; severity: string }[] };
+    expect(report.findings).toContainEqual(
+      expect.objectContaining({ id: "provider_keys:legacy", severity: "high" }),
+    );
+  });
+
   it("sends no key to a keyless base_url the operator listed", async () => {
     expect(
       (await spawn("local", { provider: "openai_compatible", model: "m", base_url: keyless.url })).status,

@@ -1,11 +1,10 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { contentDigest, signRequest } from "../../kernel/http-signatures.js";
+import { contentDigest } from "../../kernel/http-signatures.js";
 import { loadCliKey } from "../../kernel/keys.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
@@ -17,62 +16,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  json<T = { error: { code: string; message: string } }>(): T;
-}
-
-/** A request with full control of every header (fetch will not let a test set Host). */
-function raw(
-  port: number,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string,
-) {
-  return new Promise<RawResponse>((done, fail) => {
-    const req = httpRequest({ host: "127.0.0.1", port, method, path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const data = Buffer.concat(chunks);
-        done({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: data,
-          json: () => JSON.parse(data.toString()),
-        });
-      });
-    });
-    req.on("error", fail);
-    req.end(body);
-  });
-}
-
-/** Headers of a correctly signed request; `tweak` may change what is signed before signing. */
-function signed(
-  port: number,
-  method: string,
-  path: string,
-  key: { id: string; privateKey: KeyObject },
-  body?: string,
-  options: { created?: number; host?: string } = {},
-): Record<string, string> {
-  const host = options.host ?? `127.0.0.1:${port}`;
-  const headers: Record<string, string> = { host };
-  if (body !== undefined) {
-    headers["content-type"] = "application/json";
-    headers["content-digest"] = contentDigest(body);
-  }
-  const signature = signRequest(
-    { method, targetUri: `http://${host}${path}`, headers },
-    { keyId: key.id, privateKey: key.privateKey, created: options.created },
-  );
-  return { ...headers, ...signature };
-}
+import { type RawResponse, raw, signed } from "../helpers/http.js";
 
 describe("API security: signed requests only", () => {
   let fake: FakeOpenAI;

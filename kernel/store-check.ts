@@ -1,0 +1,42 @@
+/**
+ * `spar doctor`'s own look at the database while no daemon runs: opened exactly as start opens it
+ * (the Ring, through the active store plugin), the store's integrity check awaited, then closed.
+ */
+import type { SparConfig } from "./config.js";
+import { readMasterSecret } from "./home.js";
+import { createLogger } from "./logger.js";
+import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
+import { createRing } from "./ring.js";
+import type { StoreCheck } from "./store-types.js";
+import { KERNEL_VERSION } from "./version.js";
+
+/**
+ * Opens the store and waits for its integrity check. Throws what opening throws (STORE_KEY_INVALID,
+ * STORE_CORRUPT, …). The caller makes sure no daemon holds the data dir and a database exists:
+ * opening an absent one would create it.
+ *
+ * @example
+ * const check = await checkStoreOffline(home, loadConfig(home));
+ * if (check.status === "corrupt") console.log(check.detail);
+ */
+export async function checkStoreOffline(
+  home: string,
+  config: SparConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<StoreCheck> {
+  const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+  // Silent: the outcome is the answer, and the store would otherwise log it a second time.
+  const log = createLogger(() => undefined);
+  const ring = createRing({ config, home, version: KERNEL_VERSION, plugins, log });
+  try {
+    const secret = readMasterSecret(home, env);
+    try {
+      await ring.open(secret);
+    } finally {
+      secret.fill(0);
+    }
+    return await ring.services.store.integrity();
+  } finally {
+    await ring.close().catch(() => undefined);
+  }
+}
