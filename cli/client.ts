@@ -20,11 +20,22 @@ export function daemonUrl(env = process.env): string {
  * Every request the CLI sends is signed with its own key (`keys/cli.key`, authorized as `cli` by
  * `spar init`): method, target URI and, with a body, its Content-Digest.
  */
-async function send(method: string, path: string, body: unknown, accept?: string): Promise<Response> {
+/** What a call may add: headers (Accept, Idempotency-Key) and a signal that abandons the request. */
+export interface RequestExtras {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+async function send(
+  method: string,
+  path: string,
+  body: unknown,
+  extras: RequestExtras = {},
+): Promise<Response> {
   const base = daemonUrl();
   const text = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = text === undefined ? {} : { "content-type": "application/json" };
-  if (accept) headers.accept = accept;
+  Object.assign(headers, extras.headers);
   const privateKey = loadCliKey(resolveHome());
   if (privateKey) {
     if (text !== undefined) headers["content-digest"] = contentDigest(text);
@@ -34,8 +45,9 @@ async function send(method: string, path: string, body: unknown, accept?: string
     );
   }
   try {
-    return await fetch(`${base}${path}`, { method, headers, body: text });
-  } catch {
+    return await fetch(`${base}${path}`, { method, headers, body: text, signal: extras.signal });
+  } catch (err) {
+    if (extras.signal?.aborted) throw err;
     throw new SparError("DAEMON_UNREACHABLE", `Spar is not running at ${base}; start it with: spar start`);
   }
 }
@@ -75,8 +87,16 @@ export interface StreamEvent {
  * Calls a streaming route (`Accept: text/event-stream`) and yields its events as they arrive. An
  * error before the stream starts is thrown like `api`'s.
  */
-export async function* apiStream(method: string, path: string, body?: unknown): AsyncGenerator<StreamEvent> {
-  const response = await send(method, path, body, "text/event-stream");
+export async function* apiStream(
+  method: string,
+  path: string,
+  body?: unknown,
+  extras: RequestExtras = {},
+): AsyncGenerator<StreamEvent> {
+  const response = await send(method, path, body, {
+    ...extras,
+    headers: { ...extras.headers, accept: "text/event-stream" },
+  });
   if (!response.ok) throw await failure(response);
   if (!response.body) return;
   const decoder = new TextDecoder();

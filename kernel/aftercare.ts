@@ -17,7 +17,8 @@ import type { Logger } from "./sdk.js";
 import type { CreedDocument, Store } from "./store-types.js";
 import type { ChatMessage, FighterRow, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
-export interface TurnRecord {
+/** A committed turn, as the Creed, decay, reflection and compaction see it. */
+export interface CompletedTurn {
   fighter: FighterRow;
   bout_id: string;
   new_bout: boolean;
@@ -43,44 +44,46 @@ export function createAftercare(deps: AftercareDeps) {
   const { events, config } = deps;
   const now = () => new Date().toISOString();
 
-  function creedOf(fighter: FighterRow): CreedDocument {
-    return deps.store().creeds.get(fighter.name) ?? initialCreed(fighter.manifest, now());
+  async function creedOf(fighter: FighterRow): Promise<CreedDocument> {
+    return (await deps.store().creeds.get(fighter.name)) ?? initialCreed(fighter.manifest, now());
   }
 
-  function saveCreed(
+  async function saveCreed(
     fighter: FighterRow,
     creed: CreedDocument,
     reason: "conversation" | "reflection" | "edit",
-  ) {
-    deps.store().creeds.put(fighter.name, creed);
+  ): Promise<void> {
+    await deps.store().creeds.put(fighter.name, creed);
     events.publish({ kind: "creed.updated", fighter_id: fighter.id, name: fighter.name, reason });
   }
 
   /** The system prompt: the manifest's, the Creed, and the summary of what compaction replaced. */
-  function systemPrompt(fighter: FighterRow, boutId: string): string {
+  async function systemPrompt(fighter: FighterRow, boutId: string): Promise<string> {
     const store = deps.store();
-    const parts = [
-      fighter.manifest.system_prompt,
-      renderCreed(fighter.name, creedOf(fighter), store.relationships.list(fighter.name)),
-    ];
-    const summary = store.summaries.get(boutId)?.summary;
+    const [creed, relationships, stored] = await Promise.all([
+      creedOf(fighter),
+      store.relationships.list(fighter.name),
+      store.summaries.get(boutId),
+    ]);
+    const parts = [fighter.manifest.system_prompt, renderCreed(fighter.name, creed, relationships)];
+    const summary = stored?.summary;
     if (summary) parts.push(`## Earlier in this conversation (summary)\n${summary}`);
     return parts.join("\n\n");
   }
 
   /** Right after the turn is committed: counters always, decay of the fighter's memories. */
-  function afterTurn(turn: TurnRecord): void {
+  async function afterTurn(turn: CompletedTurn): Promise<void> {
     const creed = countConversation(
-      creedOf(turn.fighter),
+      await creedOf(turn.fighter),
       { new_bout: turn.new_bout, messages: turn.messages.length },
       now(),
     );
-    saveCreed(turn.fighter, creed, "conversation");
-    deps.store().memories.decay(turn.fighter.id, config.memory.decay.rate_per_day, now());
+    await saveCreed(turn.fighter, creed, "conversation");
+    await deps.store().memories.decay(turn.fighter.id, config.memory.decay.rate_per_day, now());
   }
 
   /** Queued after the reply: the reflection call and compaction. Failures are logged, never thrown. */
-  async function later(turn: TurnRecord): Promise<void> {
+  async function later(turn: CompletedTurn): Promise<void> {
     await reflect(turn).catch((err: unknown) =>
       deps.log.warn("creed reflection failed", { fighter: turn.fighter.name, error: (err as Error).message }),
     );
@@ -89,7 +92,7 @@ export function createAftercare(deps: AftercareDeps) {
     );
   }
 
-  async function reflect(turn: TurnRecord): Promise<void> {
+  async function reflect(turn: CompletedTurn): Promise<void> {
     const user = turn.messages.find((m) => m.role === "user")?.content ?? "";
     const reply = turn.messages.findLast((m) => m.role === "assistant")?.content ?? "";
     if (!isSubstantial(user, reply, config.creed)) return;
@@ -101,21 +104,24 @@ export function createAftercare(deps: AftercareDeps) {
     const observations = parseObservations(answer.text);
     if (observations.length === 0) return;
     const creed = mergeObservations(
-      creedOf(turn.fighter),
+      await creedOf(turn.fighter),
       observations,
       now(),
       config.memory.decay,
       config.creed.max_observations,
     );
-    saveCreed(turn.fighter, creed, "reflection");
+    await saveCreed(turn.fighter, creed, "reflection");
   }
 
-  async function compact(turn: TurnRecord): Promise<void> {
+  async function compact(turn: CompletedTurn): Promise<void> {
     const store = deps.store();
     const { strategy: name, threshold_percent, keep_recent } = config.memory.compaction;
-    const live = store.messages.list(turn.bout_id).filter((m) => !m.compacted);
+    const live = (await store.messages.list(turn.bout_id)).filter((m) => !m.compacted);
     const window = contextWindowFor(turn.model);
-    if (contextTokens(systemPrompt(turn.fighter, turn.bout_id), live) <= (window * threshold_percent) / 100)
+    if (
+      contextTokens(await systemPrompt(turn.fighter, turn.bout_id), live) <=
+      (window * threshold_percent) / 100
+    )
       return;
     const through = compactionBoundary(live, keep_recent);
     if (through === undefined) return;
@@ -128,10 +134,10 @@ export function createAftercare(deps: AftercareDeps) {
       bout_id: turn.bout_id,
       model: turn.model,
       messages: live.filter((m) => m.seq <= through),
-      previous_summary: store.summaries.get(turn.bout_id)?.summary,
+      previous_summary: (await store.summaries.get(turn.bout_id))?.summary,
       summary_budget_tokens: Math.floor(window / 4),
     });
-    const compacted = store.messages.compact(turn.bout_id, through, summary);
+    const compacted = await store.messages.compact(turn.bout_id, through, summary);
     events.publish({
       kind: "compaction.applied",
       fighter_id: turn.fighter.id,
@@ -148,24 +154,21 @@ export function createAftercare(deps: AftercareDeps) {
     afterTurn,
     later,
     /** PUT creed: replaces identity, traits and directives; what was learned stays. */
-    editCreed(
+    async editCreed(
       fighter: FighterRow,
       edit: Pick<CreedDocument, "identity" | "traits" | "directives">,
-    ): CreedDocument {
-      const creed = { ...creedOf(fighter), ...edit, updated_at: now() };
-      saveCreed(fighter, creed, "edit");
+    ): Promise<CreedDocument> {
+      const creed = { ...(await creedOf(fighter)), ...edit, updated_at: now() };
+      await saveCreed(fighter, creed, "edit");
       return creed;
     },
     /** A fighter-to-fighter exchange, on both sides' relationship records. */
-    recordExchange(from: FighterRow, to: FighterRow, content: string): void {
+    async recordExchange(from: FighterRow, to: FighterRow, content: string): Promise<void> {
       const at = now();
       const gist = content.replace(/\s+/g, " ").slice(0, 80);
-      deps
-        .store()
-        .relationships.record(from.name, { with: to.name, kind: "fighter" }, `last sent: ${gist}`, at);
-      deps
-        .store()
-        .relationships.record(to.name, { with: from.name, kind: "fighter" }, `last heard: ${gist}`, at);
+      const { relationships } = deps.store();
+      await relationships.record(from.name, { with: to.name, kind: "fighter" }, `last sent: ${gist}`, at);
+      await relationships.record(to.name, { with: from.name, kind: "fighter" }, `last heard: ${gist}`, at);
     },
   };
 }

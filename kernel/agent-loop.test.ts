@@ -1,9 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { runTurn, type TurnInput } from "./agent-loop.js";
+import { runTurn, type TurnDeps, type TurnInput, type TurnProgress } from "./agent-loop.js";
+import { cancellation } from "./cancel.js";
 import { SparError } from "./errors.js";
 import { createEventBus } from "./events.js";
 import { createHooks } from "./hooks.js";
-import type { LlmDriver, LlmRequest, LlmResponse, MoveDeclaration, MoveHandler, ToolCall } from "./types.js";
+import type {
+  ChatMessage,
+  LlmDriver,
+  LlmRequest,
+  LlmResponse,
+  MoveDeclaration,
+  MoveHandler,
+  ToolCall,
+} from "./types.js";
 
 /** A driver that answers from a script, recording what the loop sent: the loop's logic under test, not a provider. */
 function scriptedDriver(replies: Partial<LlmResponse>[]) {
@@ -55,25 +64,43 @@ function input(overrides: Partial<TurnInput> = {}): TurnInput {
     maxIterations: 5,
     loopGuardRepeats: 3,
     toolTimeoutMs: 1000,
+    cancelGraceMs: 50,
+    signal: new AbortController().signal,
+    chain: ["f1"],
     ...overrides,
   };
 }
 
-function deps(driver: LlmDriver, handler?: MoveHandler) {
+/** The loop's dependencies, with the steps it commits recorded in `committed`. */
+function deps(driver: LlmDriver, handler?: MoveHandler): TurnDeps & { committed: ChatMessage[] } {
+  const committed: ChatMessage[] = [];
   return {
     hooks: createHooks(),
     events: createEventBus({ historySize: 100 }),
     driver: async () => driver,
     move: async () => handler,
+    commit: async (messages) => {
+      committed.push(...messages);
+    },
+    committed,
   };
 }
+
+const progress = (): TurnProgress => ({
+  usage: { input_tokens: 0, output_tokens: 0 },
+  iterations: 0,
+  model: "",
+  tool_calls: [],
+});
+
+const run = (i: TurnInput, d: TurnDeps, p = progress()) => runTurn(i, d, p);
 
 const echoHandler: MoveHandler = { name: "echo", run: async (i) => `said ${String(i.text)}` };
 
 describe("agent loop", () => {
   it("answers in one iteration when the model calls no tool", async () => {
     const { driver, requests } = scriptedDriver([{ text: "hello" }]);
-    const out = await runTurn(input(), deps(driver));
+    const out = await run(input(), deps(driver));
     expect(out.result).toMatchObject({
       response: "hello",
       iterations: 1,
@@ -90,7 +117,7 @@ describe("agent loop", () => {
 
   it("runs tool calls, feeds results back and sums usage", async () => {
     const { driver, requests } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "done" }]);
-    const out = await runTurn(input(), deps(driver, echoHandler));
+    const out = await run(input(), deps(driver, echoHandler));
     expect(out.result).toMatchObject({
       response: "done",
       iterations: 2,
@@ -120,7 +147,7 @@ describe("agent loop", () => {
     ];
     for (const [toolCall, code] of cases) {
       const { driver } = scriptedDriver([{ tool_calls: [toolCall] }, { text: "ok" }]);
-      const out = await runTurn(input(), { ...hooksDeps, driver: async () => driver });
+      const out = await run(input(), { ...hooksDeps, driver: async () => driver });
       const result = out.messages.find((m) => m.role === "tool");
       expect(result && "is_error" in result && result.is_error).toBe(true);
       expect(JSON.parse(result?.content ?? "{}").error.code).toBe(code);
@@ -134,7 +161,7 @@ describe("agent loop", () => {
       code: "CAPABILITY_DENIED",
       message: "no grant",
     }));
-    const out = await runTurn(input(), d);
+    const out = await run(input(), d);
     expect(out.result.tool_calls).toEqual([{ name: "echo", ok: false }]);
     expect(out.messages[2]).toMatchObject({ role: "tool", is_error: true });
   });
@@ -144,7 +171,7 @@ describe("agent loop", () => {
       tool_calls: [call({ text: String(i) }, `c${i}`)],
     }));
     const { driver, requests } = scriptedDriver(replies);
-    const out = await runTurn(input({ maxIterations: 3 }), deps(driver, echoHandler));
+    const out = await run(input({ maxIterations: 3 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("max_iterations");
     expect(requests).toHaveLength(3);
     expect(out.messages.at(-1)).toMatchObject({ role: "assistant" });
@@ -155,7 +182,7 @@ describe("agent loop", () => {
       tool_calls: [call({ text: "x" }), { id: "other", name: "echo", arguments: { text: "y" } }],
     };
     const { driver } = scriptedDriver([same, same, same, same]);
-    const out = await runTurn(input({ loopGuardRepeats: 3 }), deps(driver, echoHandler));
+    const out = await run(input({ loopGuardRepeats: 3 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("loop_guard");
     expect(out.result.iterations).toBe(3);
     const callIds = out.messages.flatMap((m) =>
@@ -169,15 +196,115 @@ describe("agent loop", () => {
     const a = { id: "1", name: "echo", arguments: { text: "x", n: 1 } };
     const b = { id: "2", name: "echo", arguments: { n: 1, text: "x" } };
     const { driver } = scriptedDriver([{ tool_calls: [a] }, { tool_calls: [b] }]);
-    const out = await runTurn(input({ loopGuardRepeats: 2 }), deps(driver, echoHandler));
+    const out = await run(input({ loopGuardRepeats: 2 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("loop_guard");
   });
 
-  it("times out a slow move", async () => {
+  it("times out a slow move as MOVE_TIMEOUT, with the move's signal aborted", async () => {
     const { driver } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "ok" }]);
-    const slow: MoveHandler = { name: "echo", run: () => new Promise(() => {}) };
-    const out = await runTurn(input({ toolTimeoutMs: 50 }), deps(driver, slow));
-    expect(out.messages[2]?.content).toContain("timed out after 50 ms");
+    let seen: AbortSignal | undefined;
+    const slow: MoveHandler = {
+      name: "echo",
+      run: (_input, context) => {
+        seen = context.signal;
+        return new Promise(() => {});
+      },
+    };
+    const out = await run(input({ toolTimeoutMs: 50 }), deps(driver, slow));
+    const error = JSON.parse(out.messages[2]?.content ?? "{}").error;
+    expect(error).toEqual({ code: "MOVE_TIMEOUT", message: "echo did not finish within 0.05 s" });
+    expect(seen?.aborted).toBe(true);
+  });
+
+  it("commits each step as it happens and leaves the final answer to the caller", async () => {
+    const { driver } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "done" }]);
+    const d = deps(driver, echoHandler);
+    const out = await run(input(), d);
+    expect(d.committed.map((m) => m.role)).toEqual(["assistant", "tool"]);
+    expect(out.final).toEqual([{ role: "assistant", content: "done" }]);
+  });
+
+  it("keeps what a failing turn spent and did: progress and committed steps survive the error", async () => {
+    let calls = 0;
+    const driver: LlmDriver = {
+      provider: "scripted",
+      probe: async () => "ok",
+      async complete() {
+        calls += 1;
+        if (calls > 1) throw new SparError("PROVIDER_ERROR", "upstream is down");
+        return {
+          text: "",
+          tool_calls: [call({ text: "a" })],
+          usage: { input_tokens: 7, output_tokens: 3 },
+          stop_reason: "tool_use",
+          model: "m",
+        };
+      },
+    };
+    const d = deps(driver, echoHandler);
+    const p = progress();
+    await expect(run(input(), d, p)).rejects.toMatchObject({ code: "PROVIDER_ERROR" });
+    expect(d.committed.map((m) => m.role)).toEqual(["assistant", "tool"]);
+    expect(p).toMatchObject({ usage: { input_tokens: 7, output_tokens: 3 }, iterations: 2 });
+  });
+
+  it("stops a cancelled turn before its next model call and answers the calls it did not run", async () => {
+    const controller = new AbortController();
+    const { driver, requests } = scriptedDriver([
+      { tool_calls: [call({ text: "a" }, "c1"), call({ text: "b" }, "c2")] },
+      { text: "never" },
+    ]);
+    const cancelling: MoveHandler = {
+      name: "echo",
+      run: async () => {
+        controller.abort(cancellation("a test"));
+        return "ran";
+      },
+    };
+    const d = deps(driver, cancelling);
+    await expect(run(input({ signal: controller.signal }), d)).rejects.toMatchObject({ code: "CANCELLED" });
+    expect(requests).toHaveLength(1);
+    expect(d.committed.filter((m) => m.role === "tool").map((m) => m.content)).toEqual([
+      "ran",
+      "cancelled: the turn was cancelled before it ran",
+    ]);
+  });
+
+  it("abandons a move that ignores cancellation after the grace, recording it as cancelled", async () => {
+    const controller = new AbortController();
+    const { driver, requests } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "never" }]);
+    const stubborn: MoveHandler = {
+      name: "echo",
+      run: () => {
+        setTimeout(() => controller.abort(cancellation("a test")), 10);
+        return new Promise(() => {});
+      },
+    };
+    const d = deps(driver, stubborn);
+    await expect(run(input({ signal: controller.signal }), d)).rejects.toMatchObject({ code: "CANCELLED" });
+    expect(requests).toHaveLength(1);
+    const result = d.committed.find((m) => m.role === "tool");
+    expect(JSON.parse(result?.content ?? "{}").error.code).toBe("CANCELLED");
+  });
+
+  it("hands the move its chain and lets move.afterCall see failed calls too", async () => {
+    const { driver } = scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "ok" }]);
+    let chain: readonly string[] = [];
+    const failing: MoveHandler = {
+      name: "echo",
+      run: async (_i, context) => {
+        chain = context.chain;
+        throw new Error("secret-token-123 leaked in an error");
+      },
+    };
+    const d = deps(driver, failing);
+    d.hooks.move.afterCall.tapPromise("redact", async (outcome) => ({
+      ...outcome,
+      content: outcome.content.replaceAll("secret-token-123", "[redacted]"),
+    }));
+    const out = await run(input({ chain: ["alice", "f1"] }), d);
+    expect(chain).toEqual(["alice", "f1"]);
+    expect(out.messages[2]?.content).toContain("[redacted] leaked in an error");
   });
 
   it("wraps a driver's plain error as PROVIDER_ERROR", async () => {
@@ -188,6 +315,6 @@ describe("agent loop", () => {
         throw new Error("socket hang up");
       },
     };
-    await expect(runTurn(input(), deps(driver))).rejects.toMatchObject({ code: "PROVIDER_ERROR" });
+    await expect(run(input(), deps(driver))).rejects.toMatchObject({ code: "PROVIDER_ERROR" });
   });
 });

@@ -1,6 +1,7 @@
-import { isSparError } from "./errors.js";
+import { cancelledError, isCancelled } from "./cancel.js";
+import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
-import type { MoveCallInfo, RingHooks } from "./hooks.js";
+import type { MoveCallInfo, MoveOutcome, RingHooks } from "./hooks.js";
 import { callProvider, policyFor } from "./provider-call.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { FighterMessageResult } from "./services.js";
@@ -28,8 +29,22 @@ export interface TurnInput {
   maxIterations: number;
   loopGuardRepeats: number;
   toolTimeoutMs: number;
+  /** How long a move that ignores cancellation is waited for before it is abandoned. */
+  cancelGraceMs: number;
+  /** The turn's cancellation: reaches the provider call and every move. */
+  signal: AbortSignal;
+  /** Fighters waiting on this turn, this one's included last: handed to moves for nested calls. */
+  chain: readonly string[];
   onDelta?: (text: string) => void;
   request_id?: string;
+}
+
+/** What the turn did so far: kept up to date as it runs, so a failure still knows what it spent. */
+export interface TurnProgress {
+  usage: Usage;
+  iterations: number;
+  model: string;
+  tool_calls: { name: string; ok: boolean }[];
 }
 
 export interface TurnDeps {
@@ -37,32 +52,48 @@ export interface TurnDeps {
   events: EventBus;
   driver(settings: ModelSettings): Promise<LlmDriver>;
   move(name: string): Promise<MoveHandler | undefined>;
+  /** Commits a step (an assistant message with its tool calls, a tool result) as it happens. */
+  commit(messages: ChatMessage[]): Promise<void>;
 }
 
 export interface TurnOutput {
-  result: Omit<FighterMessageResult, "bout_id">;
-  /** Every message of the turn, the user's first, in order: the caller commits them together. */
+  result: Omit<FighterMessageResult, "bout_id" | "turn_id">;
+  /** The last step, not yet committed: the caller commits it with the turn's end. */
+  final: ChatMessage[];
+  /** Every message of the turn, the user's first, the final step included. */
   messages: ChatMessage[];
 }
 
 /**
  * One turn of the agent loop (DESIGN §4 step 3): prompt, call the model, run the tool calls it asks
  * for, repeat until it stops asking, `maxIterations` is reached, or the loop guard sees the same
- * call with the same arguments `loopGuardRepeats` times. Nothing is stored here.
+ * call with the same arguments `loopGuardRepeats` times. Every step but the last is committed as it
+ * happens (a tool that ran is never forgotten); a cancelled turn stops before its next model call
+ * and answers the calls it did not run, so no tool call is ever left without a result.
  */
-export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOutput> {
-  const { fighter, bout_id } = input;
+export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnProgress): Promise<TurnOutput> {
+  const { fighter, bout_id, signal } = input;
   const turn: ChatMessage[] = [input.user];
-  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
-  const toolCalls: { name: string; ok: boolean }[] = [];
   const repeats = new Map<string, number>();
   const driver = await deps.driver(input.model);
-  let model = input.model.model;
-  let iterations = 0;
+  progress.model ||= input.model.model;
   let response = "";
+  const finish = (stop_reason: FighterMessageResult["stop_reason"], final: ChatMessage[]): TurnOutput => ({
+    result: {
+      response,
+      usage: { ...progress.usage },
+      iterations: progress.iterations,
+      tool_calls: progress.tool_calls,
+      model: progress.model,
+      stop_reason,
+    },
+    final,
+    messages: [...turn, ...final.filter((m) => !turn.includes(m))],
+  });
 
-  while (iterations < input.maxIterations) {
-    iterations += 1;
+  while (progress.iterations < input.maxIterations) {
+    if (signal.aborted) throw cancelledError(signal);
+    progress.iterations += 1;
     const prompt = await deps.hooks.turn.prepare.promise(
       { system: fighter.manifest.system_prompt, messages: [...input.history, ...turn] },
       { fighter, bout_id },
@@ -89,72 +120,72 @@ export async function runTurn(input: TurnInput, deps: TurnDeps): Promise<TurnOut
           input_schema: m.input_schema,
         })),
         onDelta,
+        signal,
       },
       policyFor(input.model),
     );
-    usage.input_tokens += reply.usage.input_tokens;
-    usage.output_tokens += reply.usage.output_tokens;
-    model = reply.model || model;
+    progress.usage.input_tokens += reply.usage.input_tokens;
+    progress.usage.output_tokens += reply.usage.output_tokens;
+    progress.model = reply.model || progress.model;
     response = reply.text;
-    turn.push({
+    const assistant: ChatMessage = {
       role: "assistant",
       content: reply.text,
       ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
-    });
-    if (reply.tool_calls.length === 0) {
-      return {
-        result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "end" },
-        messages: turn,
-      };
-    }
+    };
+    turn.push(assistant);
+    if (reply.tool_calls.length === 0) return finish("end", [assistant]);
+    await deps.commit([assistant]);
 
-    for (const call of reply.tool_calls) {
+    for (const [index, call] of reply.tool_calls.entries()) {
+      const rest = reply.tool_calls.slice(index + 1);
+      if (signal.aborted) {
+        await deps.commit(unanswered([call, ...rest], "cancelled: the turn was cancelled before it ran"));
+        throw cancelledError(signal);
+      }
       const signature = `${call.name}\u0000${stableJson(call.arguments)}`;
       const seen = (repeats.get(signature) ?? 0) + 1;
       repeats.set(signature, seen);
       const outcome = await runMove(call, input, deps);
-      toolCalls.push({ name: call.name, ok: outcome.ok });
-      turn.push({
-        role: "tool",
-        tool_call_id: call.id,
-        name: call.name,
-        content: outcome.content,
-        ...(outcome.ok ? {} : { is_error: true }),
-      });
+      progress.tool_calls.push({ name: call.name, ok: outcome.ok });
+      const result = toolResult(call, outcome);
+      turn.push(result);
+      await deps.commit([result]);
+      if (signal.aborted) {
+        await deps.commit(unanswered(rest, "cancelled: the turn was cancelled before it ran"));
+        throw cancelledError(signal);
+      }
       if (seen >= input.loopGuardRepeats) {
-        // Answer the remaining calls so no tool_call is left without a result in the stored history.
-        for (const rest of reply.tool_calls.slice(reply.tool_calls.indexOf(call) + 1)) {
-          turn.push({
-            role: "tool",
-            tool_call_id: rest.id,
-            name: rest.name,
-            content: "skipped: the turn was stopped",
-            is_error: true,
-          });
-        }
         response = `Stopped: the model called ${call.name} with the same arguments ${seen} times in one turn.`;
-        turn.push({ role: "assistant", content: response });
-        return {
-          result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "loop_guard" },
-          messages: turn,
-        };
+        // Answer the remaining calls so no tool_call is left without a result in the stored history.
+        const final = [
+          ...unanswered(rest, "skipped: the turn was stopped"),
+          { role: "assistant" as const, content: response },
+        ];
+        return finish("loop_guard", final);
       }
     }
   }
   response = `Stopped after ${input.maxIterations} iterations without a final answer.${response ? ` Last reply: ${response}` : ""}`;
-  turn.push({ role: "assistant", content: response });
+  return finish("max_iterations", [{ role: "assistant", content: response }]);
+}
+
+function toolResult(call: ToolCall, outcome: MoveOutcome): ChatMessage {
   return {
-    result: { response, usage, iterations, tool_calls: toolCalls, model, stop_reason: "max_iterations" },
-    messages: turn,
+    role: "tool",
+    tool_call_id: call.id,
+    name: call.name,
+    content: outcome.content,
+    ...(outcome.ok ? {} : { is_error: true }),
   };
 }
 
+function unanswered(calls: ToolCall[], why: string): ChatMessage[] {
+  return calls.map((call) => toolResult(call, { ok: false, content: why }));
+}
+
 /** Runs one tool call; every failure becomes an error result for the model, never an exception. */
-async function runMove(
-  call: ToolCall,
-  input: TurnInput,
-  deps: TurnDeps,
-): Promise<{ ok: boolean; content: string }> {
+async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
   const { fighter, bout_id } = input;
   deps.events.publish({
     kind: "move.called",
@@ -175,22 +206,29 @@ async function runMove(
   return outcome;
 }
 
-async function attemptMove(
-  call: ToolCall,
-  input: TurnInput,
-  deps: TurnDeps,
-): Promise<{ ok: boolean; content: string }> {
+async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
   const declaration = input.declared.get(call.name);
   if (!declaration) return toolError("MOVE_NOT_FOUND", `no move named ${call.name}`);
-  if (call.raw_arguments !== undefined) {
-    return toolError("VALIDATION_FAILED", `arguments for ${call.name} are not valid JSON`);
-  }
   const info: MoveCallInfo = {
     call,
     fighter: input.fighter,
     bout_id: input.bout_id,
     capability: declaration.capability,
   };
+  // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
+  return deps.hooks.move.afterCall.promise(await execute(call, declaration, info, input, deps), info);
+}
+
+async function execute(
+  call: ToolCall,
+  declaration: MoveDeclaration,
+  info: MoveCallInfo,
+  input: TurnInput,
+  deps: TurnDeps,
+): Promise<MoveOutcome> {
+  if (call.raw_arguments !== undefined) {
+    return toolError("VALIDATION_FAILED", `arguments for ${call.name} are not valid JSON`);
+  }
   try {
     const refusal = await deps.hooks.move.beforeCall.promise(info);
     if (refusal) return toolError(refusal.code, refusal.message);
@@ -200,35 +238,64 @@ async function attemptMove(
     }
     const handler = await deps.move(call.name);
     if (!handler) return toolError("MOVE_NOT_FOUND", `no plugin provides move ${call.name}`);
-    const value = await withDeadline(input.toolTimeoutMs, (signal) =>
-      handler.run(call.arguments, { fighter: input.fighter, bout_id: input.bout_id, signal }),
+    const value = await bounded(call.name, input, (signal) =>
+      handler.run(call.arguments, {
+        fighter: input.fighter,
+        bout_id: input.bout_id,
+        signal,
+        chain: input.chain,
+      }),
     );
-    const content = typeof value === "string" ? value : JSON.stringify(value);
-    return await deps.hooks.move.afterCall.promise({ ok: true, content }, info);
+    return { ok: true, content: typeof value === "string" ? value : JSON.stringify(value) };
   } catch (err) {
+    if (isCancelled(err) || input.signal.aborted)
+      return toolError("CANCELLED", cancelledError(input.signal).message);
     const code = isSparError(err) ? err.code : "INTERNAL";
     return toolError(code, (err as Error).message);
   }
 }
 
-/** Runs `work` with an abort signal that fires, and a rejection that wins, after `ms`. */
-async function withDeadline<T>(ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/**
+ * Runs a move with a signal that fires when the turn is cancelled or the move's time is up. A move
+ * past its time is MOVE_TIMEOUT; one that ignores a cancellation is abandoned after the grace.
+ */
+async function bounded<T>(
+  name: string,
+  input: TurnInput,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const onCancel = () => controller.abort(input.signal.reason);
+  input.signal.addEventListener("abort", onCancel, { once: true });
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      reject(new Error(`timed out after ${ms} ms`));
-    }, ms);
+    timers.push(
+      setTimeout(() => {
+        const error = new SparError(
+          "MOVE_TIMEOUT",
+          `${name} did not finish within ${input.toolTimeoutMs / 1000} s`,
+        );
+        controller.abort(error);
+        reject(error);
+      }, input.toolTimeoutMs),
+    );
+  });
+  let give: (() => void) | undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    give = () => timers.push(setTimeout(() => reject(cancelledError(input.signal)), input.cancelGraceMs));
+    if (input.signal.aborted) give();
+    else input.signal.addEventListener("abort", give, { once: true });
   });
   try {
-    return await Promise.race([work(controller.signal), deadline]);
+    return await Promise.race([work(controller.signal), deadline, abandoned]);
   } finally {
-    clearTimeout(timer);
+    for (const timer of timers) clearTimeout(timer);
+    input.signal.removeEventListener("abort", onCancel);
+    if (give) input.signal.removeEventListener("abort", give);
   }
 }
 
-function toolError(code: string, message: string): { ok: false; content: string } {
+function toolError(code: string, message: string): MoveOutcome {
   return { ok: false, content: JSON.stringify({ error: { code, message } }) };
 }
 

@@ -26,7 +26,12 @@ describe("config", () => {
       model: "llama3.2",
       base_url: "http://127.0.0.1:11434",
     });
-    expect(config.agent).toEqual({ max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4 });
+    expect(config.agent).toEqual({
+      max_iterations: 25,
+      tool_timeout_s: 120,
+      loop_guard_repeats: 4,
+      max_call_depth: 4,
+    });
     expect(config.api.body_limit_bytes).toBe(1_048_576);
   });
 

@@ -16,7 +16,13 @@ export interface SparConfig {
   api_listen: string;
   default_model: ModelSettings;
   model_routing: RoutingConfig;
-  agent: { max_iterations: number; tool_timeout_s: number; loop_guard_repeats: number };
+  agent: {
+    max_iterations: number;
+    tool_timeout_s: number;
+    loop_guard_repeats: number;
+    /** Turns in one fighter-to-fighter call chain at most (the first message's included). */
+    max_call_depth: number;
+  };
   memory: { compaction: CompactionConfig; decay: DecayConfig };
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
@@ -92,6 +98,7 @@ const CONFIG_SCHEMA = {
         max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
         tool_timeout_s: { type: "number", exclusiveMinimum: 0 },
         loop_guard_repeats: { type: "integer", minimum: 2 },
+        max_call_depth: { type: "integer", minimum: 1, maximum: 32 },
       },
     },
     quotas: {
@@ -246,7 +253,7 @@ export function loadConfig(home: string, env = process.env): SparConfig {
     api_listen: env.SPAR_API_LISTEN || c.api_listen || "127.0.0.1:6660",
     default_model: c.default_model ?? { ...LOCAL_RUNNER },
     model_routing: { enabled: false, ...c.model_routing },
-    agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, ...c.agent },
+    agent: { max_iterations: 25, tool_timeout_s: 120, loop_guard_repeats: 4, max_call_depth: 4, ...c.agent },
     quotas: { requests_per_minute: 60, tokens_per_minute: 200_000, window_s: 60, ...c.quotas },
     memory: {
       compaction: { strategy: "summarize", threshold_percent: 80, keep_recent: 20, ...c.memory?.compaction },

@@ -17,6 +17,8 @@ export const ERROR_CATALOG = {
   TROOP_NOT_FOUND: 404,
   MOVE_NOT_FOUND: 404,
   CONFLICT: 409,
+  // A turn stopped by its client leaving, POST …/cancel, a WebSocket cancel frame or shutdown.
+  CANCELLED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
@@ -24,6 +26,9 @@ export const ERROR_CATALOG = {
   INTERNAL: 500,
   PROVIDER_ERROR: 502,
   PROVIDER_TIMEOUT: 504,
+  MOVE_TIMEOUT: 504,
+  // A turn a stopped daemon left unfinished (recorded as failed at the next start).
+  INTERRUPTED: 503,
   // The database is damaged: nothing a retry fixes, but the daemon is there to say so.
   STORE_CORRUPT: 503,
   // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.

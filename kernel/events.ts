@@ -11,7 +11,7 @@ export type SparEventPayload =
   | { kind: "fighter.status"; fighter_id: string; status: FighterStatus }
   | { kind: "fighter.rate_limited"; fighter_id: string; reason: "requests" | "tokens"; retry_after_s: number }
   | { kind: "bout.started"; fighter_id: string; bout_id: string }
-  | { kind: "message.received"; fighter_id: string; bout_id: string; from?: string }
+  | { kind: "message.received"; fighter_id: string; bout_id: string; turn_id: string; from?: string }
   | { kind: "message.delta"; fighter_id: string; bout_id: string; text: string; request_id?: string }
   | { kind: "move.called"; fighter_id: string; bout_id: string; name: string; call_id: string }
   | { kind: "move.result"; fighter_id: string; bout_id: string; name: string; call_id: string; ok: boolean }
@@ -30,9 +30,28 @@ export type SparEventPayload =
       through_seq: number;
     }
   | {
+      /** A turn that ended without completing: its steps stay in the bout, with this error. */
+      kind: "message.failed";
+      fighter_id: string;
+      bout_id: string;
+      turn_id: string;
+      status: "failed" | "cancelled";
+      error: { code: string; message: string };
+    }
+  | {
+      /** Bookkeeping after a committed turn failed (a `turn.end` tap, the Creed): the reply still stands. */
+      kind: "turn.hook_failed";
+      fighter_id: string;
+      bout_id: string;
+      turn_id: string;
+      hook: string;
+      error: string;
+    }
+  | {
       kind: "message.completed";
       fighter_id: string;
       bout_id: string;
+      turn_id: string;
       usage: Usage;
       iterations: number;
       model: string;

@@ -24,14 +24,16 @@ export interface LiveFighter {
 export interface FighterRegistry {
   /** Fills the registry from the store (every fighter starts idle after a restart). */
   load(rows: FighterRow[]): void;
+  /** A fighter's name by id, for messages; the id itself when it is not (or no longer) live. */
+  name(id: string): string;
   /** By id, then by name; FIGHTER_NOT_FOUND otherwise. */
   find(idOrName: string): LiveFighter;
   all(): LiveFighter[];
   isLive(live: LiveFighter): boolean;
   record(live: LiveFighter): FighterRecord;
   setStatus(live: LiveFighter, status: FighterStatus): void;
-  spawn(request: SpawnRequest): FighterRecord;
-  kill(idOrName: string): void;
+  spawn(request: SpawnRequest): Promise<FighterRecord>;
+  kill(idOrName: string): Promise<void>;
   modelFor(manifest: FighterManifest): ModelSettings;
 }
 
@@ -96,6 +98,7 @@ export function createFighterRegistry(options: {
       for (const row of rows) fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
     },
     find,
+    name: (id) => fighters.get(id)?.row.name ?? id,
     all: () => [...fighters.values()],
     isLive: (live) => fighters.get(live.row.id) === live,
     record,
@@ -105,7 +108,7 @@ export function createFighterRegistry(options: {
       live.status = status;
       events.publish({ kind: "fighter.status", fighter_id: live.row.id, status });
     },
-    spawn(request) {
+    async spawn(request) {
       const manifest = manifestFor(request);
       const problem = manifest.model ? options.modelProblem(manifest.model) : undefined;
       if (problem) throw new SparError("VALIDATION_FAILED", problem, { path: "/manifest/model" });
@@ -121,15 +124,16 @@ export function createFighterRegistry(options: {
         manifest,
         created_at: new Date().toISOString(),
       };
-      options.store().fighters.insert(row);
+      // The store's unique index on live names settles two spawns of one name racing here.
+      await options.store().fighters.insert(row);
       const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
       fighters.set(row.id, live);
       events.publish({ kind: "fighter.spawned", fighter_id: row.id, name: row.name });
       return record(live);
     },
-    kill(idOrName) {
+    async kill(idOrName) {
       const live = find(idOrName);
-      options.store().fighters.kill(live.row.id);
+      await options.store().fighters.kill(live.row.id);
       fighters.delete(live.row.id);
       events.publish({ kind: "fighter.killed", fighter_id: live.row.id, name: live.row.name });
     },

@@ -247,6 +247,24 @@ export function verifyRequest(request: SignableRequest, options: VerifyOptions):
   );
 }
 
+/**
+ * The `keyid` a request's signature names, checking nothing else: so a caller whose key lookup is
+ * asynchronous can fetch the key before the (synchronous) verification. Undefined when there is none.
+ */
+export function signatureKeyId(headers: SignableRequest["headers"]): string | undefined {
+  const inputHeader = headerValue(headers, "signature-input");
+  const signatureHeader = headerValue(headers, "signature");
+  if (inputHeader === undefined || signatureHeader === undefined) return undefined;
+  const inputs = parseDictionary(inputHeader, "Signature-Input");
+  const signatures = parseDictionary(signatureHeader, "Signature");
+  if (!inputs.ok || !signatures.ok) return undefined;
+  const label = [...inputs.value.keys()].find((key) => signatures.value.has(key));
+  const input = label === undefined ? undefined : inputs.value.get(label);
+  if (input?.kind !== "list") return undefined;
+  const keyId = input.params.find(([key]) => key === "keyid")?.[1];
+  return keyId?.type === "string" ? keyId.value : undefined;
+}
+
 function parseDictionary(text: string, header: string): Outcome<Map<string, Member>> {
   try {
     return { ok: true, value: new SfParser(text).dictionary() };

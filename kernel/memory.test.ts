@@ -36,8 +36,10 @@ function fakeStore(memories: MemoryMatch[]) {
   const rescored: { id: string; score0: number }[] = [];
   const store = {
     memories: {
-      candidates: () => memories,
-      rescore: (updates: { id: string; score0: number }[]) => rescored.push(...updates),
+      candidates: async () => memories,
+      rescore: async (updates: { id: string; score0: number }[]) => {
+        rescored.push(...updates);
+      },
     },
   } as unknown as Store;
   return { store, rescored };
@@ -51,27 +53,27 @@ function memory(id: string, matches: number, score0: number, ageDays: number): M
 describe("recallMemories", () => {
   const decay = { rate_per_day: 0.1, reinforce_on_access: 0.2, forget_below: 0.05 };
 
-  it("ranks by words matched times current score, and forgets what decayed away", () => {
+  it("ranks by words matched times current score, and forgets what decayed away", async () => {
     const { store } = fakeStore([
       memory("fresh-one-word", 1, 1, 0),
       memory("older-two-words", 2, 1, 5),
       memory("forgotten", 3, 1, 40),
     ]);
-    const recalled = recallMemories(store, "f", "anything", 10, decay, T0);
+    const recalled = await recallMemories(store, "f", "anything", 10, decay, T0);
     // Two words × e^−0.5 ≈ 1.21 beats one word × 1; e^−4 ≈ 0.018 is below forget_below.
     expect(recalled.map((r) => r.key)).toEqual(["older-two-words", "fresh-one-word"]);
     expect(recalled.map((r) => r.key)).not.toContain("forgotten");
   });
 
-  it("reinforces what it returns, from its current score", () => {
+  it("reinforces what it returns, from its current score", async () => {
     const { store, rescored } = fakeStore([memory("m", 1, 1, 10)]);
-    const [recalled] = recallMemories(store, "f", "m", 10, decay, T0);
+    const [recalled] = await recallMemories(store, "f", "m", 10, decay, T0);
     expect(rescored).toEqual([{ id: "m", score0: Math.exp(-1) + 0.2 }]);
     expect(recalled?.score).toBeCloseTo(Math.exp(-1) + 0.2, 4);
   });
 
-  it("returns at most `limit`", () => {
+  it("returns at most `limit`", async () => {
     const { store } = fakeStore([memory("a", 1, 1, 0), memory("b", 1, 1, 1), memory("c", 1, 1, 2)]);
-    expect(recallMemories(store, "f", "x", 2, decay, T0).map((r) => r.key)).toEqual(["a", "b"]);
+    expect((await recallMemories(store, "f", "x", 2, decay, T0)).map((r) => r.key)).toEqual(["a", "b"]);
   });
 });

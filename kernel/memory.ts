@@ -39,17 +39,16 @@ export interface RecalledMemory {
  * those decayed below `forget_below` left out. Each recalled memory is reinforced: its score rises by
  * `reinforce_on_access` and its decay starts again from now.
  */
-export function recallMemories(
+export async function recallMemories(
   store: Store,
   fighterId: string,
   query: string,
   limit: number,
   decay: DecayConfig,
   now = Date.now(),
-): RecalledMemory[] {
+): Promise<RecalledMemory[]> {
   const words = queryWords(query);
-  const ranked = store.memories
-    .candidates(fighterId, words)
+  const ranked = (await store.memories.candidates(fighterId, words))
     .map((m: MemoryMatch) => ({
       memory: m,
       score: decayedScore(m.score0, m.scored_at, now, decay.rate_per_day),
@@ -58,7 +57,7 @@ export function recallMemories(
     .sort((a, b) => Math.max(1, b.memory.matches) * b.score - Math.max(1, a.memory.matches) * a.score)
     .slice(0, limit);
   const at = new Date(now).toISOString();
-  store.memories.rescore(
+  await store.memories.rescore(
     ranked.map((r) => ({ id: r.memory.id, score0: r.score + decay.reinforce_on_access })),
     at,
   );

@@ -1,12 +1,13 @@
-import { createAftercare, type TurnRecord } from "./aftercare.js";
-import { runTurn } from "./agent-loop.js";
-import { contextTokens, estimateTokens } from "./compaction.js";
+import { createAftercare } from "./aftercare.js";
+import type { TurnProgress } from "./agent-loop.js";
+import { cancellation, childController } from "./cancel.js";
+import { estimateTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
-import { hasCapability } from "./fighter-manifest.js";
 import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
 import type { RingHooks } from "./hooks.js";
+import { createIdempotency, requestHash } from "./idempotency.js";
 import type { PluginHost } from "./plugin-host.js";
 import { callProvider, policyFor } from "./provider-call.js";
 import type { CredentialCheck } from "./provider-check.js";
@@ -16,7 +17,8 @@ import { routeModel } from "./routing.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
 import type { Store } from "./store-types.js";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, MoveDeclaration } from "./types.js";
+import { createTurnRunner } from "./turn-runner.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
 /** The reply a turn is reserved for when its model sets no `max_tokens`. */
 export const RESERVED_OUTPUT_TOKENS = 1024;
@@ -33,10 +35,19 @@ export interface MessagePathDeps {
   credentialFor: (settings: ModelSettings) => CredentialCheck;
 }
 
+/** A turn that has begun: what cancelling the fighter's turn aborts. */
+interface ActiveTurn {
+  controller: AbortController;
+  turn_id?: string;
+  bout_id?: string;
+}
+
 /**
- * The message data path (DESIGN §4): bout, status, the agent loop, the durable commit, then the
- * Creed, decay, usage hooks and the completion event. One turn per fighter at a time; the reflection
- * and compaction that follow a turn run in the same queue, after the reply, before the next turn.
+ * The message data path (DESIGN §4): quota at the door, one turn per fighter at a time in arrival
+ * order, the turn run and recorded step by step, then the completion event once the fighter is idle
+ * and its usage recorded. Around it: Idempotency-Key, cancellation (one AbortSignal per turn) and
+ * call chains, so a fighter never waits on a call back into itself. The reflection and compaction
+ * that follow a turn run in the same queue, after the reply, before the next turn.
  */
 export function createMessagePath(deps: MessagePathDeps) {
   const { config, hooks, events, host, fighters } = deps;
@@ -54,9 +65,13 @@ export function createMessagePath(deps: MessagePathDeps) {
     return driver;
   }
 
+  /** Aborted at shutdown: reflection and summary calls end with the daemon, not after it. */
+  const shutdown = new AbortController();
+
   /** One model call under the provider policy, for the kernel's and plugins' own uses (reflection, summaries). */
   async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse> {
-    return callProvider(await resolveDriver(model), { ...request, model }, policyFor(model));
+    const signal = request.signal ? AbortSignal.any([request.signal, shutdown.signal]) : shutdown.signal;
+    return callProvider(await resolveDriver(model), { ...request, model, signal }, policyFor(model));
   }
 
   const aftercare = createAftercare({
@@ -72,15 +87,31 @@ export function createMessagePath(deps: MessagePathDeps) {
   // The kernel's own prompt tap, first in line: the Creed and the bout's summary join the system prompt.
   hooks.turn.prepare.tapPromise({ name: "ring", stage: -100 }, async (prompt, context) => ({
     ...prompt,
-    system: aftercare.systemPrompt(context.fighter, context.bout_id),
+    system: await aftercare.systemPrompt(context.fighter, context.bout_id),
   }));
 
-  async function moveHandler(name: string) {
-    await host.activate(`onMove:${name}`);
-    return hooks.move.resolve.promise(name);
-  }
-
+  const runner = createTurnRunner({
+    config,
+    hooks,
+    events,
+    log: deps.log,
+    store: deps.store,
+    declaredMoves: deps.declaredMoves,
+    aftercare,
+    driver: resolveDriver,
+    move: async (name) => {
+      await host.activate(`onMove:${name}`);
+      return hooks.move.resolve.promise(name);
+    },
+  });
   const quotas = createQuotaGuard({ config, events, fighters });
+  const idempotency = createIdempotency(deps.store);
+  /** Every turn admitted and not yet ended, queued or running, so shutdown can cancel them all. */
+  const turns = new Set<ActiveTurn>();
+  /** The running turn of each fighter. */
+  const running = new Map<string, ActiveTurn>();
+  /** Every queued or running turn's work, a killed fighter's included, so shutdown waits for all. */
+  const pending = new Set<Promise<unknown>>();
 
   async function message(
     idOrName: string,
@@ -88,95 +119,118 @@ export function createMessagePath(deps: MessagePathDeps) {
     opts: MessageOptions = {},
   ): Promise<FighterMessageResult> {
     const live = fighters.find(idOrName);
-    const model = routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model;
-    const reservation = quotas.admit(live, estimateTurnTokens(live, text, model));
-    const turn = live.queue.then(async () => {
-      let tokens = 0;
-      try {
-        quotas.start(live, reservation);
-        const done = await fight(live, text, model, opts);
-        tokens = done.result.usage.input_tokens + done.result.usage.output_tokens;
-        return done;
-      } finally {
-        quotas.settle(live, reservation, tokens);
-      }
-    });
-    live.queue = turn.then(
-      ({ record }) => aftercare.later(record),
-      () => undefined,
+    refuseCycles(live, opts.chain ?? []);
+    if (opts.bout_id && opts.bout === "new") {
+      throw new SparError("VALIDATION_FAILED", 'give bout_id or "bout": "new", not both');
+    }
+    const key = opts.idempotency_key;
+    if (!key) return send(live, text, opts);
+    const hash = requestHash(live.row.id, text, opts.bout ?? opts.bout_id);
+    return idempotency.run(key, hash, (recorded) =>
+      send(live, text, opts, { key, request_hash: hash, recorded }),
     );
-    return (await turn).result;
   }
 
-  async function fight(
+  /** A fighter already waiting in the chain would wait on itself: refused at once, never queued. */
+  function refuseCycles(live: LiveFighter, chain: readonly string[]): void {
+    const names = () => [...chain, live.row.id].map((id) => fighters.name(id)).join(" → ");
+    if (chain.includes(live.row.id)) {
+      throw new SparError(
+        "CONFLICT",
+        `fighter "${live.row.name}" is already waiting in this call chain (${names()}): a call back into it would wait on itself`,
+        { chain: names() },
+      );
+    }
+    if (chain.length >= config.agent.max_call_depth) {
+      throw new SparError(
+        "CONFLICT",
+        `the call chain ${names()} is deeper than [agent] max_call_depth (${config.agent.max_call_depth})`,
+        { chain: names() },
+      );
+    }
+  }
+
+  async function send(
     live: LiveFighter,
     text: string,
-    model: ModelSettings,
     opts: MessageOptions,
-  ): Promise<{ result: FighterMessageResult; record: TurnRecord }> {
-    const db = deps.store();
-    if (!fighters.isLive(live))
-      throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
-    let bout = opts.bout_id ? db.bouts.get(opts.bout_id) : db.bouts.latest(live.row.id);
-    if (opts.bout_id && (!bout || bout.fighter_id !== live.row.id)) {
-      throw new SparError("BOUT_NOT_FOUND", `fighter "${live.row.name}" has no bout ${opts.bout_id}`);
-    }
-    const newBout = !bout;
-    if (!bout) {
-      bout = db.bouts.create(live.row.id);
-      events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
-    }
-    const boutId = bout.id;
-    events.publish({ kind: "message.received", fighter_id: live.row.id, bout_id: boutId });
-    fighters.setStatus(live, "fighting");
-    const offered: MoveDeclaration[] = [...deps.declaredMoves.values()].filter((m) =>
-      hasCapability(live.row.manifest.capabilities ?? [], m.capability),
-    );
-    const history = db.messages.list(boutId).filter((m) => !m.compacted);
-    const { result, messages } = await runTurn(
-      {
-        fighter: live.row,
-        bout_id: boutId,
-        model,
-        history,
-        user: { role: "user", content: text },
-        offered,
-        declared: deps.declaredMoves,
-        maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
-        loopGuardRepeats: config.agent.loop_guard_repeats,
-        toolTimeoutMs: config.agent.tool_timeout_s * 1000,
-        onDelta: opts.onDelta,
-        request_id: opts.request_id,
-      },
-      { hooks, events, driver: resolveDriver, move: moveHandler },
-    );
-    live.contextTokens = contextTokens(live.row.manifest.system_prompt, [...history, ...messages]);
-    // Durable before acknowledged: the whole turn is committed in one transaction first.
-    db.messages.append(boutId, messages);
-    db.usage.record(
-      live.row.id,
-      { provider: model.provider, model: model.model, ...result.usage },
-      new Date().toISOString(),
-    );
-    const record: TurnRecord = { fighter: live.row, bout_id: boutId, new_bout: newBout, model, messages };
-    aftercare.afterTurn(record);
-    await hooks.turn.end.promise({
-      fighter: live.row,
-      bout_id: boutId,
-      new_messages: messages,
-      usage: result.usage,
-      iterations: result.iterations,
+    keyed?: {
+      key: string;
+      request_hash: string;
+      /** The first attempt's reply when the key was used before (see idempotency.ts). */
+      recorded(): Promise<FighterMessageResult | undefined>;
+    },
+  ): Promise<FighterMessageResult> {
+    const model = routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model;
+    // A model that cannot be called (no key, a refused endpoint) is refused before anything is stored.
+    const check = deps.credentialFor(model);
+    if (!check.ok)
+      throw new SparError("PROVIDER_ERROR", check.problem, { provider: model.provider, retryable: false });
+    const reservation = quotas.admit(live, estimateTurnTokens(live, text, model));
+    const { controller, unlink } = childController(opts.signal);
+    const active: ActiveTurn = { controller };
+    turns.add(active);
+    const progress: TurnProgress = {
+      usage: { input_tokens: 0, output_tokens: 0 },
+      iterations: 0,
+      model: "",
+      tool_calls: [],
+    };
+    // The fighter is idle again the moment its turn is cancelled, whatever is still winding down.
+    const idleOnCancel = () => quotas.settleStatus(live);
+    const work = live.queue.then(async () => {
+      try {
+        // A caller who gave up while this waited in the queue: the turn never starts.
+        if (controller.signal.aborted) throw controller.signal.reason;
+        if (!fighters.isLive(live))
+          throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
+        // Its key's turn ran before: the stored reply, and no second turn (its request still counted).
+        const replayed = await keyed?.recorded();
+        if (replayed) return { result: replayed, completed: undefined };
+        quotas.start(live, reservation);
+        fighters.setStatus(live, "fighting");
+        running.set(live.row.id, active);
+        controller.signal.addEventListener("abort", idleOnCancel, { once: true });
+        return await runner.run(
+          {
+            live,
+            text,
+            model,
+            options: opts,
+            signal: controller.signal,
+            ...(keyed ? { idempotency: { key: keyed.key, request_hash: keyed.request_hash } } : {}),
+            started: (ids) => Object.assign(active, ids),
+          },
+          progress,
+        );
+      } finally {
+        controller.signal.removeEventListener("abort", idleOnCancel);
+        if (running.get(live.row.id) === active) running.delete(live.row.id);
+        turns.delete(active);
+        unlink();
+        quotas.settle(live, reservation, progress.usage.input_tokens + progress.usage.output_tokens);
+      }
     });
+    pending.add(work);
+    live.queue = work.then(
+      ({ completed }) => (completed ? aftercare.later(completed) : undefined),
+      () => undefined,
+    );
+    const done = work.finally(() => pending.delete(work));
+    const { result, completed } = await done;
+    if (!completed) return result;
+    // After the fighter is idle and its usage recorded (DESIGN §4 step 6).
     events.publish({
       kind: "message.completed",
       fighter_id: live.row.id,
-      bout_id: boutId,
+      bout_id: result.bout_id,
+      turn_id: result.turn_id,
       usage: result.usage,
       iterations: result.iterations,
       model: result.model,
       stop_reason: result.stop_reason,
     });
-    return { result: { bout_id: boutId, ...result }, record };
+    return result;
   }
 
   /**
@@ -193,6 +247,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     fromIdOrName: string,
     toIdOrName: string,
     content: string,
+    opts: Pick<MessageOptions, "signal" | "chain"> = {},
   ): Promise<FighterMessageResult> {
     const from = fighters.find(fromIdOrName);
     const to = fighters.find(toIdOrName);
@@ -200,10 +255,42 @@ export function createMessagePath(deps: MessagePathDeps) {
     const result = await message(
       to.row.id,
       `[message from fighter "${from.row.name}" (${from.row.id})]\n${content}`,
+      {
+        signal: opts.signal,
+        // The sender waits on the reply, so it is in the chain even when it is not in a turn itself.
+        chain: opts.chain ?? [from.row.id],
+      },
     );
-    aftercare.recordExchange(from.row, to.row, content);
+    await aftercare.recordExchange(from.row, to.row, content);
     return result;
   }
 
-  return { message, messageTo, llm, aftercare, stop: () => quotas.stop() };
+  async function cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }> {
+    const live = fighters.find(idOrName);
+    const active = running.get(live.row.id);
+    if (!active?.turn_id || !active.bout_id || active.controller.signal.aborted) {
+      throw new SparError("CONFLICT", `fighter "${live.row.name}" has no turn running`);
+    }
+    active.controller.abort(cancellation("POST /api/v1/fighters/:id/cancel"));
+    return { turn_id: active.turn_id, bout_id: active.bout_id };
+  }
+
+  /** Shutdown: every queued and running turn is cancelled and recorded before the store closes. */
+  async function stop(): Promise<void> {
+    const stopping = cancellation("the daemon is stopping");
+    shutdown.abort(stopping);
+    for (const active of turns) active.controller.abort(stopping);
+    await Promise.allSettled([...pending, ...fighters.all().map((f) => f.queue)]);
+    quotas.stop();
+  }
+
+  return {
+    message,
+    messageTo,
+    cancel,
+    stop,
+    llm,
+    aftercare,
+    purgeIdempotency: idempotency.purge,
+  };
 }

@@ -1,3 +1,4 @@
+import { cancelledError } from "./cancel.js";
 import { isSparError, SparError } from "./errors.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
@@ -23,7 +24,8 @@ export function policyFor(model: ModelSettings): CallPolicy {
 }
 
 /**
- * Calls a provider under the one policy every provider shares: a deadline for the whole call
+ * Calls a provider under the one policy every provider shares: the caller's `request.signal`
+ * (CANCELLED when it fires, no retry after it), a deadline for the whole call
  * (PROVIDER_TIMEOUT when it passes), bounded retries with exponential backoff for failures the driver
  * marks retryable, a 429's `retry_after_s` honoured when it fits before the deadline, and no retry
  * once text has been streamed to the caller (a second attempt would repeat it).
@@ -37,6 +39,9 @@ export async function callProvider(
   const sleep = policy.sleep ?? abortableSleep;
   const overall = new AbortController();
   const timer = setTimeout(() => overall.abort(), policy.timeoutMs);
+  // The caller's cancellation joins the deadline; it never replaces it.
+  const caller = request.signal;
+  const signal = caller ? AbortSignal.any([caller, overall.signal]) : overall.signal;
   let streamed = false;
   const onDelta = request.onDelta
     ? (text: string) => {
@@ -46,15 +51,18 @@ export async function callProvider(
     : undefined;
   try {
     for (let attempt = 0; ; attempt++) {
+      if (caller?.aborted) throw cancelledError(caller);
       try {
-        return await driver.complete({ ...request, onDelta, signal: overall.signal });
+        return await driver.complete({ ...request, onDelta, signal });
       } catch (err) {
+        if (caller?.aborted) throw cancelledError(caller);
         if (overall.signal.aborted) throw timeoutError(driver.provider, policy.timeoutMs, err);
         const error = asProviderError(driver.provider, err);
         if (streamed || attempt >= policy.maxRetries || error.extra.retryable !== true) throw error;
         const waitMs = retryDelay(error, attempt, policy.baseDelayMs ?? 500);
         if (Date.now() + waitMs >= deadline) throw error;
-        await sleep(waitMs, overall.signal);
+        await sleep(waitMs, signal);
+        if (caller?.aborted) throw cancelledError(caller);
         if (overall.signal.aborted) throw timeoutError(driver.provider, policy.timeoutMs, err);
       }
     }

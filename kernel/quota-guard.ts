@@ -75,6 +75,11 @@ export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; f
       const admission = scheduler.start(reservation, limitsOf(live));
       if (!admission.ok) refuse(live, admission);
     },
+    /** The fighter's status once no turn of its runs: resting while refused, else idle. */
+    settleStatus(live: LiveFighter): void {
+      const until = restingUntil.get(live.row.id) ?? 0;
+      deps.fighters.setStatus(live, until > Date.now() ? "resting" : "idle");
+    },
     /** After a turn: its real tokens replace the reservation; it rests if it was refused meanwhile. */
     settle(live: LiveFighter, reservation: Reservation, tokens: number): void {
       scheduler.settle(reservation, tokens);

@@ -15,6 +15,9 @@ import type { MoveListing, RingServices } from "./services.js";
 import type { Store } from "./store-types.js";
 import type { ModelSettings, ProviderDeclaration } from "./types.js";
 
+/** Idempotency keys older than a day are forgotten this often. */
+const PURGE_INTERVAL_MS = 60 * 60 * 1000;
+
 export interface RingOptions {
   config: SparConfig;
   home: string;
@@ -55,6 +58,7 @@ export function createRing(options: RingOptions): Ring {
   const startedAt = new Date();
   const keyRing = createKeyRing(options.home);
   let store: Store | undefined;
+  let purgeTimer: NodeJS.Timeout | undefined;
 
   const host = createPluginHost({
     plugins: options.plugins,
@@ -122,25 +126,26 @@ export function createRing(options: RingOptions): Ring {
     version: options.version,
     startedAt,
     fighters: {
-      spawn: async (request) => fighters.spawn(request),
-      list: () => fighters.all().map(fighters.record),
-      get: (idOrName) => fighters.record(fighters.find(idOrName)),
-      manifest: (idOrName) => fighters.find(idOrName).row.manifest,
-      kill: async (idOrName) => fighters.kill(idOrName),
+      spawn: (request) => fighters.spawn(request),
+      list: async () => fighters.all().map(fighters.record),
+      get: async (idOrName) => fighters.record(fighters.find(idOrName)),
+      manifest: async (idOrName) => fighters.find(idOrName).row.manifest,
+      kill: (idOrName) => fighters.kill(idOrName),
       message: path.message,
       messageTo: path.messageTo,
-      creed: (idOrName) => {
+      cancel: path.cancel,
+      creed: async (idOrName) => {
         const row = fighterRow(idOrName);
-        return { fighter: row.name, ...path.aftercare.creedOf(row) };
+        return { fighter: row.name, ...(await path.aftercare.creedOf(row)) };
       },
-      editCreed: (idOrName, edit) => {
+      editCreed: async (idOrName, edit) => {
         const row = fighterRow(idOrName);
-        return { fighter: row.name, ...path.aftercare.editCreed(row, edit) };
+        return { fighter: row.name, ...(await path.aftercare.editCreed(row, edit)) };
       },
-      relationships: (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
-      usage: (idOrName) => {
+      relationships: async (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
+      usage: async (idOrName) => {
         const row = fighterRow(idOrName);
-        const usage = requireStore().usage.summary(row.id);
+        const usage = await requireStore().usage.summary(row.id);
         const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
         return {
           fighter: row.name,
@@ -152,13 +157,20 @@ export function createRing(options: RingOptions): Ring {
           },
         };
       },
-      bouts: (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
+      bouts: async (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
     },
     bouts: {
-      messages(boutId) {
+      async messages(boutId) {
         const db = requireStore();
-        if (!db.bouts.get(boutId)) throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
+        if (!(await db.bouts.get(boutId)))
+          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
         return db.messages.list(boutId);
+      },
+      async turns(boutId) {
+        const db = requireStore();
+        if (!(await db.bouts.get(boutId)))
+          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
+        return db.turns.list(boutId);
       },
     },
     memory: {
@@ -171,15 +183,15 @@ export function createRing(options: RingOptions): Ring {
       query: (fighterId, query, limit) => requireStore().knowledge.query(fighterId, queryWords(query), limit),
     },
     llm: { complete: path.llm },
-    moves: { list: () => [...declaredMoves.values()] },
+    moves: { list: async () => [...declaredMoves.values()] },
     auth: {
-      key: (keyId) => keyRing.get(keyId),
-      keyCount: () => keyRing.size(),
+      key: async (keyId) => keyRing.get(keyId),
+      keyCount: async () => keyRing.size(),
       claimNonce: (keyId, nonce, expiresAt) =>
         requireStore().nonces.claim(keyId, nonce, expiresAt, Math.floor(Date.now() / 1000)),
     },
     plugins: {
-      list: () =>
+      list: async () =>
         host.eligible.map((p) => ({
           id: p.manifest.id,
           kind: p.manifest.kind,
@@ -188,7 +200,7 @@ export function createRing(options: RingOptions): Ring {
           source: p.source,
           active: host.isActive(p.manifest.id),
         })),
-      manifest: (id) => host.manifestFor(id),
+      manifest: async (id) => host.manifestFor(id),
     },
     store: {
       health: () => requireStore().health(),
@@ -211,18 +223,33 @@ export function createRing(options: RingOptions): Ring {
       if (!opened)
         throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
       store = opened;
-      fighters.load(opened.fighters.list());
+      // Turns a stopped daemon left running end as failed; a retry with their key gets that reply.
+      const abandoned = await opened.turns.abandon({
+        code: "INTERRUPTED",
+        message: "the daemon stopped before this turn ended; its steps so far are kept",
+      });
+      if (abandoned > 0) log.warn("turns interrupted by the last stop marked failed", { turns: abandoned });
+      fighters.load(await opened.fighters.list());
+      await path.purgeIdempotency();
+      purgeTimer = setInterval(() => {
+        path
+          .purgeIdempotency()
+          .catch((err: unknown) => log.warn("idempotency purge failed", { error: String(err) }));
+      }, PURGE_INTERVAL_MS);
+      purgeTimer.unref();
     },
     async ensureDefaultFighter() {
       if (!fighters.all().some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {
-        fighters.spawn({ manifest: FIGHTER_TEMPLATES[DEFAULT_FIGHTER_NAME] });
+        await fighters.spawn({ manifest: FIGHTER_TEMPLATES[DEFAULT_FIGHTER_NAME] });
       }
     },
     async close() {
-      path.stop();
+      clearInterval(purgeTimer);
+      // Running turns are cancelled and recorded first, so no client waits on the Arena's close.
+      const stopped = path.stop();
       await hooks.daemon.close.promise();
-      await Promise.allSettled(fighters.all().map((f) => f.queue));
-      store?.close();
+      await stopped;
+      await store?.close();
       store = undefined;
     },
   };

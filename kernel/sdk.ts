@@ -7,6 +7,7 @@ import type { EventBus } from "./events.js";
 import type { RingHooks } from "./hooks.js";
 import type { RingServices } from "./services.js";
 
+export { cancellation, cancelledError, isCancelled } from "./cancel.js";
 export type { SparConfig } from "./config.js";
 export type { CredentialEnv } from "./driver-cache.js";
 export { driverCache } from "./driver-cache.js";
@@ -27,7 +28,13 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type { SignableRequest, VerifyResult } from "./http-signatures.js";
-export { contentDigest, digestMatches, signRequest, verifyRequest } from "./http-signatures.js";
+export {
+  contentDigest,
+  digestMatches,
+  signatureKeyId,
+  signRequest,
+  verifyRequest,
+} from "./http-signatures.js";
 export { isLoopbackAddress, isLoopbackHost, isLoopbackHostHeader, parseHostHeader } from "./loopback.js";
 export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";

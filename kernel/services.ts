@@ -9,6 +9,7 @@ import type {
   Relationship,
   StoreCheck,
   StoreHealth,
+  TurnRecord,
   UsageSummary,
 } from "./store-types.js";
 import type {
@@ -26,6 +27,8 @@ import type {
 /** The answer to one message: DESIGN §4 step 7. */
 export interface FighterMessageResult {
   bout_id: string;
+  /** The turn this message started: its steps are in the bout's messages, its status in its turns. */
+  turn_id: string;
   response: string;
   usage: Usage;
   iterations: number;
@@ -38,11 +41,24 @@ export interface FighterMessageResult {
 export type SpawnRequest = { manifest: unknown } | { template: string; name?: string };
 
 export interface MessageOptions {
+  /** Continue this bout; by default the fighter's latest. */
   bout_id?: string;
+  /** `"new"` starts a fresh bout instead of continuing the latest. */
+  bout?: "new";
   /** Called with each streamed text delta as the model produces it. */
   onDelta?: (text: string) => void;
   /** Tags the `message.delta` events so a WebSocket client can match them to its request. */
   request_id?: string;
+  /** The caller's cancellation: aborting it cancels the turn, or keeps a queued one from ever starting. */
+  signal?: AbortSignal;
+  /**
+   * Ids of the fighters whose turns wait on this one, outermost first (fighter-to-fighter calls).
+   * A message to a fighter already in it is refused at once (CONFLICT), and so is one past
+   * `[agent] max_call_depth`.
+   */
+  chain?: readonly string[];
+  /** A retry with the same key (within 24 h) gets this attempt's reply instead of running again. */
+  idempotency_key?: string;
 }
 
 export type CreedView = CreedDocument & { fighter: string };
@@ -68,33 +84,47 @@ export interface PluginListing {
 
 /**
  * What the Ring offers its plugins and entry points (Arena, channels, gorillas). Fighters are
- * addressed by id or by name everywhere.
+ * addressed by id or by name everywhere. Every method returns a promise (the store behind them may
+ * be a server), but for the store's health, which is answered from memory.
  */
 export interface RingServices {
   readonly version: string;
   readonly startedAt: Date;
   readonly fighters: {
     spawn(request: SpawnRequest): Promise<FighterRecord>;
-    list(): FighterRecord[];
-    get(idOrName: string): FighterRecord;
+    list(): Promise<FighterRecord[]>;
+    get(idOrName: string): Promise<FighterRecord>;
     kill(idOrName: string): Promise<void>;
     message(idOrName: string, text: string, options?: MessageOptions): Promise<FighterMessageResult>;
-    messageTo(fromIdOrName: string, toIdOrName: string, content: string): Promise<FighterMessageResult>;
-    bouts(idOrName: string): BoutRecord[];
-    manifest(idOrName: string): FighterManifest;
-    creed(idOrName: string): CreedView;
+    /** A fighter-to-fighter message: the target's turn, with both sides' relationships updated. */
+    messageTo(
+      fromIdOrName: string,
+      toIdOrName: string,
+      content: string,
+      options?: Pick<MessageOptions, "signal" | "chain">,
+    ): Promise<FighterMessageResult>;
+    /** Cancels the fighter's running turn; CONFLICT when none runs. */
+    cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
+    bouts(idOrName: string): Promise<BoutRecord[]>;
+    manifest(idOrName: string): Promise<FighterManifest>;
+    creed(idOrName: string): Promise<CreedView>;
     /** Replaces identity, traits and directives; observations, relationships and counters stay. */
-    editCreed(idOrName: string, edit: Pick<CreedDocument, "identity" | "traits" | "directives">): CreedView;
-    relationships(idOrName: string): Relationship[];
-    usage(idOrName: string): FighterUsage;
+    editCreed(
+      idOrName: string,
+      edit: Pick<CreedDocument, "identity" | "traits" | "directives">,
+    ): Promise<CreedView>;
+    relationships(idOrName: string): Promise<Relationship[]>;
+    usage(idOrName: string): Promise<FighterUsage>;
   };
   readonly bouts: {
-    messages(boutId: string): StoredMessage[];
+    messages(boutId: string): Promise<StoredMessage[]>;
+    /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
+    turns(boutId: string): Promise<TurnRecord[]>;
   };
   /** Each fighter's long-term memory (the memory moves' substrate). */
   readonly memory: {
-    store(fighterId: string, key: string, value: string): MemoryRecord;
-    recall(fighterId: string, query: string, limit: number): RecalledMemory[];
+    store(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
+    recall(fighterId: string, query: string, limit: number): Promise<RecalledMemory[]>;
   };
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {
@@ -102,23 +132,29 @@ export interface RingServices {
       fighterId: string,
       entities: KgEntity[],
       relations: KgRelation[],
-    ): { entities_added: number; entities_merged: number; relations_added: number };
-    query(fighterId: string, query: string, limit: number): (KgEntity & { relations: KgRelation[] })[];
+    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
+    query(
+      fighterId: string,
+      query: string,
+      limit: number,
+    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   /** One model call under the provider policy (timeouts, retries), e.g. for a summary. */
   readonly llm: {
     complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
   };
-  readonly moves: { list(): MoveListing[] };
+  readonly moves: { list(): Promise<MoveListing[]> };
   /** Request signing: the authorized public keys and the nonces already used. */
   readonly auth: {
-    key(keyId: string): KeyObject | undefined;
-    keyCount(): number;
+    key(keyId: string): Promise<KeyObject | undefined>;
+    keyCount(): Promise<number>;
     /** False when the key already used this nonce (a replay). */
-    claimNonce(keyId: string, nonce: string, expiresAt: number): boolean;
+    claimNonce(keyId: string, nonce: string, expiresAt: number): Promise<boolean>;
   };
-  readonly plugins: { list(): PluginListing[]; manifest(id: string): PluginManifest | undefined };
-  /** The store's condition, for health checks and `spar doctor`: the data itself is reached above. */
+  readonly plugins: {
+    list(): Promise<PluginListing[]>;
+    manifest(id: string): Promise<PluginManifest | undefined>;
+  };
   readonly store: {
     /** From memory: `corrupt` once a call or the integrity check met a damaged database. */
     health(): StoreHealth;

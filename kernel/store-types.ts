@@ -2,7 +2,7 @@
  * The storage substrate's interface and records. One store plugin provides it; the kernel is its
  * only direct user (plugins reach data through RingServices).
  */
-import type { BoutRecord, ChatMessage, FighterRow, StoredMessage } from "./types.js";
+import type { BoutRecord, ChatMessage, FighterRow, StoredMessage, Usage } from "./types.js";
 
 export interface MemoryRecord {
   id: string;
@@ -98,6 +98,71 @@ export interface StoreCheck extends StoreHealth {
   checked: boolean;
 }
 
+/** Where a turn stands: `running` until it ends; the others are final. */
+export type TurnStatus = "running" | "completed" | "failed" | "cancelled";
+
+/** One turn of a bout: the user's message and everything the fighter did about it. */
+export interface TurnRecord {
+  id: string;
+  bout_id: string;
+  fighter_id: string;
+  status: TurnStatus;
+  /** Why it did not complete (absent for running and completed turns). */
+  error?: { code: string; message: string };
+  started_at: string;
+  finished_at?: string;
+  usage: Usage;
+  iterations: number;
+  /** The model name the provider reported. */
+  model?: string;
+  stop_reason?: string;
+}
+
+/** What a retry with the same Idempotency-Key gets: the first attempt's result or its error. */
+export type StoredReply =
+  | { ok: true; result: unknown }
+  | { ok: false; error: { code: string; message: string; [extra: string]: unknown } };
+
+export interface IdempotencyRecord {
+  key: string;
+  /** A hash of what was asked (fighter, message, bout): the same key with another request is a conflict. */
+  request_hash: string;
+  fighter_id: string;
+  turn_id: string;
+  created_at: string;
+  /** Absent while the turn runs. */
+  reply?: StoredReply;
+}
+
+export interface TurnStart {
+  fighter_id: string;
+  /** A bout of the fighter to continue; absent to start a new one. */
+  bout_id?: string;
+  user: ChatMessage & { role: "user" };
+  /** Remembered with the turn, in the same transaction, so a retry finds it. */
+  idempotency?: { key: string; request_hash: string };
+}
+
+export interface TurnEnd {
+  status: Exclude<TurnStatus, "running">;
+  error?: { code: string; message: string };
+  /** The last step's messages (the final answer, or results for calls left unanswered). */
+  messages: ChatMessage[];
+  usage: Usage;
+  iterations: number;
+  model?: string;
+  stop_reason?: string;
+  /** Where the tokens went: recorded in the fighter's usage when any were spent. */
+  provider?: { provider: string; model: string };
+  /** Stored for the turn's Idempotency-Key, if it has one. */
+  reply?: StoredReply;
+}
+
+/**
+ * The storage substrate. Every method but `health` returns a promise, so a store that talks to a
+ * server (PostgreSQL) implements the same interface as the embedded one. `test/contract/store.test.ts`
+ * is the suite every store plugin passes.
+ */
 export interface Store {
   /** Answered from memory, never by reading the database: health checks call it on every probe. */
   health(): StoreHealth;
@@ -107,56 +172,78 @@ export interface Store {
    */
   integrity(): Promise<StoreCheck>;
   readonly fighters: {
-    insert(row: FighterRow): void;
-    list(): FighterRow[];
-    get(id: string): FighterRow | undefined;
-    getByName(name: string): FighterRow | undefined;
+    insert(row: FighterRow): Promise<void>;
+    list(): Promise<FighterRow[]>;
+    get(id: string): Promise<FighterRow | undefined>;
+    getByName(name: string): Promise<FighterRow | undefined>;
     /** Marks the fighter killed: it leaves the registry, its bouts and messages stay on disk. */
-    kill(id: string): boolean;
+    kill(id: string): Promise<boolean>;
   };
   readonly bouts: {
-    create(fighterId: string): BoutRecord;
-    get(id: string): BoutRecord | undefined;
-    latest(fighterId: string): BoutRecord | undefined;
-    list(fighterId: string): BoutRecord[];
+    get(id: string): Promise<BoutRecord | undefined>;
+    latest(fighterId: string): Promise<BoutRecord | undefined>;
+    list(fighterId: string): Promise<BoutRecord[]>;
+  };
+  readonly turns: {
+    /**
+     * Starts a turn: the bout (created when none is named), the turn (`running`) and its user
+     * message, with the idempotency record if any, in one transaction. A key already recorded is
+     * CONFLICT. Committed without waiting for the disk: the turn's end makes it durable.
+     */
+    begin(start: TurnStart): Promise<{ turn: TurnRecord; bout: BoutRecord; bout_created: boolean }>;
+    /** A step of a running turn (an assistant message, a tool result), in order; no disk wait. */
+    append(turnId: string, messages: ChatMessage[]): Promise<StoredMessage[]>;
+    /**
+     * Ends a running turn durably (the commit waits for the disk, which makes its earlier steps
+     * durable too): final messages, status, usage and the idempotent reply, in one transaction.
+     */
+    finish(turnId: string, end: TurnEnd): Promise<TurnRecord>;
+    get(turnId: string): Promise<TurnRecord | undefined>;
+    /** The bout's turns, oldest first. */
+    list(boutId: string): Promise<TurnRecord[]>;
+    /** Turns a stopped daemon left `running` become `failed` with `error`; returns how many. */
+    abandon(error: { code: string; message: string }): Promise<number>;
   };
   readonly messages: {
-    /** Appends all messages of one turn in a single durable transaction. */
-    append(boutId: string, messages: ChatMessage[]): StoredMessage[];
     /** Every message of the bout in order, compacted ones included (and marked). */
-    list(boutId: string): StoredMessage[];
+    list(boutId: string): Promise<StoredMessage[]>;
     /**
      * Marks messages with `seq <= throughSeq` compacted and stores the summary that replaces them
      * (none for truncation), in one transaction. Returns how many were newly marked.
      */
-    compact(boutId: string, throughSeq: number, summary: string | undefined): number;
+    compact(boutId: string, throughSeq: number, summary: string | undefined): Promise<number>;
   };
   readonly summaries: {
-    get(boutId: string): BoutSummary | undefined;
+    get(boutId: string): Promise<BoutSummary | undefined>;
+  };
+  readonly idempotency: {
+    get(key: string): Promise<IdempotencyRecord | undefined>;
+    /** Forgets records created before `before` (ISO time); returns how many. */
+    purge(before: string): Promise<number>;
   };
   readonly memories: {
     /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
-    put(fighterId: string, key: string, value: string): MemoryRecord;
+    put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
     /** Memories containing any of `words` in key or value (all of them when `words` is empty). */
-    candidates(fighterId: string, words: string[]): MemoryMatch[];
+    candidates(fighterId: string, words: string[]): Promise<MemoryMatch[]>;
     /** Sets each memory's score0 and scored_at (reinforcement on access). */
-    rescore(updates: { id: string; score0: number }[], at: string): void;
+    rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
     /** Applies decay to every memory of the fighter up to `at`: score0 · e^(−rate · days). */
-    decay(fighterId: string, ratePerDay: number, at: string): void;
+    decay(fighterId: string, ratePerDay: number, at: string): Promise<void>;
   };
   readonly creeds: {
-    get(fighterName: string): CreedDocument | undefined;
-    put(fighterName: string, creed: CreedDocument): void;
+    get(fighterName: string): Promise<CreedDocument | undefined>;
+    put(fighterName: string, creed: CreedDocument): Promise<void>;
   };
   readonly relationships: {
-    list(fighterName: string): Relationship[];
+    list(fighterName: string): Promise<Relationship[]>;
     /** Counts one exchange with `other` (creating the record), at `at`, with a fresh note. */
     record(
       fighterName: string,
       other: { with: string; kind: Relationship["kind"] },
       note: string,
       at: string,
-    ): void;
+    ): Promise<void>;
   };
   readonly knowledge: {
     /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
@@ -164,24 +251,28 @@ export interface Store {
       fighterId: string,
       entities: KgEntity[],
       relations: KgRelation[],
-    ): { entities_added: number; entities_merged: number; relations_added: number };
+    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
     /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
-    query(fighterId: string, words: string[], limit: number): (KgEntity & { relations: KgRelation[] })[];
+    query(
+      fighterId: string,
+      words: string[],
+      limit: number,
+    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   readonly nonces: {
     /**
      * Records a nonce for a key until `expiresAt` (unix seconds); false when it was already seen and
      * has not expired. Forgets expired nonces as it goes.
      */
-    claim(keyId: string, nonce: string, expiresAt: number, now: number): boolean;
+    claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean>;
   };
   readonly usage: {
     record(
       fighterId: string,
       entry: { provider: string; model: string; input_tokens: number; output_tokens: number },
       at: string,
-    ): void;
-    summary(fighterId: string): UsageSummary[];
+    ): Promise<void>;
+    summary(fighterId: string): Promise<UsageSummary[]>;
   };
-  close(): void;
+  close(): Promise<void>;
 }

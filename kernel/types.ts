@@ -94,6 +94,8 @@ export type StoredMessage = ChatMessage & {
   bout_id: string;
   seq: number;
   created_at: string;
+  /** The turn it belongs to (absent on messages stored before turns were recorded). */
+  turn_id?: string;
   compacted?: boolean;
 };
 
@@ -166,7 +168,13 @@ export interface ProviderDeclaration {
 export interface MoveContext {
   fighter: FighterRow;
   bout_id: string;
+  /** Fires when the turn is cancelled or the move's time is up: stop, and let the call settle. */
   signal: AbortSignal;
+  /**
+   * Ids of the fighters waiting on this turn, this fighter's last. Pass it (and `signal`) on when the
+   * move messages another fighter, so a call back into the chain is refused instead of waiting.
+   */
+  chain: readonly string[];
 }
 
 /** A move's code: run with validated input, return text (or a JSON-able value) for the model. */

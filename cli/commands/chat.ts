@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { SparError } from "../../kernel/errors.js";
 import type { FighterMessageResult } from "../../kernel/services.js";
 import { apiStream } from "../client.js";
@@ -16,9 +17,15 @@ export async function chat(
   const path = `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`;
   const body = { message: String(text), ...(options.bout ? { bout_id: options.bout } : {}) };
   const spinner = options.json ? undefined : startSpinner();
+  // Ctrl-C closes the request, and the daemon cancels the turn (no tokens are spent after it).
+  const abort = new AbortController();
+  const onInterrupt = () => abort.abort();
+  process.once("SIGINT", onInterrupt);
+  // A retry of this exact request (a dropped connection, a proxy) never runs the turn twice.
+  const headers = { "idempotency-key": randomUUID() };
   let printed = false;
   try {
-    for await (const { event, data } of apiStream("POST", path, body)) {
+    for await (const { event, data } of apiStream("POST", path, body, { headers, signal: abort.signal })) {
       if (event === "delta") {
         spinner?.stop();
         if (!options.json) process.stdout.write(show((data as { text: string }).text));
@@ -37,7 +44,13 @@ export async function chat(
       }
     }
     throw new SparError("INTERNAL", "the reply stream ended without a reply");
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+    spinner?.stop();
+    process.stderr.write(`${printed ? "\n" : ""}spar: cancelled; the fighter stopped this turn\n`);
+    process.exitCode = 130;
   } finally {
+    process.off("SIGINT", onInterrupt);
     spinner?.stop();
   }
 }

@@ -22,7 +22,7 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   const { startDaemon } = await import("../../kernel/daemon.js");
   warnOfWeakSecret(home);
   const daemon = await startDaemon(home);
-  const fighters = daemon.ring.services.fighters.list().length;
+  const fighters = (await daemon.ring.services.fighters.list()).length;
   const shutdown = (signal: string) => {
     process.stdout.write(`Spar stopping (${signal})\n`);
     daemon.stop().then(

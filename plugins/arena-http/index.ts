@@ -15,7 +15,7 @@ export default definePlugin({
     compiled.catch(() => undefined);
 
     hooks.daemon.ready.tap(async ({ host, port }) => {
-      if (!isLoopbackHost(host) && ring.auth.keyCount() === 0) {
+      if (!isLoopbackHost(host) && (await ring.auth.keyCount()) === 0) {
         throw new SparError(
           "CONFIG_INVALID",
           `refusing to listen on ${host}:${port}, reachable from other machines, with no authorized key. ` +

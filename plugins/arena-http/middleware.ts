@@ -23,7 +23,7 @@ export function registerCors(app: FastifyInstance, config: Readonly<SparConfig>)
   app.register(cors, {
     origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin.toLowerCase())),
     methods: ["GET", "POST", "PUT", "DELETE"],
-    allowedHeaders: ["content-type", "content-digest", "signature", "signature-input"],
+    allowedHeaders: ["content-type", "content-digest", "signature", "signature-input", "idempotency-key"],
   });
 }
 

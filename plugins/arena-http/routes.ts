@@ -1,5 +1,5 @@
-import type { FastifyInstance } from "fastify";
-import { type RingServices, SparError } from "../../kernel/sdk.js";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { cancellation, type RingServices, SparError } from "../../kernel/sdk.js";
 import { streamReply } from "./sse.js";
 
 const idParams = {
@@ -15,8 +15,12 @@ const messageBody = {
   properties: {
     message: { type: "string", minLength: 1 },
     bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$" },
+    bout: { const: "new" },
   },
 } as const;
+
+/** An Idempotency-Key: printable ASCII, as long as a UUID or a little more. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 
 const spawnBody = {
   type: "object",
@@ -52,7 +56,7 @@ const creedBody = {
  */
 export function fighterRoutes(ring: RingServices) {
   return async (app: FastifyInstance) => {
-    app.get("/fighters", async () => ({ fighters: ring.fighters.list() }));
+    app.get("/fighters", async () => ({ fighters: await ring.fighters.list() }));
 
     app.post<{ Body: { manifest?: unknown; template?: string; name?: string } }>(
       "/fighters",
@@ -90,42 +94,62 @@ export function fighterRoutes(ring: RingServices) {
     );
 
     for (const verb of ["message", "chat"]) {
-      app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string } }>(
+      app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string; bout?: "new" } }>(
         `/fighters/:id/${verb}`,
         { schema: { params: idParams, body: messageBody } },
         async (request, reply) => {
           const { id } = request.params;
-          const { message, bout_id } = request.body;
-          if (!request.headers.accept?.includes("text/event-stream")) {
-            return ring.fighters.message(id, message, { bout_id });
+          const { message, bout_id, bout } = request.body;
+          const key = request.headers["idempotency-key"];
+          if (key !== undefined && (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key))) {
+            throw new SparError(
+              "VALIDATION_FAILED",
+              "Idempotency-Key must be 1 to 200 printable ASCII characters (a UUID is a good one)",
+            );
           }
-          await streamReply(reply, (onDelta) => ring.fighters.message(id, message, { bout_id, onDelta }));
+          // The client leaving cancels its turn: no tokens are spent on an answer nobody reads.
+          const signal = disconnectSignal(reply);
+          const options = { bout_id, bout, signal, ...(key ? { idempotency_key: key } : {}) };
+          if (!request.headers.accept?.includes("text/event-stream")) {
+            return ring.fighters.message(id, message, options);
+          }
+          await streamReply(reply, (onDelta) => ring.fighters.message(id, message, { ...options, onDelta }));
           return reply;
         },
       );
     }
 
+    app.post<{ Params: { id: string } }>(
+      "/fighters/:id/cancel",
+      { schema: { params: idParams } },
+      async (request) => ({ cancelled: true, ...(await ring.fighters.cancel(request.params.id)) }),
+    );
+
     app.post<{ Params: { id: string; target: string }; Body: { content: string } }>(
       "/fighters/:id/message-to/:target",
       { schema: { body: messageToBody } },
-      async (request) =>
-        ring.fighters.messageTo(request.params.id, request.params.target, request.body.content),
+      async (request, reply) =>
+        ring.fighters.messageTo(request.params.id, request.params.target, request.body.content, {
+          signal: disconnectSignal(reply),
+        }),
     );
 
     app.get<{ Params: { id: string } }>(
       "/fighters/:id/bouts",
       { schema: { params: idParams } },
-      async (request) => ({
-        bouts: ring.fighters.bouts(request.params.id),
-      }),
+      async (request) => ({ bouts: await ring.fighters.bouts(request.params.id) }),
     );
 
     app.get<{ Params: { id: string } }>(
       "/bouts/:id/messages",
       { schema: { params: idParams } },
-      async (request) => ({
-        messages: ring.bouts.messages(request.params.id),
-      }),
+      async (request) => ({ messages: await ring.bouts.messages(request.params.id) }),
+    );
+
+    app.get<{ Params: { id: string } }>(
+      "/bouts/:id/turns",
+      { schema: { params: idParams } },
+      async (request) => ({ turns: await ring.bouts.turns(request.params.id) }),
     );
 
     app.get<{ Params: { id: string } }>(
@@ -143,7 +167,7 @@ export function fighterRoutes(ring: RingServices) {
     app.get<{ Params: { id: string } }>(
       "/fighters/:id/relationships",
       { schema: { params: idParams } },
-      async (request) => ({ relationships: ring.fighters.relationships(request.params.id) }),
+      async (request) => ({ relationships: await ring.fighters.relationships(request.params.id) }),
     );
 
     app.get<{ Params: { id: string } }>(
@@ -152,15 +176,15 @@ export function fighterRoutes(ring: RingServices) {
       async (request) => ring.fighters.usage(request.params.id),
     );
 
-    app.get("/moves", async () => ({ moves: ring.moves.list() }));
+    app.get("/moves", async () => ({ moves: await ring.moves.list() }));
 
-    app.get("/plugins", async () => ({ plugins: ring.plugins.list() }));
+    app.get("/plugins", async () => ({ plugins: await ring.plugins.list() }));
 
     app.get("/status", async () => ({
       status: "ok",
       version: ring.version,
       uptime_s: Math.round((Date.now() - ring.startedAt.getTime()) / 1000),
-      fighters: ring.fighters.list().map(({ id, name, status }) => ({ id, name, status })),
+      fighters: (await ring.fighters.list()).map(({ id, name, status }) => ({ id, name, status })),
     }));
 
     // Open to unsigned callers, so it names the problem's kind only: the paths are for spar doctor.
@@ -170,4 +194,13 @@ export function fighterRoutes(ring: RingServices) {
       return reply.status(503).send({ status: "unhealthy", version: ring.version, store: store.status });
     });
   };
+}
+
+/** Aborts when the client goes away before its answer was sent. */
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) controller.abort(cancellation("its client disconnected"));
+  });
+  return controller.signal;
 }

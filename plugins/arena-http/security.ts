@@ -19,6 +19,7 @@ import {
   type RingServices,
   type SparConfig,
   SparError,
+  signatureKeyId,
   verifyRequest,
 } from "../../kernel/sdk.js";
 import type { RateLimiter } from "./rate-limit.js";
@@ -113,7 +114,7 @@ export function registerSecurity(
     }
     // A signature, wherever it is sent, must be good: a signed health check proves the key works.
     if (request.headers["signature-input"] !== undefined || request.headers.signature !== undefined) {
-      authenticateSigned(request);
+      await authenticateSigned(request);
     } else if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) {
       return;
     } else {
@@ -132,14 +133,16 @@ export function registerSecurity(
     reply.header("x-ratelimit-reset", admitted.resetS);
   });
 
-  function authenticateSigned(request: FastifyRequest): void {
+  async function authenticateSigned(request: FastifyRequest): Promise<void> {
+    const keyId = signatureKeyId(request.headers);
+    const key = keyId === undefined ? undefined : await ring.auth.key(keyId);
     const result = verifyRequest(
       {
         method: request.method,
         targetUri: `http://${request.headers.host ?? ""}${request.url}`,
         headers: request.headers,
       },
-      { keys: (keyId) => ring.auth.key(keyId), hasBody: hasBody(request), maxAgeSeconds: MAX_AGE_S },
+      { keys: (id) => (id === keyId ? key : undefined), hasBody: hasBody(request), maxAgeSeconds: MAX_AGE_S },
     );
     if (!result.ok) throw new SparError("UNAUTHORIZED", `request signature refused: ${result.reason}`);
     request.sparKeyId = result.keyId;
@@ -174,7 +177,9 @@ export function registerSecurity(
         );
       }
     }
-    if (!ring.auth.claimNonce(request.sparKeyId, request.sparNonce.value, request.sparNonce.expiresAt)) {
+    if (
+      !(await ring.auth.claimNonce(request.sparKeyId, request.sparNonce.value, request.sparNonce.expiresAt))
+    ) {
       throw new SparError("UNAUTHORIZED", "request signature refused: its nonce was already used (a replay)");
     }
   });

@@ -1,14 +1,16 @@
 /**
  * The event stream and chat over WebSocket at /api/v1/ws (DESIGN §6). JSON text frames.
  * Client → server: {"type":"subscribe","kinds":[…],"fighter_id"?,"since"?} and
- * {"type":"chat","id","fighter_id","message","bout_id"?}. Server → client: {"type":"event",…envelope},
+ * {"type":"chat","id","fighter_id","message","bout_id"?} and {"type":"cancel","id"} (cancels that chat). Server → client: {"type":"event",…envelope},
  * {"type":"reply","id",…response}, {"type":"error","id"?,"error":{code,message}} and
  * {"type":"notice","code","message"}. A bad frame gets an error frame; the connection stays.
  */
+import { randomUUID } from "node:crypto";
 import websocket from "@fastify/websocket";
 import type { FastifyInstance } from "fastify";
 import type { WebSocket } from "ws";
 import {
+  cancellation,
   type EventBus,
   findForbiddenKey,
   forbiddenKeyMessage,
@@ -85,7 +87,10 @@ function serve(
   admit: () => ReturnType<RateLimiter["take"]>,
 ): void {
   let subscription: Subscription | undefined;
-  const chats = new Set<string>();
+  /** This connection's running chats by the client's id. */
+  const chats = new Map<string, AbortController>();
+  /** Makes the client's chat ids unique daemon-wide in the deltas' `request_id`. */
+  const prefix = `${randomUUID()}:`;
   let closing = false;
 
   const send = (frame: Record<string, unknown>) => {
@@ -107,7 +112,7 @@ function serve(
 
   const wanted = (event: SparEvent): boolean => {
     // A chat's own deltas always reach the client that asked, subscribed or not.
-    if (event.kind === "message.delta" && event.request_id && chats.has(event.request_id)) return true;
+    if (event.kind === "message.delta" && event.request_id?.startsWith(prefix)) return true;
     if (!subscription) return false;
     if (subscription.fighter_id && "fighter_id" in event && event.fighter_id !== subscription.fighter_id)
       return false;
@@ -115,16 +120,34 @@ function serve(
   };
 
   const unsubscribe = events.subscribe((event) => {
-    if (wanted(event)) send({ type: "event", ...event });
+    if (!wanted(event)) return;
+    // Chat ids belong to their connection: the client sees its own id, no one else's.
+    if (event.kind === "message.delta" && event.request_id !== undefined) {
+      if (!event.request_id.startsWith(prefix))
+        return send({ type: "event", ...event, request_id: undefined });
+      return send({ type: "event", ...event, request_id: event.request_id.slice(prefix.length) });
+    }
+    send({ type: "event", ...event });
   });
   socket.on("close", () => {
     closing = true;
     unsubscribe();
+    // The client is gone: its chats are cancelled, as an HTTP client's would be.
+    for (const chat of chats.values()) chat.abort(cancellation("its WebSocket closed"));
   });
 
   socket.on("message", (data, isBinary) => {
     const frame = parseFrame(isBinary ? undefined : data.toString());
     if (frame instanceof SparError) return send({ type: "error", error: frame.toJSON().error });
+    if (frame.type === "cancel") {
+      const chat = chats.get(frame.id);
+      if (!chat) {
+        const none = new SparError("CONFLICT", `no chat with id "${frame.id}" is running on this connection`);
+        return send({ type: "error", id: frame.id, error: none.toJSON().error });
+      }
+      chat.abort(cancellation("a WebSocket cancel frame"));
+      return;
+    }
     if (frame.type === "subscribe") {
       subscription = frame.subscription;
       if (frame.since !== undefined) {
@@ -148,9 +171,21 @@ function serve(
       });
       return send({ type: "error", id: frame.id, error: limited.toJSON().error });
     }
-    chats.add(frame.id);
+    if (chats.has(frame.id)) {
+      const busy = new SparError(
+        "CONFLICT",
+        `a chat with id "${frame.id}" is already running on this connection`,
+      );
+      return send({ type: "error", id: frame.id, error: busy.toJSON().error });
+    }
+    const controller = new AbortController();
+    chats.set(frame.id, controller);
     ring.fighters
-      .message(frame.fighter_id, frame.message, { request_id: frame.id, bout_id: frame.bout_id })
+      .message(frame.fighter_id, frame.message, {
+        request_id: `${prefix}${frame.id}`,
+        bout_id: frame.bout_id,
+        signal: controller.signal,
+      })
       .then(
         (result) => send({ type: "reply", id: frame.id, ...result }),
         (err: unknown) => {
@@ -164,7 +199,8 @@ function serve(
 
 type Frame =
   | { type: "subscribe"; subscription: Subscription; since?: number }
-  | { type: "chat"; id: string; fighter_id: string; message: string; bout_id?: string };
+  | { type: "chat"; id: string; fighter_id: string; message: string; bout_id?: string }
+  | { type: "cancel"; id: string };
 
 /** Checks a client frame by hand: a few fields, each with a message that says what is wrong. */
 function parseFrame(text: string | undefined): Frame | SparError {
@@ -213,5 +249,10 @@ function parseFrame(text: string | undefined): Frame | SparError {
       bout_id: f.bout_id as string | undefined,
     };
   }
-  return bad(`unknown frame type ${JSON.stringify(f.type)}; use "subscribe" or "chat"`);
+  if (f.type === "cancel") {
+    if (typeof f.id !== "string" || f.id === "")
+      return bad('cancel needs the non-empty string "id" of a chat');
+    return { type: "cancel", id: f.id };
+  }
+  return bad(`unknown frame type ${JSON.stringify(f.type)}; use "subscribe", "chat" or "cancel"`);
 }

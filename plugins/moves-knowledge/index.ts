@@ -20,7 +20,7 @@ export default definePlugin({
         name: "kg_query",
         async run(input, { fighter }) {
           const limit = typeof input.limit === "number" ? input.limit : 10;
-          return { entities: ring.knowledge.query(fighter.id, String(input.query), limit) };
+          return { entities: await ring.knowledge.query(fighter.id, String(input.query), limit) };
         },
       },
     };

@@ -11,7 +11,7 @@ export default definePlugin({
       memory_store: {
         name: "memory_store",
         async run(input, { fighter }) {
-          const record = ring.memory.store(fighter.id, String(input.key), String(input.value));
+          const record = await ring.memory.store(fighter.id, String(input.key), String(input.value));
           return { stored: record.key };
         },
       },
@@ -19,7 +19,7 @@ export default definePlugin({
         name: "memory_recall",
         async run(input, { fighter }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
-          const found = ring.memory.recall(fighter.id, String(input.query), limit);
+          const found = await ring.memory.recall(fighter.id, String(input.query), limit);
           return { memories: found };
         },
       },

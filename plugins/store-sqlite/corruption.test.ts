@@ -10,9 +10,9 @@ import { keyConnection } from "./cipher.js";
 import { guardStore } from "./corruption.js";
 import { quickCheck, type RunningCheck, startIntegrityCheck } from "./integrity.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
-import type { StoreData } from "./queries.js";
 import { openRetained } from "./retain.js";
 import { openSqliteStore } from "./store.js";
+import type { StoreData } from "./sync-store.js";
 
 const SECRET = "correct horse battery staple, long enough";
 /** The compiled worker (`npm run build`, as `npm test` does first): vitest runs sources, not dist/. */
@@ -44,7 +44,7 @@ const NO_CHECK: RunningCheck = {
   stop: () => undefined,
 };
 
-/** A store whose every method throws `err`: the translation is all that is under test. */
+/** A data layer whose every method throws `err`: the translation is all that is under test. */
 function throwing(err: unknown): StoreData {
   const fail = () => {
     throw err;
@@ -56,13 +56,20 @@ function throwing(err: unknown): StoreData {
   } as unknown as StoreData;
 }
 
-function caught(fn: () => unknown): unknown {
+/** What `call` rejected with; a call that throws instead of returning a promise fails the test. */
+async function rejection(call: () => Promise<unknown>): Promise<unknown> {
+  let promise: Promise<unknown>;
   try {
-    fn();
+    promise = call();
   } catch (err) {
-    return err;
+    throw new Error(`threw instead of rejecting: ${String(err)}`);
   }
-  throw new Error("expected a throw");
+  return promise.then(
+    () => {
+      throw new Error("expected a rejection");
+    },
+    (err: unknown) => err,
+  );
 }
 
 describe("guardStore: corruption becomes STORE_CORRUPT", () => {
@@ -70,7 +77,7 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
 
   it.each(["SQLITE_CORRUPT", "SQLITE_CORRUPT_INDEX", "SQLITE_NOTADB"])(
     "translates %s into a 503 naming the file and the way back",
-    (code) => {
+    async (code) => {
       const log = recordingLog();
       const store = guardStore(throwing(new Database.SqliteError("database disk image is malformed", code)), {
         dbPath,
@@ -78,7 +85,7 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
         check: NO_CHECK,
       });
       expect(store.health()).toEqual({ status: "ok" });
-      const err = caught(() => store.nonces.claim("cli", "n", 2, 1));
+      const err = await rejection(() => store.nonces.claim("cli", "n", 2, 1));
       expect(err).toBeInstanceOf(SparError);
       expect(err).toMatchObject({ code: "STORE_CORRUPT", status: 503 });
       const message = (err as Error).message;
@@ -91,17 +98,17 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
 
       // Remembered: health says so from now on, and the log has said it once, however many calls fail.
       expect(store.health()).toEqual({ status: "corrupt", detail: message });
-      expect(caught(() => store.fighters.list())).toMatchObject({ code: "STORE_CORRUPT" });
+      expect(await rejection(() => store.fighters.list())).toMatchObject({ code: "STORE_CORRUPT" });
       expect(log.lines).toEqual([`error ${message}`]);
     },
   );
 
-  it("lets every other error through untouched and stays healthy", () => {
+  it("lets every other error through untouched, as a rejection, and stays healthy", async () => {
     const conflict = new SparError("CONFLICT", "a fighter named ada already exists");
     const busy = new Database.SqliteError("database is locked", "SQLITE_BUSY");
     for (const err of [conflict, busy, new TypeError("bad")]) {
       const store = guardStore(throwing(err), { dbPath, log: recordingLog(), check: NO_CHECK });
-      expect(caught(() => store.fighters.list())).toBe(err);
+      expect(await rejection(() => store.fighters.list())).toBe(err);
       expect(store.health().status).toBe("ok");
     }
   });
@@ -130,8 +137,8 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
 async function corruptedHome(): Promise<{ home: string; page: number }> {
   const home = tempHome();
   const store = await openSqliteStore({ home, masterSecret: Buffer.from(SECRET) });
-  store.nonces.claim("cli", "first", 9e9, 1);
-  store.close();
+  await store.nonces.claim("cli", "first", 9e9, 1);
+  await store.close();
   const page = await damageTablePage(home, "nonces", Buffer.from(SECRET));
   return { home, page };
 }
@@ -141,7 +148,9 @@ describe("a damaged page in a real database", () => {
   let store: Store;
   const log = recordingLog();
 
-  afterAll(() => store?.close());
+  afterAll(async () => {
+    await store?.close();
+  });
 
   it("opens (the damage is not where opening reads) and answers STORE_CORRUPT where it is", async () => {
     damaged = await corruptedHome();
@@ -149,8 +158,8 @@ describe("a damaged page in a real database", () => {
       { home: damaged.home, masterSecret: Buffer.from(SECRET) },
       { log, integrityWorker: BUILT_WORKER },
     );
-    expect(store.fighters.list()).toEqual([]);
-    const err = caught(() => store.nonces.claim("cli", "second", 9e9, 2));
+    expect(await store.fighters.list()).toEqual([]);
+    const err = await rejection(() => store.nonces.claim("cli", "second", 9e9, 2));
     expect(err).toMatchObject({ code: "STORE_CORRUPT", status: 503 });
     expect((err as Error).message).toContain(`the database ${join(damaged.home, "spar.db")} is damaged`);
     expect(store.health().status).toBe("corrupt");
@@ -191,14 +200,14 @@ describe("the integrity check", () => {
       expect(store.health()).toEqual({ status: "ok" });
       expect(log.lines).toEqual([]);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
   it("moves the key literal to the worker: nothing is left in this thread", async () => {
     const home = tempHome();
     const store = await openSqliteStore({ home, masterSecret: Buffer.from(SECRET) });
-    store.close();
+    await store.close();
     const key = await deriveKey(Buffer.from(SECRET), readFileSync(join(home, "spar.db.salt")));
     const literal = rawKeyLiteral(key);
     key.fill(0);
@@ -222,7 +231,7 @@ describe("the integrity check", () => {
       { home, masterSecret: Buffer.from(SECRET) },
       { log, integrityWorker: BUILT_WORKER },
     );
-    store.close();
+    await store.close();
     expect(await store.integrity()).toMatchObject({ checked: false, status: "ok" });
     expect(log.lines).toEqual([]);
   });

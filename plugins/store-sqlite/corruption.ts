@@ -8,7 +8,7 @@ import { basename } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
-import type { StoreData } from "./queries.js";
+import type { StoreData } from "./sync-store.js";
 
 /** True for an SQLite error that says the file is damaged (see isCorruptionCode). */
 export function isCorruption(err: unknown): boolean {
@@ -38,8 +38,9 @@ export interface GuardOptions {
 }
 
 /**
- * Wraps every method of `data` so a corruption error becomes STORE_CORRUPT and marks the store
- * corrupt (logged once, naming the file), and adds `health()` and `integrity()`.
+ * Turns the synchronous data layer into the kernel's asynchronous Store: every method of `data` is
+ * wrapped once, so it returns a promise and a corruption error becomes STORE_CORRUPT and marks the
+ * store corrupt (logged once, naming the file); and adds `health()` and `integrity()`.
  */
 export function guardStore(data: StoreData, options: GuardOptions): Store {
   const { dbPath, log, check } = options;
@@ -75,20 +76,22 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
   const guarded: Record<string, unknown> = {};
   for (const [name, member] of Object.entries(data)) {
     guarded[name] =
-      typeof member === "function" ? guardCall(member, data, translate) : guardGroup(member, translate);
+      typeof member === "function"
+        ? guardCall(member as (...args: unknown[]) => unknown, data, translate)
+        : guardGroup(member as object, translate);
   }
-  const close = guarded.close as () => void;
+  const close = guarded.close as () => Promise<void>;
   return {
-    ...(guarded as StoreData),
+    ...(guarded as unknown as Omit<Store, "health" | "integrity" | "close">),
     health: () => health,
     integrity() {
       check.ref();
       return integrity;
     },
-    close() {
+    async close() {
       closed = true;
       check.stop();
-      close();
+      await close();
     },
   };
 }
@@ -96,25 +99,21 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
 function guardGroup(group: object, translate: (err: unknown) => unknown): object {
   const out: Record<string, unknown> = {};
   for (const [name, member] of Object.entries(group)) {
-    out[name] = typeof member === "function" ? guardCall(member, group, translate) : member;
+    out[name] =
+      typeof member === "function"
+        ? guardCall(member as (...args: unknown[]) => unknown, group, translate)
+        : member;
   }
   return out;
 }
 
-/** Every Store method is synchronous today; a promise is translated too, so a later async one is covered. */
+/** The call runs at once, as it always did; its result (or its translated error) comes as a promise. */
 function guardCall(fn: (...args: unknown[]) => unknown, self: object, translate: (err: unknown) => unknown) {
-  return (...args: unknown[]): unknown => {
-    let result: unknown;
+  return (...args: unknown[]): Promise<unknown> => {
     try {
-      result = fn.apply(self, args);
+      return Promise.resolve(fn.apply(self, args));
     } catch (err) {
-      throw translate(err);
+      return Promise.reject(translate(err));
     }
-    if (result instanceof Promise) {
-      return result.catch((err: unknown) => {
-        throw translate(err);
-      });
-    }
-    return result;
   };
 }

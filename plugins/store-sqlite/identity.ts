@@ -3,7 +3,8 @@
  * name, not its id, so they survive a kill and a respawn under the same name.
  */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { CreedDocument, Relationship, Store } from "../../kernel/sdk.js";
+import type { CreedDocument, Relationship } from "../../kernel/sdk.js";
+import type { StoreData } from "./sync-store.js";
 
 interface RecordParams {
   fighter_name: string;
@@ -13,7 +14,7 @@ interface RecordParams {
   at: string;
 }
 
-export function createCreeds(db: Database.Database, now: () => string): Store["creeds"] {
+export function createCreeds(db: Database.Database, now: () => string): StoreData["creeds"] {
   const s = {
     get: db.prepare<[string], string>("SELECT document FROM creeds WHERE fighter_name = ?").pluck(),
     put: db.prepare<[string, string, string], void>(
@@ -32,7 +33,7 @@ export function createCreeds(db: Database.Database, now: () => string): Store["c
   };
 }
 
-export function createRelationships(db: Database.Database): Store["relationships"] {
+export function createRelationships(db: Database.Database): StoreData["relationships"] {
   const s = {
     list: db.prepare<[string], Relationship>(
       `SELECT other AS "with", kind, exchanges, last_contact, note FROM relationships

@@ -1,7 +1,8 @@
 /**
- * The default store: one SQLCipher-encrypted SQLite database in the data dir. Opening is async only
- * for the key derivation; every Store method after that is synchronous. A quick integrity check runs
- * in a worker thread from the moment it opens; a damaged file is logged and reported by `health()`.
+ * The default store: one SQLCipher-encrypted SQLite database in the data dir. Its data layer is
+ * synchronous (better-sqlite3), wrapped into the kernel's asynchronous Store (corruption.ts). A quick
+ * integrity check runs in a worker thread from the moment it opens; a damaged file is logged and
+ * reported by `health()`.
  */
 import { definePlugin } from "../../kernel/sdk.js";
 import { openSqliteStore } from "./store.js";

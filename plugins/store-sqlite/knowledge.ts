@@ -4,7 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { KgEntity, KgRelation, Store } from "../../kernel/sdk.js";
+import type { KgEntity, KgRelation } from "../../kernel/sdk.js";
+import type { StoreData } from "./sync-store.js";
 import { FOLD, matchCountSql, matchWords, statementsByWordCount } from "./word-match.js";
 
 /** The type given to an entity that first appears as a relation's endpoint. */
@@ -16,7 +17,7 @@ interface EntityDbRow {
   type: string;
 }
 
-type Knowledge = Store["knowledge"];
+type Knowledge = StoreData["knowledge"];
 type AddCounts = ReturnType<Knowledge["add"]>;
 
 export function createKnowledge(

@@ -4,8 +4,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { MemoryMatch, MemoryRecord, Store } from "../../kernel/sdk.js";
+import type { MemoryMatch, MemoryRecord } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
+import type { StoreData } from "./sync-store.js";
 import { FOLD, matchCountSql, matchWords, statementsByWordCount } from "./word-match.js";
 
 /** Enough for the kernel to rank from, few enough that a fighter with a huge memory stays quick. */
@@ -26,7 +27,7 @@ export function createMemories(
   db: Database.Database,
   now: () => string,
   requireLiveFighter: (fighterId: string) => void,
-): Store["memories"] {
+): StoreData["memories"] {
   const s = {
     // accessed_at (from migration 1, NOT NULL) keeps meaning "last written or recalled".
     put: db.prepare<[PutParams], MemoryRecord>(

@@ -14,15 +14,16 @@ export interface MessageDbRow {
   name: string | null;
   is_error: number;
   created_at: string;
+  turn_id: string | null;
 }
 
 /** A listed row also says whether compaction replaced it; a freshly appended one never is. */
 export type ListedMessageDbRow = MessageDbRow & { compacted: number };
 
 export const MESSAGE_COLUMNS =
-  "id, bout_id, seq, role, content, tool_calls, tool_call_id, name, is_error, created_at";
+  "id, bout_id, seq, role, content, tool_calls, tool_call_id, name, is_error, created_at, turn_id";
 
-type MessageMeta = Pick<MessageDbRow, "id" | "bout_id" | "seq" | "created_at">;
+type MessageMeta = Pick<MessageDbRow, "id" | "bout_id" | "seq" | "created_at" | "turn_id">;
 
 /** The role is stored as given: the table's CHECK, not this code, is what rejects a bad one. */
 export function toMessageRow(message: ChatMessage, meta: MessageMeta): MessageDbRow {
@@ -56,6 +57,7 @@ export function toStoredMessage(row: MessageDbRow | ListedMessageDbRow): StoredM
     bout_id: row.bout_id,
     seq: row.seq,
     created_at: row.created_at,
+    ...(row.turn_id ? { turn_id: row.turn_id } : {}),
     ...("compacted" in row && row.compacted ? { compacted: true } : {}),
   };
   if (row.role === "assistant") {

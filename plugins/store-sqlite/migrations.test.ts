@@ -52,14 +52,18 @@ describe("migrate", () => {
   });
 
   it("keeps released migrations byte for byte: their checksums are in users' databases", () => {
-    expect(checksum(MIGRATIONS[0]?.sql ?? "")).toBe(
-      "1df85f0b0acb104b6f6b4ed95cef078b267b109903cc769618e0dc8d5a943c55",
-    );
+    expect(MIGRATIONS.map((m) => [m.version, checksum(m.sql)])).toEqual([
+      [1, "1df85f0b0acb104b6f6b4ed95cef078b267b109903cc769618e0dc8d5a943c55"],
+      [2, "1ae3eaa352f8bf4d862e9913d14269d37c2cbcbb89afc964f0788936801098fd"],
+      [3, "7053011e25e8422cac2f8f7baea623986ff09df073cd00499200d767736ea825"],
+      [4, "9fd716acb463c2b8235e1e7c516672aede75d735576c53f1946ab4ac18c11f09"],
+      [5, "9df41fe93f1e5387e66c2f6689e2236df496f867356d8d992f1123e3b6817e32"],
+    ]);
   });
 
   it("stops a store whose recorded checksum differs from the code's (STORE_FAILED)", async () => {
     const home = tempHome();
-    (await open(home)).close();
+    await (await open(home)).close();
     const db = await keyedDb(home, readFileSync(join(home, SALT_FILE)));
     db.prepare("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1").run();
     db.close();
@@ -94,21 +98,30 @@ describe("migrate", () => {
 });
 
 describe("store-sqlite upgrade", () => {
-  it("applies migration 2 to a database made by migration 1 alone, keeping what it held", async () => {
+  const SALT = Buffer.alloc(16, 5);
+  const ada = {
+    id: "id-ada",
+    name: "ada",
+    manifest: { name: "ada" },
+    created_at: "2025-11-01T00:00:00.000Z",
+  };
+
+  /** A data dir whose database the first `count` migrations made, holding the fighter ada. */
+  async function oldDatabase(count: number): Promise<{ home: string; old: Database.Database }> {
     const home = tempHome();
-    const salt = Buffer.alloc(16, 5);
-    writeFileSync(join(home, SALT_FILE), salt, { mode: 0o600 });
-    const old = await keyedDb(home, salt);
-    expect(migrate(old, "v1", MIGRATIONS.slice(0, 1))).toEqual([1]);
-    const ada = {
-      id: "id-ada",
-      name: "ada",
-      manifest: { name: "ada" },
-      created_at: "2025-11-01T00:00:00.000Z",
-    };
+    writeFileSync(join(home, SALT_FILE), SALT, { mode: 0o600 });
+    const old = await keyedDb(home, SALT);
+    expect(migrate(old, "old", MIGRATIONS.slice(0, count))).toEqual(
+      MIGRATIONS.slice(0, count).map((m) => m.version),
+    );
     old
       .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, ?, ?, ?)")
       .run(ada.id, ada.name, JSON.stringify(ada.manifest), ada.created_at);
+    return { home, old };
+  }
+
+  it("applies migration 2 to a database made by migration 1 alone, keeping what it held", async () => {
+    const { home, old } = await oldDatabase(1);
     old
       .prepare(
         "INSERT INTO memories (id, fighter_id, key, value, created_at, accessed_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -118,7 +131,7 @@ describe("store-sqlite upgrade", () => {
 
     const store = await open(home);
     try {
-      expect(store.memories.candidates(ada.id, ["tea"])).toEqual([
+      expect(await store.memories.candidates(ada.id, ["tea"])).toEqual([
         {
           id: "m1",
           fighter_id: ada.id,
@@ -130,18 +143,64 @@ describe("store-sqlite upgrade", () => {
           matches: 1,
         },
       ]);
-      store.relationships.record("ada", { with: "bob", kind: "fighter" }, "met", "2026-01-01T00:00:00Z");
-      expect(store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
-      expect(store.knowledge.add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
+      await store.relationships.record(
+        "ada",
+        { with: "bob", kind: "fighter" },
+        "met",
+        "2026-01-01T00:00:00Z",
+      );
+      expect(await store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
+      expect(await store.knowledge.add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
         entities_added: 1,
       });
     } finally {
-      store.close();
+      await store.close();
     }
-    const db = await keyedDb(home, salt);
+    const db = await keyedDb(home, SALT);
     expect(db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all()).toEqual(
       MIGRATIONS.map((m) => m.version),
     );
     db.close();
+  });
+
+  it("applies migration 5 to a database made by migrations 1–4: earlier messages belong to no turn", async () => {
+    const { home, old } = await oldDatabase(4);
+    const at = "2025-12-01T00:00:00.000Z";
+    old
+      .prepare("INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES ('b1', ?, ?, ?)")
+      .run(ada.id, at, at);
+    const insert = old.prepare(
+      "INSERT INTO messages (id, bout_id, seq, role, content, created_at) VALUES (?, 'b1', ?, ?, ?, ?)",
+    );
+    insert.run("m1", 1, "user", "hello", at);
+    insert.run("m2", 2, "assistant", "hi", at);
+    old.close();
+
+    const store = await open(home);
+    try {
+      const before = await store.messages.list("b1");
+      expect(before.map((m) => [m.seq, m.content])).toEqual([
+        [1, "hello"],
+        [2, "hi"],
+      ]);
+      for (const message of before) expect(message).not.toHaveProperty("turn_id");
+      expect(await store.turns.list("b1")).toEqual([]);
+
+      const { turn, bout } = await store.turns.begin({
+        fighter_id: ada.id,
+        bout_id: "b1",
+        user: { role: "user", content: "again" },
+        idempotency: { key: "k1", request_hash: "h" },
+      });
+      expect(bout).toMatchObject({ id: "b1", message_count: 3 });
+      expect((await store.messages.list("b1"))[2]).toMatchObject({
+        seq: 3,
+        content: "again",
+        turn_id: turn.id,
+      });
+      expect(await store.idempotency.get("k1")).toMatchObject({ turn_id: turn.id });
+    } finally {
+      await store.close();
+    }
   });
 });

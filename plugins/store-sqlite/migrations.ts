@@ -156,6 +156,46 @@ CREATE TABLE nonces (
 CREATE INDEX nonces_expiry ON nonces(expires_at);
 `,
   },
+  {
+    version: 5,
+    name: "turns-idempotency",
+    sql: `
+-- A turn is one user message and everything done about it, each step committed as it happened.
+-- A turn that did not complete keeps its messages (a tool that ran is never forgotten) and says why.
+CREATE TABLE turns (
+  id TEXT PRIMARY KEY,
+  bout_id TEXT NOT NULL REFERENCES bouts(id),
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  error_code TEXT,
+  error_message TEXT,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  iterations INTEGER NOT NULL DEFAULT 0,
+  model TEXT,
+  stop_reason TEXT,
+  CHECK ((status = 'running') = (finished_at IS NULL))
+);
+CREATE INDEX turns_bout ON turns(bout_id, started_at);
+CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
+
+-- Messages stored before this migration belong to no turn; every later one belongs to exactly one.
+ALTER TABLE messages ADD COLUMN turn_id TEXT REFERENCES turns(id);
+
+-- Idempotency-Key: the first attempt's turn and, once it ended, its reply; kept 24 hours.
+CREATE TABLE idempotency (
+  key TEXT PRIMARY KEY,
+  request_hash TEXT NOT NULL,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  turn_id TEXT NOT NULL UNIQUE REFERENCES turns(id),
+  created_at TEXT NOT NULL,
+  reply TEXT CHECK (reply IS NULL OR json_valid(reply))
+);
+CREATE INDEX idempotency_created ON idempotency(created_at);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

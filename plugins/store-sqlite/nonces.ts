@@ -1,8 +1,8 @@
 /** Signature nonces: a replay is refused until the nonce's signature could no longer be accepted. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { Store } from "../../kernel/sdk.js";
+import type { StoreData } from "./sync-store.js";
 
-export function createNonces(db: Database.Database): Store["nonces"] {
+export function createNonces(db: Database.Database): StoreData["nonces"] {
   const s = {
     forget: db.prepare<[number], void>("DELETE FROM nonces WHERE expires_at < ?"),
     claim: db.prepare<[string, string, number], void>(

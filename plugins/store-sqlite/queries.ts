@@ -3,29 +3,16 @@
  * rest in a module each. Every statement is prepared once per store, when it is created (or, for
  * the per-word-count searches, on first use), and never again: see retain.ts.
  */
-import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3-multiple-ciphers";
-import type {
-  BoutRecord,
-  BoutSummary,
-  ChatMessage,
-  FighterManifest,
-  FighterRow,
-  Store,
-  StoredMessage,
-} from "../../kernel/sdk.js";
+import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
-import {
-  type ListedMessageDbRow,
-  MESSAGE_COLUMNS,
-  type MessageDbRow,
-  toMessageRow,
-  toStoredMessage,
-} from "./message-rows.js";
+import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
+import type { StoreData } from "./sync-store.js";
+import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
 import { registerFold } from "./word-match.js";
 
@@ -38,9 +25,6 @@ interface FighterDbRow {
 
 const BOUT_COLUMNS = `b.id, b.fighter_id, b.created_at, b.updated_at,
   (SELECT count(*) FROM messages m WHERE m.bout_id = b.id) AS message_count`;
-
-/** The data methods of a Store; store.ts adds `health()` and `integrity()` (see corruption.ts). */
-export type StoreData = Omit<Store, "health" | "integrity">;
 
 /** Wraps `db` (open, keyed and migrated) as the Store's data methods; `close()` closes the connection. */
 export function createSqliteStore(db: Database.Database): StoreData {
@@ -62,9 +46,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     killFighter: db.prepare<[string, string], void>(
       "UPDATE fighters SET killed_at = ? WHERE id = ? AND killed_at IS NULL",
     ),
-    insertBout: db.prepare<[string, string, string, string], void>(
-      "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
-    ),
     boutExists: db.prepare<[string], 1>("SELECT 1 FROM bouts WHERE id = ?").pluck(),
     bout: db.prepare<[string], BoutRecord>(`SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.id = ?`),
     // Newest = most recently updated, in both, so latest(f) is always list(f)[0].
@@ -73,14 +54,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     ),
     bouts: db.prepare<[string], BoutRecord>(
       `SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.fighter_id = ? ORDER BY b.updated_at DESC, b.rowid DESC`,
-    ),
-    touchBout: db.prepare<[string, string], void>("UPDATE bouts SET updated_at = ? WHERE id = ?"),
-    maxSeq: db
-      .prepare<[string], number>("SELECT coalesce(max(seq), 0) FROM messages WHERE bout_id = ?")
-      .pluck(),
-    insertMessage: db.prepare<[MessageDbRow], void>(
-      `INSERT INTO messages (${MESSAGE_COLUMNS}) VALUES
-        (@id, @bout_id, @seq, @role, @content, @tool_calls, @tool_call_id, @name, @is_error, @created_at)`,
     ),
     messages: db.prepare<[string], ListedMessageDbRow>(
       `SELECT ${MESSAGE_COLUMNS}, compacted FROM messages WHERE bout_id = ? ORDER BY seq`,
@@ -108,21 +81,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     }
   };
 
-  const append = db.transaction((boutId: string, messages: ChatMessage[]): StoredMessage[] => {
-    requireBout(boutId);
-    if (messages.length === 0) return [];
-    const createdAt = now();
-    let seq = s.maxSeq.get(boutId) ?? 0;
-    const rows = messages.map((message) => {
-      seq += 1;
-      const row = toMessageRow(message, { id: randomUUID(), bout_id: boutId, seq, created_at: createdAt });
-      s.insertMessage.run(row);
-      return toStoredMessage(row);
-    });
-    s.touchBout.run(createdAt, boutId);
-    return rows;
-  });
-
   // Truncation (no summary) leaves an earlier summary as it was: it still covers what it covered.
   const compact = db.transaction((boutId: string, throughSeq: number, summary: string | undefined) => {
     requireBout(boutId);
@@ -131,6 +89,14 @@ export function createSqliteStore(db: Database.Database): StoreData {
       s.putSummary.run({ bout_id: boutId, summary, through_seq: throughSeq, updated_at: now() });
     }
     return marked;
+  });
+
+  const usage = createUsage(db);
+  const turns = createTurns(db, {
+    now,
+    requireLiveFighter,
+    bout: (id) => s.bout.get(id),
+    recordUsage: usage.record,
   });
 
   return {
@@ -155,19 +121,11 @@ export function createSqliteStore(db: Database.Database): StoreData {
       kill: (id) => s.killFighter.run(now(), id).changes > 0,
     },
     bouts: {
-      create(fighterId) {
-        requireLiveFighter(fighterId);
-        const bout = { id: randomUUID(), fighter_id: fighterId, created_at: now(), message_count: 0 };
-        s.insertBout.run(bout.id, fighterId, bout.created_at, bout.created_at);
-        return { ...bout, updated_at: bout.created_at };
-      },
       get: (id) => s.bout.get(id),
       latest: (fighterId) => s.latestBout.get(fighterId),
       list: (fighterId) => s.bouts.all(fighterId),
     },
     messages: {
-      // IMMEDIATE takes the write lock before reading max(seq), so the read cannot go stale.
-      append: (boutId, messages) => append.immediate(boutId, messages),
       list: (boutId) => s.messages.all(boutId).map(toStoredMessage),
       compact: (boutId, throughSeq, summary) => compact.immediate(boutId, throughSeq, summary),
     },
@@ -178,7 +136,8 @@ export function createSqliteStore(db: Database.Database): StoreData {
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
-    usage: createUsage(db),
+    ...turns,
+    usage,
     nonces: createNonces(db),
     close() {
       if (db.open) db.close();

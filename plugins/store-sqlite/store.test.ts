@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { ChatMessage, CreedDocument, FighterRow, Store } from "../../kernel/sdk.js";
+import type { CreedDocument, FighterRow, Store } from "../../kernel/sdk.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.
@@ -67,18 +67,6 @@ async function expectCode(promise: Promise<unknown>, code: string, message?: Reg
   if (message) expect((err as Error).message).toMatch(message);
 }
 
-const turn: ChatMessage[] = [
-  { role: "user", content: `remember ${MARKER}` },
-  {
-    role: "assistant",
-    content: "",
-    tool_calls: [{ id: "call-1", name: "remember", arguments: { text: MARKER } }],
-  },
-  { role: "tool", tool_call_id: "call-1", name: "remember", content: "failed", is_error: true },
-  { role: "tool", tool_call_id: "call-1", name: "remember", content: "ok", is_error: false },
-  { role: "assistant", content: "Done.", tool_calls: [] },
-];
-
 describe("store-sqlite lifecycle", () => {
   const home = tempHome();
   const ada = fighter("ada");
@@ -87,33 +75,52 @@ describe("store-sqlite lifecycle", () => {
 
   it("creates spar.db and a 16-byte 0600 salt, and writes to every table", async () => {
     const store = await open(home);
-    store.fighters.insert(ada);
-    store.fighters.insert(bob);
-    const bout = store.bouts.create(ada.id);
+    await store.fighters.insert(ada);
+    await store.fighters.insert(bob);
+    const { turn, bout } = await store.turns.begin({
+      fighter_id: ada.id,
+      user: { role: "user", content: `remember ${MARKER}` },
+      idempotency: { key: `key-${MARKER}`, request_hash: MARKER },
+    });
     boutId = bout.id;
-    const stored = store.messages.append(bout.id, turn);
-    store.memories.put(ada.id, "secret", MARKER);
-    store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
-    store.creeds.put("ada", creed(MARKER));
-    store.relationships.record("ada", { with: "bob", kind: "fighter" }, MARKER, "2026-01-03T00:00:00.000Z");
-    store.knowledge.add(
+    await store.turns.append(turn.id, [
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "call-1", name: "remember", arguments: { text: MARKER } }],
+      },
+    ]);
+    await store.turns.finish(turn.id, {
+      status: "completed",
+      messages: [
+        { role: "tool", tool_call_id: "call-1", name: "remember", content: "ok" },
+        { role: "assistant", content: `Done: ${MARKER}` },
+      ],
+      usage: { input_tokens: 3, output_tokens: 2 },
+      iterations: 2,
+      model: MARKER,
+      provider: { provider: "openai", model: MARKER },
+      reply: { ok: true, result: { text: `Done: ${MARKER}` } },
+    });
+    await store.memories.put(ada.id, "secret", MARKER);
+    await store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
+    await store.creeds.put("ada", creed(MARKER));
+    await store.relationships.record(
+      "ada",
+      { with: "bob", kind: "fighter" },
+      MARKER,
+      "2026-01-03T00:00:00.000Z",
+    );
+    await store.knowledge.add(
       ada.id,
       [{ name: MARKER, type: "word" }],
       [{ from: MARKER, to: "bob", type: "said" }],
     );
 
-    expect(stored.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
-    expect(stored.map(({ id, bout_id, seq, created_at, ...message }) => message)).toEqual([
-      turn[0],
-      turn[1],
-      turn[2],
-      { role: "tool", tool_call_id: "call-1", name: "remember", content: "ok" },
-      { role: "assistant", content: "Done." },
-    ]);
     // The WAL is live while the store is open: neither file may hold the plaintext.
     expect(dbBytes(home).includes(MARKER)).toBe(false);
-    store.close();
-    store.close();
+    await store.close();
+    await store.close();
 
     const salt = join(home, SALT_FILE);
     expect(readFileSync(salt)).toHaveLength(16);
@@ -127,7 +134,7 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    for (const table of ["fighters", "creeds", "kg_entities", "bout_summaries"]) {
+    for (const table of ["fighters", "creeds", "kg_entities", "bout_summaries", "turns", "idempotency"]) {
       expect(bytes.includes(table)).toBe(false);
     }
   });
@@ -140,32 +147,15 @@ describe("store-sqlite lifecycle", () => {
     expect(readdirSync(home).sort()).toEqual(files);
   });
 
-  it("reads everything back after a reopen with the right secret", async () => {
+  // What survives a reopen is the contract suite's business; here, that the refused key harmed nothing.
+  it("still opens with the right secret afterwards, its data intact", async () => {
     const store = await open(home);
     try {
-      expect(store.fighters.list()).toEqual([ada, bob]);
-      expect(store.fighters.getByName("bob")).toEqual(bob);
-      const bout = store.bouts.get(boutId);
-      expect(bout).toMatchObject({ id: boutId, fighter_id: ada.id, message_count: 5 });
-      expect(store.bouts.latest(ada.id)).toEqual(bout);
-      const messages = store.messages.list(boutId);
-      expect(messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
-      expect(messages[1]).toMatchObject(turn[1] as object);
-      expect(store.memories.candidates(ada.id, [MARKER])).toMatchObject([{ key: "secret", value: MARKER }]);
-      expect(store.messages.list(boutId).map((m) => m.compacted)).toEqual([
-        true,
-        ...Array(4).fill(undefined),
-      ]);
-      expect(store.summaries.get(boutId)).toMatchObject({ summary: `summary of ${MARKER}`, through_seq: 1 });
-      expect(store.creeds.get("ada")).toEqual(creed(MARKER));
-      expect(store.relationships.list("ada")).toMatchObject([{ with: "bob", note: MARKER }]);
-      expect(store.knowledge.query(ada.id, [MARKER], 5)).toEqual([
-        { name: MARKER, type: "word", relations: [{ from: MARKER, to: "bob", type: "said" }] },
-      ]);
-      // Appending after a reopen continues the sequence.
-      expect(store.messages.append(boutId, [{ role: "user", content: "again" }])[0]?.seq).toBe(6);
+      expect(await store.fighters.list()).toEqual([ada, bob]);
+      expect((await store.messages.list(boutId)).map((m) => m.content)).toContain(`Done: ${MARKER}`);
+      expect(await store.creeds.get("ada")).toEqual(creed(MARKER));
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

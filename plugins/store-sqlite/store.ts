@@ -35,7 +35,7 @@ const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: ()
  *
  * @example
  * const store = await openSqliteStore({ home, masterSecret }, { log });
- * const bout = store.bouts.create(fighterId);
+ * const { turn, bout } = await store.turns.begin({ fighter_id, user: { role: "user", content: "hi" } });
  */
 export async function openSqliteStore(
   options: StoreOpenOptions,
@@ -61,7 +61,8 @@ export async function openSqliteStore(
     throw err;
   }
   try {
-    // FULL: a turn's messages are durable once append returns, even across a power loss.
+    // FULL: whatever a call commits is durable once it returns, even across a power loss; a turn's
+    // steps alone relax it, and its end makes them durable (see turns.ts).
     db.exec(
       "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000",
     );

@@ -1,8 +1,9 @@
 /** Usage per fighter and model: one row per answered message, summed when read. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { Store, UsageSummary } from "../../kernel/sdk.js";
+import type { UsageSummary } from "../../kernel/sdk.js";
+import type { StoreData } from "./sync-store.js";
 
-export function createUsage(db: Database.Database): Store["usage"] {
+export function createUsage(db: Database.Database): StoreData["usage"] {
   const s = {
     record: db.prepare<[string, string, string, string, number, number], void>(
       "INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?)",

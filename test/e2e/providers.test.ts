@@ -206,7 +206,7 @@ describe("providers end to end", () => {
     expect(unknown.body.error.message).toMatch(/unknown provider "mystery" \(installed: .*anthropic.*ollama/);
   });
 
-  it("gives PROVIDER_ERROR for a dead provider within its timeout, idle afterwards, nothing half-written", async () => {
+  it("gives PROVIDER_ERROR for a dead provider within its timeout, idle afterwards, the turn recorded as failed", async () => {
     const url = fakeOf("gone").url;
     await daemon.request("POST", "/api/v1/fighters", {
       manifest: {
@@ -223,14 +223,26 @@ describe("providers end to end", () => {
     expect(dead.body.error?.message).toMatch(/ECONNREFUSED|Connection error/);
     expect(Date.now() - started).toBeLessThan(3_500);
     expect((await daemon.request<FighterRecord>("GET", "/api/v1/fighters/ghost")).body.status).toBe("idle");
+    // The user's message stays in the bout, in a turn that says it failed and why; no answer was made up.
     const bouts = await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/ghost/bouts");
-    for (const bout of bouts.body.bouts) {
-      const messages = await daemon.request<{ messages: StoredMessage[] }>(
-        "GET",
-        `/api/v1/bouts/${bout.id}/messages`,
-      );
-      expect(messages.body.messages).toEqual([]);
-    }
+    expect(bouts.body.bouts).toHaveLength(1);
+    const boutId = bouts.body.bouts[0]?.id;
+    const messages = await daemon.request<{ messages: StoredMessage[] }>(
+      "GET",
+      `/api/v1/bouts/${boutId}/messages`,
+    );
+    expect(messages.body.messages.map((m) => [m.role, m.content])).toEqual([["user", "anyone there?"]]);
+    const turns = await daemon.request<{ turns: { id: string; status: string; error: { code: string } }[] }>(
+      "GET",
+      `/api/v1/bouts/${boutId}/turns`,
+    );
+    expect(turns.body.turns).toEqual([
+      expect.objectContaining({
+        id: messages.body.messages[0]?.turn_id,
+        status: "failed",
+        error: expect.objectContaining({ code: "PROVIDER_ERROR" }),
+      }),
+    ]);
   });
 
   it("gives PROVIDER_TIMEOUT for a provider slower than its timeout", async () => {

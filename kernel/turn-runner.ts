@@ -1,0 +1,204 @@
+import type { Aftercare, CompletedTurn } from "./aftercare.js";
+import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
+import { cancelledError } from "./cancel.js";
+import { contextTokens } from "./compaction.js";
+import type { SparConfig } from "./config.js";
+import { isSparError, SparError } from "./errors.js";
+import type { EventBus } from "./events.js";
+import { hasCapability } from "./fighter-manifest.js";
+import type { LiveFighter } from "./fighter-registry.js";
+import type { RingHooks } from "./hooks.js";
+import type { Logger } from "./sdk.js";
+import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
+import type { Store } from "./store-types.js";
+import { promptHistory } from "./turn-history.js";
+import type { ChatMessage, ModelSettings, MoveDeclaration } from "./types.js";
+
+/** How long a move that ignores a cancellation is waited for before the turn moves on without it. */
+export const CANCEL_GRACE_MS = 2000;
+
+export interface TurnRunnerDeps {
+  config: SparConfig;
+  hooks: RingHooks;
+  events: EventBus;
+  log: Logger;
+  store: () => Store;
+  declaredMoves: ReadonlyMap<string, MoveListing>;
+  aftercare: Aftercare;
+  driver: TurnDeps["driver"];
+  move: TurnDeps["move"];
+}
+
+export interface TurnRequest {
+  live: LiveFighter;
+  text: string;
+  model: ModelSettings;
+  options: MessageOptions;
+  signal: AbortSignal;
+  idempotency?: { key: string; request_hash: string };
+  /** Told the turn's id and bout as soon as it is recorded (so it can be cancelled by id). */
+  started(turn: { turn_id: string; bout_id: string }): void;
+}
+
+/**
+ * Runs one admitted turn against the store (DESIGN §4 steps 3–5): the turn and its user message are
+ * recorded first, every step as it happens, and the end (completed, failed or cancelled, with its
+ * error) in one durable commit that also stores the reply for its Idempotency-Key. After that commit
+ * nothing turns the answer into an error: the Creed's bookkeeping and `turn.end` taps that fail are
+ * logged and published (`turn.hook_failed`), and the reply stands.
+ */
+export function createTurnRunner(deps: TurnRunnerDeps) {
+  const { config, hooks, events } = deps;
+
+  async function run(
+    request: TurnRequest,
+    progress: TurnProgress,
+  ): Promise<{ result: FighterMessageResult; completed: CompletedTurn }> {
+    const { live, text, model, options } = request;
+    const db = deps.store();
+    const bout_id =
+      options.bout === "new" ? undefined : (options.bout_id ?? (await db.bouts.latest(live.row.id))?.id);
+    const user = { role: "user" as const, content: text };
+    const { turn, bout, bout_created } = await db.turns.begin({
+      fighter_id: live.row.id,
+      bout_id,
+      user,
+      ...(request.idempotency ? { idempotency: request.idempotency } : {}),
+    });
+    const ids = { fighter_id: live.row.id, bout_id: bout.id, turn_id: turn.id };
+    request.started({ turn_id: turn.id, bout_id: bout.id });
+    if (bout_created) events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
+    events.publish({ kind: "message.received", ...ids });
+
+    let output: Awaited<ReturnType<typeof runTurn>>;
+    let history: ChatMessage[] = [];
+    try {
+      const [messages, turns] = await Promise.all([db.messages.list(bout.id), db.turns.list(bout.id)]);
+      history = promptHistory(messages, turns, turn.id);
+      output = await runTurn(
+        {
+          fighter: live.row,
+          bout_id: bout.id,
+          model,
+          history,
+          user,
+          offered: offeredMoves(live),
+          declared: deps.declaredMoves,
+          maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
+          loopGuardRepeats: config.agent.loop_guard_repeats,
+          toolTimeoutMs: config.agent.tool_timeout_s * 1000,
+          cancelGraceMs: CANCEL_GRACE_MS,
+          signal: request.signal,
+          chain: [...(options.chain ?? []), live.row.id],
+          onDelta: options.onDelta,
+          request_id: options.request_id,
+        },
+        {
+          hooks,
+          events,
+          driver: deps.driver,
+          move: deps.move,
+          commit: async (steps) => {
+            await db.turns.append(turn.id, steps);
+          },
+        },
+        progress,
+      );
+    } catch (err) {
+      throw await fail(turn.id, ids, err, request, progress);
+    }
+
+    const result: FighterMessageResult = { bout_id: bout.id, turn_id: turn.id, ...output.result };
+    live.contextTokens = contextTokens(live.row.manifest.system_prompt, [...history, ...output.messages]);
+    // Durable before acknowledged: this commit's fsync covers every step before it.
+    await db.turns.finish(turn.id, {
+      status: "completed",
+      messages: output.final,
+      usage: progress.usage,
+      iterations: progress.iterations,
+      model: progress.model,
+      stop_reason: result.stop_reason,
+      provider: { provider: model.provider, model: model.model },
+      ...(request.idempotency ? { reply: { ok: true, result } } : {}),
+    });
+    const completed = {
+      fighter: live.row,
+      bout_id: bout.id,
+      new_bout: bout_created,
+      model,
+      messages: output.messages,
+    };
+    await afterCommit(live, { ...completed, turn_id: turn.id, result });
+    return { result, completed };
+  }
+
+  /** Records how the turn ended, and returns the error its caller gets. */
+  async function fail(
+    turnId: string,
+    ids: { fighter_id: string; bout_id: string; turn_id: string },
+    err: unknown,
+    request: TurnRequest,
+    progress: TurnProgress,
+  ): Promise<SparError> {
+    const cancelled = request.signal.aborted;
+    const error = cancelled
+      ? cancelledError(request.signal)
+      : isSparError(err)
+        ? err
+        : new SparError("INTERNAL", "internal error", {}, { cause: err });
+    if (!isSparError(err) && !cancelled) deps.log.error("turn failed", { turn: turnId, error: String(err) });
+    const status = cancelled ? "cancelled" : "failed";
+    await deps.store().turns.finish(turnId, {
+      status,
+      error: { code: error.code, message: error.message },
+      messages: [],
+      usage: progress.usage,
+      iterations: progress.iterations,
+      model: progress.model,
+      provider: { provider: request.model.provider, model: request.model.model },
+      ...(request.idempotency ? { reply: { ok: false, error: error.toJSON().error } } : {}),
+    });
+    events.publish({
+      kind: "message.failed",
+      ...ids,
+      status,
+      error: { code: error.code, message: error.message },
+    });
+    return error;
+  }
+
+  /** The Creed's counters, memory decay and `turn.end`: after the commit, so none can fail the reply. */
+  async function afterCommit(
+    live: LiveFighter,
+    done: CompletedTurn & { turn_id: string; result: FighterMessageResult },
+  ): Promise<void> {
+    const ids = { fighter_id: live.row.id, bout_id: done.bout_id, turn_id: done.turn_id };
+    const guarded = async (hook: string, work: () => Promise<void>) => {
+      try {
+        await work();
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err);
+        deps.log.error("after a committed turn", { hook, turn: done.turn_id, error });
+        events.publish({ kind: "turn.hook_failed", ...ids, hook, error });
+      }
+    };
+    await guarded("creed", () => deps.aftercare.afterTurn(done));
+    await guarded("turn.end", () =>
+      hooks.turn.end.promise({
+        fighter: live.row,
+        bout_id: done.bout_id,
+        new_messages: done.messages,
+        usage: done.result.usage,
+        iterations: done.result.iterations,
+      }),
+    );
+  }
+
+  function offeredMoves(live: LiveFighter): MoveDeclaration[] {
+    return [...deps.declaredMoves.values()].filter((m) =>
+      hasCapability(live.row.manifest.capabilities ?? [], m.capability),
+    );
+  }
+
+  return { run };
+}

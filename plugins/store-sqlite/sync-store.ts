@@ -1,0 +1,17 @@
+/**
+ * better-sqlite3 is synchronous, so this plugin's data layer is written as plain functions, and
+ * corruption.ts wraps every one of them once into the kernel's asynchronous Store. `Synced<T>` is the
+ * Store's shape with each promise taken off.
+ */
+import type { Store } from "../../kernel/sdk.js";
+
+export type Synced<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R>
+    ? (...args: A) => R
+    : T[K] extends (...args: infer A) => infer R
+      ? (...args: A) => R
+      : Synced<T[K]>;
+};
+
+/** The data methods of a Store, synchronous; store.ts adds `health()` and `integrity()`. */
+export type StoreData = Synced<Omit<Store, "health" | "integrity">>;

@@ -1,0 +1,142 @@
+/**
+ * What this store does with turns beyond the contract suite (test/contract/store.test.ts): how it
+ * commits them and what its schema refuses. Run on the synchronous data layer over an unencrypted
+ * connection, so the test can watch the connection; encryption is store.test.ts's business.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Database from "better-sqlite3-multiple-ciphers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChatMessage, FighterRow, TurnEnd } from "../../kernel/sdk.js";
+import { migrate } from "./migrations.js";
+import { createSqliteStore } from "./queries.js";
+import { openRetained } from "./retain.js";
+import type { StoreData } from "./sync-store.js";
+
+const SYNCHRONOUS = { NORMAL: 1, FULL: 2 } as const;
+
+let home = "";
+let db: Database.Database;
+let data: StoreData;
+let ada: FighterRow;
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "spar-turns-"));
+  const path = join(home, "spar.db");
+  db = openRetained(path, {});
+  // As store.ts sets the connection up.
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON");
+  migrate(db, path);
+  data = createSqliteStore(db);
+  ada = {
+    id: randomUUID(),
+    name: "ada",
+    manifest: { name: "ada", description: "", system_prompt: "" },
+    created_at: "2026-01-01T00:00:00.000Z",
+  };
+  data.fighters.insert(ada);
+});
+afterAll(() => {
+  data.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+const said = (content: string): ChatMessage => ({ role: "assistant", content });
+const bad = { role: "narrator", content: "not a role" } as unknown as ChatMessage;
+const begin = (content: string, extra: { idempotency?: { key: string; request_hash: string } } = {}) =>
+  data.turns.begin({ fighter_id: ada.id, user: { role: "user", content }, ...extra });
+const ending = (end: Partial<TurnEnd> = {}): TurnEnd => ({
+  status: "completed",
+  messages: [],
+  usage: { input_tokens: 0, output_tokens: 0 },
+  iterations: 1,
+  ...end,
+});
+
+/**
+ * Records, for each message row written, the connection's `synchronous` level at that moment. The
+ * level can only change through `db.exec` (retain.ts rules out `db.pragma`), so it is read again
+ * after each one; a trigger reports the rows (a function may not query the connection it runs in).
+ */
+function watchSynchronous(): { seen: string[]; level: () => number } {
+  const read = db.prepare<[], number>("PRAGMA synchronous").pluck();
+  const level = () => read.get() as number;
+  let current = level();
+  const exec = db.exec.bind(db);
+  db.exec = ((sql: string) => {
+    exec(sql);
+    current = level();
+    return db;
+  }) as Database.Database["exec"];
+  const seen: string[] = [];
+  db.function("spar_test_seen", (content: unknown) => {
+    seen.push(`${String(content)}@${current}`);
+    return null;
+  });
+  exec(
+    "CREATE TEMP TRIGGER spar_test_seen AFTER INSERT ON messages BEGIN SELECT spar_test_seen(NEW.content); END",
+  );
+  return { seen, level };
+}
+
+describe("store-sqlite turns: durability", () => {
+  it("commits the start and the steps with synchronous=NORMAL, the end with FULL, and leaves FULL set", () => {
+    const watch = watchSynchronous();
+    const { turn } = begin("start");
+    data.turns.append(turn.id, [said("step")]);
+    expect(watch.level()).toBe(SYNCHRONOUS.FULL);
+    data.turns.finish(turn.id, ending({ messages: [said("end")] }));
+    expect(watch.seen).toEqual([
+      `start@${SYNCHRONOUS.NORMAL}`,
+      `step@${SYNCHRONOUS.NORMAL}`,
+      `end@${SYNCHRONOUS.FULL}`,
+    ]);
+    // A refused step puts the level back too.
+    expect(() => data.turns.append(turn.id, [said("late")])).toThrow(
+      expect.objectContaining({ code: "CONFLICT" }),
+    );
+    expect(watch.level()).toBe(SYNCHRONOUS.FULL);
+  });
+});
+
+describe("store-sqlite turns: all or nothing", () => {
+  it("a step with a message the schema refuses stores none of it", () => {
+    const { turn, bout } = begin("one");
+    const before = data.bouts.get(bout.id);
+    expect(() => data.turns.append(turn.id, [said("two"), bad])).toThrow(/CHECK/);
+    expect(data.bouts.get(bout.id)).toEqual(before);
+    expect(data.messages.list(bout.id).map((m) => m.content)).toEqual(["one"]);
+    expect(data.turns.append(turn.id, [said("two")])[0]?.seq).toBe(2);
+  });
+
+  it("an end with a message the schema refuses leaves the turn running, unbilled and without a reply", () => {
+    const key = randomUUID();
+    const { turn, bout } = begin("bill me", { idempotency: { key, request_hash: "h" } });
+    const end = ending({
+      messages: [said("fine"), bad],
+      usage: { input_tokens: 5, output_tokens: 5 },
+      provider: { provider: "openai", model: "m" },
+      reply: { ok: true, result: "fine" },
+    });
+    expect(() => data.turns.finish(turn.id, end)).toThrow(/CHECK/);
+    expect(data.turns.get(turn.id)).toMatchObject({ status: "running" });
+    expect(data.messages.list(bout.id)).toHaveLength(1);
+    expect(data.usage.summary(ada.id)).toEqual([]);
+    expect(data.idempotency.get(key)?.reply).toBeUndefined();
+  });
+});
+
+describe("store-sqlite turns: message rows", () => {
+  it("keeps optional fields only when they carry something", () => {
+    const { turn } = begin("tools");
+    const stored = data.turns.append(turn.id, [
+      { role: "assistant", content: "none", tool_calls: [] },
+      { role: "tool", tool_call_id: "c1", name: "t", content: "fine", is_error: false },
+    ]);
+    const [listedCall, listedResult] = data.messages.list(turn.bout_id).slice(1);
+    for (const message of [stored[0], listedCall]) expect(message).not.toHaveProperty("tool_calls");
+    for (const message of [stored[1], listedResult]) expect(message).not.toHaveProperty("is_error");
+    expect(listedCall).not.toHaveProperty("compacted");
+  });
+});

@@ -1,0 +1,279 @@
+/**
+ * Turns, their messages, and the Idempotency-Key records that point at them. A turn's steps are
+ * committed as they happen with `synchronous = NORMAL` (the WAL frames are written, not fsynced);
+ * its end commits with `synchronous = FULL`, whose fsync of the WAL makes every earlier frame
+ * durable too, since WAL frames are appended in order. So each step costs a write, not a flush, and
+ * an acknowledged reply is on disk with all of its steps.
+ */
+import { randomUUID } from "node:crypto";
+import type Database from "better-sqlite3-multiple-ciphers";
+import type {
+  BoutRecord,
+  ChatMessage,
+  IdempotencyRecord,
+  StoredMessage,
+  StoredReply,
+  TurnEnd,
+  TurnRecord,
+  TurnStart,
+} from "../../kernel/sdk.js";
+import { SparError } from "../../kernel/sdk.js";
+import { MESSAGE_COLUMNS, type MessageDbRow, toMessageRow, toStoredMessage } from "./message-rows.js";
+import type { StoreData } from "./sync-store.js";
+
+interface TurnDbRow {
+  id: string;
+  bout_id: string;
+  fighter_id: string;
+  status: TurnRecord["status"];
+  error_code: string | null;
+  error_message: string | null;
+  started_at: string;
+  finished_at: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  iterations: number;
+  model: string | null;
+  stop_reason: string | null;
+}
+
+interface IdempotencyDbRow {
+  key: string;
+  request_hash: string;
+  fighter_id: string;
+  turn_id: string;
+  created_at: string;
+  reply: string | null;
+}
+
+const TURN_COLUMNS =
+  "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason";
+
+export interface TurnDeps {
+  now: () => string;
+  requireLiveFighter(fighterId: string): void;
+  bout(boutId: string): BoutRecord | undefined;
+  recordUsage: StoreData["usage"]["record"];
+}
+
+export function createTurns(
+  db: Database.Database,
+  deps: TurnDeps,
+): { turns: StoreData["turns"]; idempotency: StoreData["idempotency"] } {
+  const { now } = deps;
+  const s = {
+    insertBout: db.prepare<[string, string, string, string], void>(
+      "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    ),
+    touchBout: db.prepare<[string, string], void>("UPDATE bouts SET updated_at = ? WHERE id = ?"),
+    maxSeq: db
+      .prepare<[string], number>("SELECT coalesce(max(seq), 0) FROM messages WHERE bout_id = ?")
+      .pluck(),
+    insertMessage: db.prepare<[MessageDbRow], void>(
+      `INSERT INTO messages (${MESSAGE_COLUMNS}) VALUES
+        (@id, @bout_id, @seq, @role, @content, @tool_calls, @tool_call_id, @name, @is_error, @created_at, @turn_id)`,
+    ),
+    insertTurn: db.prepare<[string, string, string, string], void>(
+      "INSERT INTO turns (id, bout_id, fighter_id, status, started_at) VALUES (?, ?, ?, 'running', ?)",
+    ),
+    turn: db.prepare<[string], TurnDbRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ?`),
+    turns: db.prepare<[string], TurnDbRow>(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE bout_id = ? ORDER BY started_at, rowid`,
+    ),
+    endTurn: db.prepare<
+      [
+        {
+          id: string;
+          status: string;
+          error_code: string | null;
+          error_message: string | null;
+          finished_at: string;
+          input_tokens: number;
+          output_tokens: number;
+          iterations: number;
+          model: string | null;
+          stop_reason: string | null;
+        },
+      ],
+      void
+    >(
+      `UPDATE turns SET status = @status, error_code = @error_code, error_message = @error_message,
+         finished_at = @finished_at, input_tokens = @input_tokens, output_tokens = @output_tokens,
+         iterations = @iterations, model = @model, stop_reason = @stop_reason
+       WHERE id = @id AND status = 'running'`,
+    ),
+    running: db.prepare<[], TurnDbRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'running'`),
+    insertKey: db.prepare<[string, string, string, string, string], void>(
+      "INSERT INTO idempotency (key, request_hash, fighter_id, turn_id, created_at) VALUES (?, ?, ?, ?, ?)",
+    ),
+    keyOf: db.prepare<[string], IdempotencyDbRow>(
+      "SELECT key, request_hash, fighter_id, turn_id, created_at, reply FROM idempotency WHERE key = ?",
+    ),
+    replyFor: db.prepare<[string, string], void>("UPDATE idempotency SET reply = ? WHERE turn_id = ?"),
+    purge: db.prepare<[string], void>("DELETE FROM idempotency WHERE created_at < ?"),
+  };
+
+  /** Appends messages to the bout under the turn, seq after seq; inside the caller's transaction. */
+  function insert(turn: { id: string; bout_id: string }, messages: ChatMessage[]): StoredMessage[] {
+    if (messages.length === 0) return [];
+    const createdAt = now();
+    let seq = s.maxSeq.get(turn.bout_id) ?? 0;
+    const rows = messages.map((message) => {
+      seq += 1;
+      const row = toMessageRow(message, {
+        id: randomUUID(),
+        bout_id: turn.bout_id,
+        seq,
+        created_at: createdAt,
+        turn_id: turn.id,
+      });
+      s.insertMessage.run(row);
+      return toStoredMessage(row);
+    });
+    s.touchBout.run(createdAt, turn.bout_id);
+    return rows;
+  }
+
+  function runningTurn(turnId: string): TurnDbRow {
+    const row = s.turn.get(turnId);
+    if (!row) throw new SparError("NOT_FOUND", `no turn with id ${turnId}`);
+    if (row.status !== "running")
+      throw new SparError("CONFLICT", `turn ${turnId} has already ended (${row.status})`);
+    return row;
+  }
+
+  const begin = db.transaction((start: TurnStart) => {
+    deps.requireLiveFighter(start.fighter_id);
+    let bout = start.bout_id ? deps.bout(start.bout_id) : undefined;
+    if (start.bout_id && (!bout || bout.fighter_id !== start.fighter_id)) {
+      throw new SparError("BOUT_NOT_FOUND", `fighter ${start.fighter_id} has no bout ${start.bout_id}`);
+    }
+    const at = now();
+    if (!bout) {
+      const id = randomUUID();
+      s.insertBout.run(id, start.fighter_id, at, at);
+      bout = { id, fighter_id: start.fighter_id, created_at: at, updated_at: at, message_count: 0 };
+    }
+    const turnId = randomUUID();
+    s.insertTurn.run(turnId, bout.id, start.fighter_id, at);
+    if (start.idempotency) {
+      if (s.keyOf.get(start.idempotency.key)) {
+        throw new SparError("CONFLICT", `the Idempotency-Key ${start.idempotency.key} is already in use`);
+      }
+      s.insertKey.run(start.idempotency.key, start.idempotency.request_hash, start.fighter_id, turnId, at);
+    }
+    insert({ id: turnId, bout_id: bout.id }, [start.user]);
+    const turn = toTurn(s.turn.get(turnId) as TurnDbRow);
+    return { turn, bout: deps.bout(bout.id) as BoutRecord, bout_created: !start.bout_id };
+  });
+
+  const append = db.transaction((turnId: string, messages: ChatMessage[]) =>
+    insert(runningTurn(turnId), messages),
+  );
+
+  const finish = db.transaction((turnId: string, end: TurnEnd) => {
+    const turn = runningTurn(turnId);
+    insert(turn, end.messages);
+    const at = now();
+    s.endTurn.run({
+      id: turnId,
+      status: end.status,
+      error_code: end.error?.code ?? null,
+      error_message: end.error?.message ?? null,
+      finished_at: at,
+      input_tokens: end.usage.input_tokens,
+      output_tokens: end.usage.output_tokens,
+      iterations: end.iterations,
+      model: end.model ?? null,
+      stop_reason: end.stop_reason ?? null,
+    });
+    if (end.provider && end.usage.input_tokens + end.usage.output_tokens > 0) {
+      deps.recordUsage(turn.fighter_id, { ...end.provider, ...end.usage }, at);
+    }
+    if (end.reply) s.replyFor.run(JSON.stringify(end.reply), turnId);
+    return toTurn(s.turn.get(turnId) as TurnDbRow);
+  });
+
+  const abandon = db.transaction((error: { code: string; message: string }) => {
+    const at = now();
+    const reply: StoredReply = { ok: false, error };
+    const running = s.running.all();
+    for (const turn of running) {
+      s.endTurn.run({
+        id: turn.id,
+        status: "failed",
+        error_code: error.code,
+        error_message: error.message,
+        finished_at: at,
+        input_tokens: turn.input_tokens,
+        output_tokens: turn.output_tokens,
+        iterations: turn.iterations,
+        model: turn.model,
+        stop_reason: turn.stop_reason,
+      });
+      s.replyFor.run(JSON.stringify(reply), turn.id);
+    }
+    return running.length;
+  });
+
+  /** Steps skip the fsync; `finish` (and everything else in the store) keeps FULL. */
+  function relaxed<A extends unknown[], R>(work: (...args: A) => R): (...args: A) => R {
+    return (...args) => {
+      db.exec("PRAGMA synchronous = NORMAL");
+      try {
+        return work(...args);
+      } finally {
+        db.exec("PRAGMA synchronous = FULL");
+      }
+    };
+  }
+
+  return {
+    turns: {
+      // IMMEDIATE takes the write lock before reading max(seq), so the read cannot go stale.
+      begin: relaxed((start) => begin.immediate(start)),
+      append: relaxed((turnId, messages) => append.immediate(turnId, messages)),
+      finish: (turnId, end) => finish.immediate(turnId, end),
+      get: (turnId) => {
+        const row = s.turn.get(turnId);
+        return row ? toTurn(row) : undefined;
+      },
+      list: (boutId) => s.turns.all(boutId).map(toTurn),
+      abandon: (error) => abandon.immediate(error),
+    },
+    idempotency: {
+      get(key) {
+        const row = s.keyOf.get(key);
+        return row ? toIdempotency(row) : undefined;
+      },
+      purge: (before) => s.purge.run(before).changes,
+    },
+  };
+}
+
+function toTurn(row: TurnDbRow): TurnRecord {
+  return {
+    id: row.id,
+    bout_id: row.bout_id,
+    fighter_id: row.fighter_id,
+    status: row.status,
+    ...(row.error_code ? { error: { code: row.error_code, message: row.error_message ?? "" } } : {}),
+    started_at: row.started_at,
+    ...(row.finished_at ? { finished_at: row.finished_at } : {}),
+    usage: { input_tokens: row.input_tokens, output_tokens: row.output_tokens },
+    iterations: row.iterations,
+    ...(row.model ? { model: row.model } : {}),
+    ...(row.stop_reason ? { stop_reason: row.stop_reason } : {}),
+  };
+}
+
+function toIdempotency(row: IdempotencyDbRow): IdempotencyRecord {
+  return {
+    key: row.key,
+    request_hash: row.request_hash,
+    fighter_id: row.fighter_id,
+    turn_id: row.turn_id,
+    created_at: row.created_at,
+    ...(row.reply ? { reply: JSON.parse(row.reply) as StoredReply } : {}),
+  };
+}

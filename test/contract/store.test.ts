@@ -1,0 +1,945 @@
+/**
+ * The store contract: every store plugin passes this same suite, once per factory below. It speaks
+ * only the kernel's `Store` interface, so it pins what the kernel may rely on from any store; what
+ * one store does beyond that (SQLite's encryption, migrations, ranking details) is tested beside it.
+ *
+ * A factory opens the store kept under a home directory; opening the same home again must show the
+ * same data. Most tests share one store and make their own fighters, so they never see each other.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SparError } from "../../kernel/errors.js";
+import type {
+  BoutRecord,
+  ChatMessage,
+  CreedDocument,
+  FighterRow,
+  KgEntity,
+  KgRelation,
+  Store,
+  StoredReply,
+  TurnEnd,
+  TurnRecord,
+  TurnStart,
+} from "../../kernel/sdk.js";
+import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+
+interface StoreFactory {
+  /** Shown in the suite's name. */
+  name: string;
+  /** Opens the store whose data lives under `home`: a fresh directory, or one opened (and closed) before. */
+  open(home: string): Promise<Store>;
+  /** Once the suite is done: releases what `open` made outside the homes (a server's databases, say). */
+  close(): Promise<void>;
+}
+
+const MASTER_SECRET = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+/** The compiled integrity worker: from sources it is absent, and the check reports `unchecked`. */
+const BUILT_WORKER = new URL("../../dist/plugins/store-sqlite/integrity-worker.js", import.meta.url);
+
+const FACTORIES: StoreFactory[] = [
+  {
+    name: "store-sqlite",
+    // A fresh buffer per open: the secret is the caller's, and the kernel zeroizes it after use.
+    open: (home) =>
+      openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) }, { integrityWorker: BUILT_WORKER }),
+    close: async () => undefined,
+  },
+];
+
+// ---- helpers: records to store, and the calls most tests make ----
+
+const homes: string[] = [];
+function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-store-contract-"));
+  homes.push(home);
+  return home;
+}
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
+
+let serial = 0;
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+
+/** A fighter nobody else uses, created a second after the previous one. */
+function fighterRow(prefix = "fighter"): FighterRow {
+  serial += 1;
+  const name = `${prefix}-${serial}`;
+  return {
+    id: randomUUID(),
+    name,
+    manifest: { name, description: `${name} fights`, system_prompt: "Be brief.", skills: ["tea"] },
+    created_at: new Date(T0 + serial * 1000).toISOString(),
+  };
+}
+
+async function newFighter(store: Store, prefix?: string): Promise<FighterRow> {
+  const row = fighterRow(prefix);
+  await store.fighters.insert(row);
+  return row;
+}
+
+const user = (content: string): ChatMessage & { role: "user" } => ({ role: "user", content });
+const said = (content: string): ChatMessage => ({ role: "assistant", content });
+const asks = (id: string, name: string, args: Record<string, unknown>): ChatMessage => ({
+  role: "assistant",
+  content: "",
+  tool_calls: [{ id, name, arguments: args }],
+});
+/** A tool's result; `is_error` only when it failed, as a provider sends it. */
+const answers = (id: string, name: string, content: string, failed = false): ChatMessage => ({
+  role: "tool",
+  tool_call_id: id,
+  name,
+  content,
+  ...(failed ? { is_error: true } : {}),
+});
+
+function begin(store: Store, fighter: FighterRow, text: string, extra: Partial<TurnStart> = {}) {
+  return store.turns.begin({ fighter_id: fighter.id, user: user(text), ...extra });
+}
+
+/** A turn's end: completed, nothing spent, unless told otherwise. */
+function ending(end: Partial<TurnEnd> = {}): TurnEnd {
+  return {
+    status: "completed",
+    messages: [],
+    usage: { input_tokens: 0, output_tokens: 0 },
+    iterations: 1,
+    ...end,
+  };
+}
+
+/** One whole turn: the user's text and the fighter's reply, in `boutId` or a new bout. */
+async function exchange(
+  store: Store,
+  fighter: FighterRow,
+  text: string,
+  boutId?: string,
+): Promise<{ turn: TurnRecord; bout: BoutRecord }> {
+  const { turn, bout } = await begin(store, fighter, text, boutId ? { bout_id: boutId } : {});
+  return { turn: await store.turns.finish(turn.id, ending({ messages: [said(`re: ${text}`)] })), bout };
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SparError);
+  expect(err).toMatchObject({ code });
+}
+
+function isIncreasing(values: number[]): boolean {
+  return values.every((value, i) => i === 0 || value > (values[i - 1] as number));
+}
+
+const day = (days: number): string =>
+  new Date(Date.parse("2026-03-01T00:00:00.000Z") + days * 86_400_000).toISOString();
+
+function creed(identity: string): CreedDocument {
+  return {
+    identity,
+    traits: ["patient", "curious"],
+    directives: ["cite sources"],
+    observations: [{ text: "user prefers French", confidence: 0.8, seen: 3, last_seen: day(1) }],
+    counters: { bouts: 2, conversations: 1, messages: 9 },
+    updated_at: day(1),
+  };
+}
+
+/** Entities with their relations in a fixed order, so stores may list relations in any order. */
+function sorted(entities: (KgEntity & { relations: KgRelation[] })[]) {
+  const key = (r: KgRelation) => `${r.from}>${r.type}>${r.to}`;
+  return entities.map((e) => ({
+    ...e,
+    relations: [...e.relations].sort((a, b) => key(a).localeCompare(key(b))),
+  }));
+}
+
+for (const factory of FACTORIES) {
+  describe(`store contract: ${factory.name}`, () => {
+    let store: Store;
+    beforeAll(async () => {
+      store = await factory.open(tempHome());
+    });
+    afterAll(async () => {
+      await store?.close();
+      await factory.close();
+    });
+
+    describe("health", () => {
+      it("is ok, and so is the integrity check it ran when it opened", async () => {
+        expect(store.health()).toEqual({ status: "ok" });
+        const check = await store.integrity();
+        expect(check).toMatchObject({ status: "ok", checked: expect.any(Boolean) });
+        expect(await store.integrity()).toEqual(check);
+      });
+    });
+
+    describe("fighters", () => {
+      it("lists live fighters oldest first and finds them by id and by name", async () => {
+        const [older, newer] = [fighterRow("ann"), fighterRow("ben")];
+        await store.fighters.insert(newer);
+        await store.fighters.insert(older);
+        const ours = (await store.fighters.list()).filter((f) => f.id === older.id || f.id === newer.id);
+        expect(ours).toEqual([older, newer]);
+        expect(await store.fighters.get(older.id)).toEqual(older);
+        expect(await store.fighters.getByName(newer.name)).toEqual(newer);
+        expect(await store.fighters.get(randomUUID())).toBeUndefined();
+        expect(await store.fighters.getByName("nobody-by-this-name")).toBeUndefined();
+      });
+
+      it("kill takes a fighter out of the registry and keeps its bouts, turns and messages", async () => {
+        const cy = await newFighter(store, "cy");
+        const { turn, bout } = await exchange(store, cy, "remember me");
+
+        expect(await store.fighters.kill(cy.id)).toBe(true);
+        expect(await store.fighters.kill(cy.id)).toBe(false);
+        expect(await store.fighters.kill(randomUUID())).toBe(false);
+        expect(await store.fighters.get(cy.id)).toBeUndefined();
+        expect(await store.fighters.getByName(cy.name)).toBeUndefined();
+        expect((await store.fighters.list()).map((f) => f.id)).not.toContain(cy.id);
+        expect(await store.bouts.list(cy.id)).toMatchObject([{ id: bout.id, message_count: 2 }]);
+        expect((await store.messages.list(bout.id)).map((m) => m.content)).toEqual([
+          "remember me",
+          "re: remember me",
+        ]);
+        expect(await store.turns.get(turn.id)).toEqual(turn);
+        await expectCode(begin(store, cy, "are you there?"), "FIGHTER_NOT_FOUND");
+      });
+
+      it("keeps live names and ids unique (CONFLICT) and frees a killed fighter's name", async () => {
+        const first = await newFighter(store, "di");
+        await expectCode(store.fighters.insert({ ...fighterRow(), name: first.name }), "CONFLICT");
+        await expectCode(store.fighters.insert({ ...fighterRow(), id: first.id }), "CONFLICT");
+
+        await store.fighters.kill(first.id);
+        const second = { ...fighterRow(), name: first.name };
+        await store.fighters.insert(second);
+        expect(await store.fighters.getByName(first.name)).toEqual(second);
+        await expectCode(store.fighters.insert({ ...fighterRow(), name: first.name }), "CONFLICT");
+      });
+    });
+
+    describe("bouts", () => {
+      it("begin without a bout starts one; with one, continues it", async () => {
+        const eve = await newFighter(store);
+        const started = await begin(store, eve, "one");
+        expect(started.bout_created).toBe(true);
+        expect(started.bout).toMatchObject({ fighter_id: eve.id, message_count: 1 });
+        expect(await store.bouts.get(started.bout.id)).toEqual(started.bout);
+        await store.turns.finish(started.turn.id, ending({ messages: [said("two")] }));
+
+        const continued = await begin(store, eve, "three", { bout_id: started.bout.id });
+        expect(continued.bout_created).toBe(false);
+        expect(continued.bout).toMatchObject({ id: started.bout.id, fighter_id: eve.id, message_count: 3 });
+        expect(continued.turn.bout_id).toBe(started.bout.id);
+      });
+
+      it("lists a fighter's bouts most recently updated first; latest is the first of them", async () => {
+        const fay = await newFighter(store);
+        expect(await store.bouts.latest(fay.id)).toBeUndefined();
+        expect(await store.bouts.list(fay.id)).toEqual([]);
+
+        const a = await exchange(store, fay, "in a");
+        const b = await exchange(store, fay, "in b");
+        expect((await store.bouts.latest(fay.id))?.id).toBe(b.bout.id);
+        await exchange(store, fay, "back in a", a.bout.id);
+
+        const listed = await store.bouts.list(fay.id);
+        expect(listed.map((bout) => [bout.id, bout.message_count])).toEqual([
+          [a.bout.id, 4],
+          [b.bout.id, 2],
+        ]);
+        expect(await store.bouts.latest(fay.id)).toEqual(listed[0]);
+        expect(await store.bouts.get(randomUUID())).toBeUndefined();
+      });
+
+      it("refuses an unknown bout and another fighter's (BOUT_NOT_FOUND), storing nothing", async () => {
+        const [gil, hal] = [await newFighter(store), await newFighter(store)];
+        const theirs = await exchange(store, hal, "mine");
+        await expectCode(begin(store, gil, "let me in", { bout_id: theirs.bout.id }), "BOUT_NOT_FOUND");
+        await expectCode(begin(store, gil, "or here", { bout_id: randomUUID() }), "BOUT_NOT_FOUND");
+        expect(await store.bouts.list(gil.id)).toEqual([]);
+        expect(await store.messages.list(theirs.bout.id)).toHaveLength(2);
+        expect(await store.turns.list(theirs.bout.id)).toHaveLength(1);
+      });
+    });
+
+    describe("turns and their messages", () => {
+      it("begin records a running turn and its user message, which names the turn", async () => {
+        const ivy = await newFighter(store);
+        const { turn, bout } = await begin(store, ivy, "hello");
+        expect(turn).toMatchObject({
+          bout_id: bout.id,
+          fighter_id: ivy.id,
+          status: "running",
+          started_at: expect.any(String),
+          usage: { input_tokens: 0, output_tokens: 0 },
+          iterations: 0,
+        });
+        expect(turn.finished_at).toBeUndefined();
+        expect(turn.error).toBeUndefined();
+        expect(await store.turns.get(turn.id)).toEqual(turn);
+        expect(await store.messages.list(bout.id)).toEqual([
+          {
+            role: "user",
+            content: "hello",
+            id: expect.any(String),
+            bout_id: bout.id,
+            seq: 1,
+            created_at: expect.any(String),
+            turn_id: turn.id,
+          },
+        ]);
+      });
+
+      it("appends steps in order after the last seq, round-tripping tool calls and errors", async () => {
+        const jo = await newFighter(store);
+        const { turn, bout } = await begin(store, jo, "look it up");
+        const call: ChatMessage = {
+          role: "assistant",
+          content: "Let me look.",
+          tool_calls: [
+            { id: "call-1", name: "search", arguments: { q: "tea", n: 2, deep: { on: true } } },
+            { id: "call-2", name: "fetch", arguments: {}, raw_arguments: "{not json" },
+          ],
+        };
+        const failed = answers("call-1", "search", "timed out", true);
+        const fine = answers("call-2", "fetch", "ok");
+
+        const first = await store.turns.append(turn.id, [call]);
+        const second = await store.turns.append(turn.id, [failed, fine]);
+        expect(first).toMatchObject([{ ...call, seq: 2, bout_id: bout.id, turn_id: turn.id }]);
+        expect(second).toMatchObject([
+          { ...failed, seq: 3, turn_id: turn.id },
+          { ...fine, seq: 4, turn_id: turn.id },
+        ]);
+        expect(second[1]).not.toHaveProperty("is_error", true);
+
+        // What append returned is what list reads back.
+        const listed = await store.messages.list(bout.id);
+        expect(listed.slice(1)).toEqual([...first, ...second]);
+        expect((await store.bouts.get(bout.id))?.message_count).toBe(4);
+      });
+
+      it("finish completes a turn with its final messages, usage, iterations, model and stop reason", async () => {
+        const kit = await newFighter(store);
+        const { turn, bout } = await begin(store, kit, "hi");
+        const done = await store.turns.finish(turn.id, {
+          status: "completed",
+          messages: [said("Hello!")],
+          usage: { input_tokens: 12, output_tokens: 4 },
+          iterations: 2,
+          model: "gpt-fake-0613",
+          stop_reason: "end",
+          provider: { provider: "openai", model: "gpt-fake" },
+        });
+        expect(done).toMatchObject({
+          id: turn.id,
+          bout_id: bout.id,
+          status: "completed",
+          started_at: turn.started_at,
+          finished_at: expect.any(String),
+          usage: { input_tokens: 12, output_tokens: 4 },
+          iterations: 2,
+          model: "gpt-fake-0613",
+          stop_reason: "end",
+        });
+        expect(done.error).toBeUndefined();
+        expect(await store.turns.get(turn.id)).toEqual(done);
+        expect(await store.messages.list(bout.id)).toMatchObject([
+          { role: "user", content: "hi", seq: 1, turn_id: turn.id },
+          { role: "assistant", content: "Hello!", seq: 2, turn_id: turn.id },
+        ]);
+        expect(await store.usage.summary(kit.id)).toEqual([
+          { provider: "openai", model: "gpt-fake", requests: 1, input_tokens: 12, output_tokens: 4 },
+        ]);
+      });
+
+      it.each(["failed", "cancelled"] as const)(
+        "finish records a %s turn with its error, keeping the steps it took",
+        async (status) => {
+          const lou = await newFighter(store);
+          const { turn, bout } = await begin(store, lou, "do it");
+          await store.turns.append(turn.id, [asks("call-9", "shell", { cmd: "ls" })]);
+          const error = {
+            code: status === "failed" ? "PROVIDER_ERROR" : "CANCELLED",
+            message: `it ${status}`,
+          };
+          const ended = await store.turns.finish(
+            turn.id,
+            ending({
+              status,
+              error,
+              messages: [answers("call-9", "shell", error.message, true)],
+            }),
+          );
+          expect(ended).toMatchObject({ id: turn.id, status, error, finished_at: expect.any(String) });
+          expect(await store.turns.get(turn.id)).toEqual(ended);
+          expect((await store.messages.list(bout.id)).map((m) => m.role)).toEqual([
+            "user",
+            "assistant",
+            "tool",
+          ]);
+        },
+      );
+
+      it("records usage for the fighter only when the turn spent tokens", async () => {
+        const max = await newFighter(store);
+        const provider = { provider: "ollama", model: "llama-fake" };
+        const spent = async (input_tokens: number, output_tokens: number) => {
+          const { turn } = await begin(store, max, "count me");
+          await store.turns.finish(turn.id, ending({ usage: { input_tokens, output_tokens }, provider }));
+        };
+        await spent(0, 0);
+        expect(await store.usage.summary(max.id)).toEqual([]);
+        await spent(7, 0);
+        await spent(0, 0);
+        await spent(1, 2);
+        expect(await store.usage.summary(max.id)).toEqual([
+          { ...provider, requests: 2, input_tokens: 8, output_tokens: 2 },
+        ]);
+      });
+
+      it("refuses to change an ended turn (CONFLICT), and a turn it does not know", async () => {
+        const ned = await newFighter(store);
+        const { turn, bout } = await exchange(store, ned, "once");
+        await expectCode(store.turns.finish(turn.id, ending({ messages: [said("twice")] })), "CONFLICT");
+        await expectCode(store.turns.append(turn.id, [said("late")]), "CONFLICT");
+        expect((await store.messages.list(bout.id)).map((m) => m.content)).toEqual(["once", "re: once"]);
+        expect(await store.turns.get(turn.id)).toEqual(turn);
+
+        await expectCode(store.turns.append(randomUUID(), [said("lost")]), "NOT_FOUND");
+        await expectCode(store.turns.finish(randomUUID(), ending()), "NOT_FOUND");
+        expect(await store.turns.get(randomUUID())).toBeUndefined();
+      });
+
+      it("lists a bout's turns oldest first, and every message names its turn", async () => {
+        const oz = await newFighter(store);
+        const first = await exchange(store, oz, "one");
+        const second = await exchange(store, oz, "two", first.bout.id);
+        const third = await begin(store, oz, "three", { bout_id: first.bout.id });
+
+        const turns = await store.turns.list(first.bout.id);
+        expect(turns.map((t) => [t.id, t.status])).toEqual([
+          [first.turn.id, "completed"],
+          [second.turn.id, "completed"],
+          [third.turn.id, "running"],
+        ]);
+        expect(turns[0]).toEqual(first.turn);
+        expect((await store.messages.list(first.bout.id)).map((m) => m.turn_id)).toEqual([
+          first.turn.id,
+          first.turn.id,
+          second.turn.id,
+          second.turn.id,
+          third.turn.id,
+        ]);
+        expect(await store.turns.list(randomUUID())).toEqual([]);
+      });
+    });
+
+    describe("concurrent calls", () => {
+      it("keeps appends to one turn, started without waiting, in call order", async () => {
+        const pat = await newFighter(store);
+        const { turn, bout } = await begin(store, pat, "go");
+        const steps = Array.from({ length: 30 }, (_, i) => [
+          said(`step ${i}`),
+          answers(`c${i}`, "t", `done ${i}`),
+        ]);
+
+        const appended = await Promise.all(steps.map((messages) => store.turns.append(turn.id, messages)));
+
+        const seqs = appended.flat().map((m) => m.seq);
+        expect(isIncreasing([1, ...seqs])).toBe(true);
+        expect(appended.flat().map((m) => m.content)).toEqual(steps.flat().map((m) => m.content));
+        const listed = await store.messages.list(bout.id);
+        expect(listed.map((m) => m.content)).toEqual(["go", ...steps.flat().map((m) => m.content)]);
+        expect(listed.map((m) => m.seq)).toEqual([1, ...seqs]);
+      });
+
+      it("keeps turns begun and stepped at once on different fighters and bouts apart", async () => {
+        const fighters = [await newFighter(store), await newFighter(store), await newFighter(store)];
+        const earlier = await Promise.all(fighters.map((f) => exchange(store, f, `${f.name} before`)));
+        // Each fighter starts a new bout and continues its earlier one, all at once.
+        const starts = fighters.flatMap((f, i) => [
+          { fighter: f, label: `${f.name} new`, bout_id: undefined },
+          { fighter: f, label: `${f.name} continued`, bout_id: earlier[i]?.bout.id },
+        ]);
+        const begun = await Promise.all(
+          starts.map((s) => begin(store, s.fighter, s.label, s.bout_id ? { bout_id: s.bout_id } : {})),
+        );
+        const rounds = [0, 1, 2, 3];
+        await Promise.all(
+          rounds.flatMap((r) =>
+            begun.map((b, i) => store.turns.append(b.turn.id, [said(`${starts[i]?.label} ${r}`)])),
+          ),
+        );
+
+        for (const [i, { turn, bout, bout_created }] of begun.entries()) {
+          const start = starts[i] as (typeof starts)[number];
+          expect(bout_created).toBe(start.bout_id === undefined);
+          expect(bout.fighter_id).toBe(start.fighter.id);
+          const messages = (await store.messages.list(bout.id)).filter((m) => m.turn_id === turn.id);
+          expect(messages.map((m) => m.content)).toEqual([
+            start.label,
+            ...rounds.map((r) => `${start.label} ${r}`),
+          ]);
+          expect(isIncreasing(messages.map((m) => m.seq))).toBe(true);
+        }
+        for (const [i, f] of fighters.entries()) {
+          const bouts = await store.bouts.list(f.id);
+          expect(bouts).toHaveLength(2);
+          const continued = await store.messages.list(earlier[i]?.bout.id ?? "");
+          expect(continued.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+          expect(new Set(continued.map((m) => m.turn_id)).size).toBe(2);
+        }
+      });
+    });
+
+    describe("compaction", () => {
+      async function boutOfFive() {
+        const quin = await newFighter(store);
+        const { turn, bout } = await begin(store, quin, "m1");
+        await store.turns.append(turn.id, ["m2", "m3", "m4", "m5"].map(said));
+        return bout;
+      }
+      const compactedSeqs = async (boutId: string) =>
+        (await store.messages.list(boutId)).filter((m) => m.compacted === true).map((m) => m.seq);
+
+      it("marks messages up to a seq compacted, keeps them listed, and stores the summary", async () => {
+        const bout = await boutOfFive();
+        expect(await store.messages.compact(bout.id, 3, "the first three")).toBe(3);
+        expect(await compactedSeqs(bout.id)).toEqual([1, 2, 3]);
+        expect(await store.messages.list(bout.id)).toHaveLength(5);
+        expect((await store.bouts.get(bout.id))?.message_count).toBe(5);
+        expect(await store.summaries.get(bout.id)).toEqual({
+          bout_id: bout.id,
+          summary: "the first three",
+          through_seq: 3,
+          updated_at: expect.any(String),
+        });
+      });
+
+      it("counts only newly marked messages and extends the summary", async () => {
+        const bout = await boutOfFive();
+        await store.messages.compact(bout.id, 2, "two");
+        expect(await store.messages.compact(bout.id, 4, "four")).toBe(2);
+        expect(await store.messages.compact(bout.id, 4, "four, again")).toBe(0);
+        expect(await compactedSeqs(bout.id)).toEqual([1, 2, 3, 4]);
+        expect(await store.summaries.get(bout.id)).toMatchObject({ summary: "four, again", through_seq: 4 });
+      });
+
+      it("truncation (no summary) marks messages and keeps the earlier summary as it was", async () => {
+        const bout = await boutOfFive();
+        await store.messages.compact(bout.id, 2, "two");
+        const summary = await store.summaries.get(bout.id);
+        expect(await store.messages.compact(bout.id, 4, undefined)).toBe(2);
+        expect(await compactedSeqs(bout.id)).toEqual([1, 2, 3, 4]);
+        expect(await store.summaries.get(bout.id)).toEqual(summary);
+
+        const untouched = await boutOfFive();
+        expect(await store.messages.compact(untouched.id, 1, undefined)).toBe(1);
+        expect(await store.summaries.get(untouched.id)).toBeUndefined();
+      });
+
+      it("refuses an unknown bout (BOUT_NOT_FOUND)", async () => {
+        await expectCode(store.messages.compact(randomUUID(), 1, "nothing"), "BOUT_NOT_FOUND");
+        expect(await store.summaries.get(randomUUID())).toBeUndefined();
+      });
+    });
+
+    describe("memories", () => {
+      const byKey = async (fighterId: string) =>
+        new Map((await store.memories.candidates(fighterId, [])).map((m) => [m.key, m]));
+
+      it("put stores a memory at score 1 and replaces it by key, restarting its score", async () => {
+        const rue = await newFighter(store);
+        const first = await store.memories.put(rue.id, "plan", "Paris");
+        expect(first).toMatchObject({ fighter_id: rue.id, key: "plan", value: "Paris", score0: 1 });
+        await store.memories.rescore([{ id: first.id, score0: 3 }], day(0));
+
+        const second = await store.memories.put(rue.id, "plan", "Rome");
+        expect(second).toMatchObject({ id: first.id, key: "plan", value: "Rome", score0: 1 });
+        expect(Date.parse(second.scored_at)).toBeGreaterThan(Date.parse(day(0)));
+        expect(await store.memories.candidates(rue.id, [])).toEqual([{ ...second, matches: 0 }]);
+        await expectCode(store.memories.put(randomUUID(), "k", "v"), "FIGHTER_NOT_FOUND");
+      });
+
+      it("finds candidates holding any of the words in key or value, in any case, with how many", async () => {
+        const [sam, tom] = [await newFighter(store), await newFighter(store)];
+        await store.memories.put(sam.id, "coffee", "Likes Espresso in the morning");
+        await store.memories.put(sam.id, "tea", "Drinks green tea at night");
+        await store.memories.put(sam.id, "schedule", "Morning run, then coffee");
+        await store.memories.put(tom.id, "coffee", "Never drinks coffee");
+        const found = async (...words: string[]) =>
+          (await store.memories.candidates(sam.id, words)).map((m) => `${m.key}:${m.matches}`).sort();
+
+        expect(await found("coffee", "morning")).toEqual(["coffee:2", "schedule:2"]);
+        expect(await found("espresso")).toEqual(["coffee:1"]);
+        expect(await found("night", "bicycle")).toEqual(["tea:1"]);
+        expect(await found("bicycle")).toEqual([]);
+        expect(await found()).toEqual(["coffee:0", "schedule:0", "tea:0"]);
+        expect(await store.memories.candidates(randomUUID(), [])).toEqual([]);
+      });
+
+      it("rescores, and decays score0 by e^(−rate·days) since it was scored, restarting the clock", async () => {
+        const [uma, vic] = [await newFighter(store), await newFighter(store)];
+        const a = await store.memories.put(uma.id, "a", "alpha");
+        const b = await store.memories.put(uma.id, "b", "beta");
+        const c = await store.memories.put(vic.id, "c", "gamma");
+        await store.memories.rescore(
+          [
+            { id: a.id, score0: 2 },
+            { id: c.id, score0: 2 },
+          ],
+          day(0),
+        );
+        await store.memories.rescore([{ id: b.id, score0: 4 }], day(3));
+
+        await store.memories.decay(uma.id, 0.5, day(2));
+        let memories = await byKey(uma.id);
+        expect(memories.get("a")?.score0).toBeCloseTo(2 * Math.exp(-0.5 * 2), 9);
+        expect(Date.parse(memories.get("a")?.scored_at ?? "")).toBe(Date.parse(day(2)));
+        // Scored after `at`: decay never raises a score.
+        expect(memories.get("b")?.score0).toBe(4);
+        expect(Date.parse(memories.get("b")?.scored_at ?? "")).toBe(Date.parse(day(3)));
+
+        await store.memories.decay(uma.id, 0.5, day(3.5));
+        memories = await byKey(uma.id);
+        expect(memories.get("a")?.score0).toBeCloseTo(2 * Math.exp(-0.5 * 3.5), 9);
+        // Another fighter's memories keep their score.
+        const other = (await byKey(vic.id)).get("c");
+        expect(other?.score0).toBe(2);
+        expect(Date.parse(other?.scored_at ?? "")).toBe(Date.parse(day(0)));
+      });
+    });
+
+    describe("creeds", () => {
+      it("round-trips a creed by fighter name, replaces it, and keeps it past a kill", async () => {
+        const wes = await newFighter(store);
+        expect(await store.creeds.get(wes.name)).toBeUndefined();
+        await store.creeds.put(wes.name, creed("A careful fighter"));
+        expect(await store.creeds.get(wes.name)).toEqual(creed("A careful fighter"));
+
+        const grown = {
+          ...creed("A wiser fighter"),
+          traits: [],
+          counters: { bouts: 3, conversations: 2, messages: 12 },
+        };
+        await store.creeds.put(wes.name, grown);
+        expect(await store.creeds.get(wes.name)).toEqual(grown);
+
+        await store.fighters.kill(wes.id);
+        expect(await store.creeds.get(wes.name)).toEqual(grown);
+        await store.fighters.insert({ ...fighterRow(), name: wes.name });
+        expect(await store.creeds.get(wes.name)).toEqual(grown);
+        expect(await store.creeds.get(`${wes.name}-twin`)).toBeUndefined();
+      });
+    });
+
+    describe("relationships", () => {
+      it("counts exchanges per other side, keeps the newest note, lists the latest contact first", async () => {
+        const me = fighterRow().name;
+        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "met", day(1));
+        await store.relationships.record(me, { with: "telegram:42", kind: "user" }, "hi", day(2));
+        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "again", day(3));
+        expect(await store.relationships.list(me)).toEqual([
+          { with: "lou", kind: "fighter", exchanges: 2, last_contact: day(3), note: "again" },
+          { with: "telegram:42", kind: "user", exchanges: 1, last_contact: day(2), note: "hi" },
+        ]);
+        expect(await store.relationships.list("lou")).toEqual([]);
+      });
+    });
+
+    describe("knowledge graph", () => {
+      it("merges entities by name and type in any case; each fighter has its own graph", async () => {
+        const [xi, yu] = [await newFighter(store), await newFighter(store)];
+        const entities = [
+          { name: "Lovelace", type: "Person" },
+          { name: "lovelace", type: "PERSON" },
+          { name: "Lovelace", type: "ship" },
+        ];
+        expect(await store.knowledge.add(xi.id, entities, [])).toEqual({
+          entities_added: 2,
+          entities_merged: 1,
+          relations_added: 0,
+        });
+        expect(await store.knowledge.add(xi.id, [{ name: "LOVELACE", type: "person" }], [])).toEqual({
+          entities_added: 0,
+          entities_merged: 1,
+          relations_added: 0,
+        });
+        const found = await store.knowledge.query(xi.id, ["lovelace"], 10);
+        expect(found.map((e) => e.type.toLowerCase()).sort()).toEqual(["person", "ship"]);
+
+        expect(await store.knowledge.query(yu.id, ["lovelace"], 10)).toEqual([]);
+        expect(await store.knowledge.add(yu.id, [{ name: "Lovelace", type: "Person" }], [])).toMatchObject({
+          entities_added: 1,
+        });
+        await expectCode(store.knowledge.add(randomUUID(), [], []), "FIGHTER_NOT_FOUND");
+      });
+
+      it("adds relations once, and returns each entity with every relation it takes part in", async () => {
+        const zed = await newFighter(store);
+        const knows = { from: "Ada", to: "Babbage", type: "knows" };
+        const programmed = { from: "Engine", to: "Ada", type: "programmed by" };
+        const entities = [
+          { name: "Ada", type: "person" },
+          { name: "Babbage", type: "person" },
+          { name: "Engine", type: "machine" },
+        ];
+        expect(await store.knowledge.add(zed.id, entities, [knows, programmed])).toEqual({
+          entities_added: 3,
+          entities_merged: 0,
+          relations_added: 2,
+        });
+        // The same relation again, its names and type in another case: nothing new.
+        expect(
+          await store.knowledge.add(zed.id, [], [{ from: "ada", to: "BABBAGE", type: "Knows" }]),
+        ).toEqual({
+          entities_added: 0,
+          entities_merged: 0,
+          relations_added: 0,
+        });
+
+        expect(sorted(await store.knowledge.query(zed.id, ["ada"], 10))).toEqual(
+          sorted([{ name: "Ada", type: "person", relations: [knows, programmed] }]),
+        );
+        expect(sorted(await store.knowledge.query(zed.id, ["machine"], 10))).toEqual([
+          { name: "Engine", type: "machine", relations: [programmed] },
+        ]);
+      });
+
+      it("answers the entities matching the most words first, at most `limit` of them", async () => {
+        const amy = await newFighter(store);
+        await store.knowledge.add(
+          amy.id,
+          [
+            { name: "Paris", type: "city" },
+            { name: "Lyon", type: "city" },
+            { name: "Paris Hilton", type: "person" },
+          ],
+          [],
+        );
+        expect((await store.knowledge.query(amy.id, ["paris", "city"], 1)).map((e) => e.name)).toEqual([
+          "Paris",
+        ]);
+        expect(await store.knowledge.query(amy.id, ["city"], 5)).toHaveLength(2);
+        expect(await store.knowledge.query(amy.id, ["city"], 1)).toHaveLength(1);
+        expect(await store.knowledge.query(amy.id, ["tokyo"], 5)).toEqual([]);
+      });
+    });
+
+    describe("nonces", () => {
+      it("accepts a nonce once per key until it expires, then forgets it", async () => {
+        const key = `key-${randomUUID()}`;
+        expect(await store.nonces.claim(key, "n1", 1000, 100)).toBe(true);
+        expect(await store.nonces.claim(key, "n1", 1000, 500)).toBe(false);
+        expect(await store.nonces.claim(key, "n2", 1000, 500)).toBe(true);
+        expect(await store.nonces.claim(`${key}-other`, "n1", 1000, 500)).toBe(true);
+        // Expired: a signature that old is refused by its time anyway, so the nonce may go.
+        expect(await store.nonces.claim(key, "n1", 2000, 1001)).toBe(true);
+        expect(await store.nonces.claim(key, "n1", 2000, 1500)).toBe(false);
+      });
+    });
+
+    describe("usage", () => {
+      it("sums recorded usage per provider and model", async () => {
+        const bo = await newFighter(store);
+        const record = (provider: string, model: string, input_tokens: number, output_tokens: number) =>
+          store.usage.record(bo.id, { provider, model, input_tokens, output_tokens }, day(1));
+        await record("openai", "m1", 10, 2);
+        await record("openai", "m1", 5, 1);
+        await record("ollama", "m2", 7, 3);
+        const summary = await store.usage.summary(bo.id);
+        expect(summary).toHaveLength(2);
+        expect(summary).toEqual(
+          expect.arrayContaining([
+            { provider: "openai", model: "m1", requests: 2, input_tokens: 15, output_tokens: 3 },
+            { provider: "ollama", model: "m2", requests: 1, input_tokens: 7, output_tokens: 3 },
+          ]),
+        );
+        expect(await store.usage.summary(randomUUID())).toEqual([]);
+      });
+    });
+
+    describe("idempotency records", () => {
+      it("begin records the key with its turn; finish stores the reply a retry gets", async () => {
+        const cal = await newFighter(store);
+        const key = randomUUID();
+        const { turn } = await begin(store, cal, "pay once", {
+          idempotency: { key, request_hash: "hash-1" },
+        });
+        const running = await store.idempotency.get(key);
+        expect(running).toEqual({
+          key,
+          request_hash: "hash-1",
+          fighter_id: cal.id,
+          turn_id: turn.id,
+          created_at: expect.any(String),
+        });
+
+        const reply: StoredReply = { ok: true, result: { text: "paid", bout_id: turn.bout_id, n: [1, 2] } };
+        await store.turns.finish(turn.id, ending({ messages: [said("paid")], reply }));
+        expect(await store.idempotency.get(key)).toEqual({ ...running, reply });
+        expect(await store.idempotency.get(randomUUID())).toBeUndefined();
+      });
+
+      it("keeps a failed turn's error, extra fields and all, as its reply", async () => {
+        const dot = await newFighter(store);
+        const key = randomUUID();
+        const { turn } = await begin(store, dot, "try", { idempotency: { key, request_hash: "h" } });
+        const error = { code: "RATE_LIMITED", message: "slow down", retry_after: 3 };
+        const reply: StoredReply = { ok: false, error };
+        await store.turns.finish(
+          turn.id,
+          ending({ status: "failed", error: { code: error.code, message: error.message }, reply }),
+        );
+        expect((await store.idempotency.get(key))?.reply).toEqual(reply);
+      });
+
+      it("refuses a key already recorded (CONFLICT), starting nothing", async () => {
+        const eli = await newFighter(store);
+        const key = randomUUID();
+        const { bout } = await begin(store, eli, "first", { idempotency: { key, request_hash: "h" } });
+        await expectCode(begin(store, eli, "again", { idempotency: { key, request_hash: "h" } }), "CONFLICT");
+        await expectCode(
+          begin(store, eli, "here", { bout_id: bout.id, idempotency: { key, request_hash: "other" } }),
+          "CONFLICT",
+        );
+        expect(await store.bouts.list(eli.id)).toHaveLength(1);
+        expect(await store.messages.list(bout.id)).toHaveLength(1);
+        expect(await store.turns.list(bout.id)).toHaveLength(1);
+      });
+
+      it("purges the records created before a time, leaving their turns", async () => {
+        const flo = await newFighter(store);
+        const [older, newer] = [randomUUID(), randomUUID()];
+        const first = await begin(store, flo, "a", { idempotency: { key: older, request_hash: "a" } });
+        await begin(store, flo, "b", { idempotency: { key: newer, request_hash: "b" } });
+        const cut = (await store.idempotency.get(newer))?.created_at ?? "";
+
+        expect(await store.idempotency.purge("2000-01-01T00:00:00.000Z")).toBe(0);
+        expect(await store.idempotency.purge(cut)).toBeGreaterThanOrEqual(1);
+        expect(await store.idempotency.get(older)).toBeUndefined();
+        expect(await store.idempotency.get(newer)).toBeDefined();
+        expect(await store.turns.get(first.turn.id)).toEqual(first.turn);
+      });
+    });
+
+    describe("close and reopen", () => {
+      const home = tempHome();
+      let reopened: Store | undefined;
+      afterAll(async () => {
+        await reopened?.close();
+      });
+      const keys = { done: randomUUID(), left: randomUUID() };
+      const reply: StoredReply = { ok: true, result: { text: "ok" } };
+      let gus: FighterRow;
+      let turns: { done: TurnRecord; left: TurnRecord; lone: TurnRecord };
+
+      /** Everything the store holds about `gus`, read through the interface. */
+      async function everything(s: Store) {
+        const bouts = await s.bouts.list(gus.id);
+        return {
+          fighter: await s.fighters.get(gus.id),
+          bouts,
+          messages: await Promise.all(bouts.map((b) => s.messages.list(b.id))),
+          turns: await Promise.all(bouts.map((b) => s.turns.list(b.id))),
+          summaries: await Promise.all(bouts.map((b) => s.summaries.get(b.id))),
+          keys: [await s.idempotency.get(keys.done), await s.idempotency.get(keys.left)],
+          memories: await s.memories.candidates(gus.id, []),
+          creed: await s.creeds.get(gus.name),
+          relationships: await s.relationships.list(gus.name),
+          knowledge: await s.knowledge.query(gus.id, ["tea"], 10),
+          usage: await s.usage.summary(gus.id),
+        };
+      }
+
+      it("keeps every record, running turns included", async () => {
+        const first = await factory.open(home);
+        gus = await newFighter(first, "gus");
+        const done = await begin(first, gus, "finished", {
+          idempotency: { key: keys.done, request_hash: "h1" },
+        });
+        await first.turns.append(done.turn.id, [asks("c1", "look", { q: "tea" })]);
+        const finished = await first.turns.finish(
+          done.turn.id,
+          ending({
+            messages: [answers("c1", "look", "green"), said("Green tea.")],
+            usage: { input_tokens: 5, output_tokens: 2 },
+            provider: { provider: "openai", model: "m" },
+            reply,
+          }),
+        );
+        const left = await begin(first, gus, "interrupted", {
+          bout_id: done.bout.id,
+          idempotency: { key: keys.left, request_hash: "h2" },
+        });
+        await first.turns.append(left.turn.id, [asks("c2", "look", { q: "coffee" })]);
+        const lone = await begin(first, gus, "also interrupted");
+        turns = { done: finished, left: left.turn, lone: lone.turn };
+        await first.messages.compact(done.bout.id, 2, "asked about tea");
+        await first.memories.put(gus.id, "drink", "tea");
+        await first.creeds.put(gus.name, creed("Tea lover"));
+        await first.relationships.record(gus.name, { with: "telegram:7", kind: "user" }, "asked", day(1));
+        await first.knowledge.add(
+          gus.id,
+          [{ name: "tea", type: "drink" }],
+          [{ from: "tea", to: "cup", type: "in" }],
+        );
+        expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
+        const before = await everything(first);
+        await first.close();
+
+        reopened = await factory.open(home);
+        expect(await everything(reopened)).toEqual(before);
+        expect(
+          before.turns
+            .flat()
+            .map((t) => t.status)
+            .sort(),
+        ).toEqual(["completed", "running", "running"]);
+        expect(await reopened.nonces.claim("restart-key", "n1", 9e9, 2)).toBe(false);
+      });
+
+      it("abandon fails the turns left running, with the error as their keys' reply", async () => {
+        const store = reopened as Store;
+        const error = { code: "TURN_ABANDONED", message: "the daemon stopped during this turn" };
+        expect(await store.turns.abandon(error)).toBe(2);
+        for (const turn of [turns.left, turns.lone]) {
+          expect(await store.turns.get(turn.id)).toMatchObject({
+            id: turn.id,
+            status: "failed",
+            error,
+            started_at: turn.started_at,
+            finished_at: expect.any(String),
+          });
+        }
+        expect(await store.turns.get(turns.done.id)).toEqual(turns.done);
+        expect(await store.idempotency.get(keys.left)).toMatchObject({
+          turn_id: turns.left.id,
+          reply: { ok: false, error },
+        });
+        expect((await store.idempotency.get(keys.done))?.reply).toEqual(reply);
+        // The interrupted turn's steps stay: a tool that ran is never forgotten.
+        const messages = await store.messages.list(turns.left.bout_id);
+        expect(messages.filter((m) => m.turn_id === turns.left.id).map((m) => m.role)).toEqual([
+          "user",
+          "assistant",
+        ]);
+        expect(await store.turns.abandon(error)).toBe(0);
+
+        // The bout goes on after the restart.
+        const next = await begin(store, gus, "again", { bout_id: turns.left.bout_id });
+        expect((await store.messages.list(next.bout.id)).at(-1)).toMatchObject({ seq: messages.length + 1 });
+      });
+    });
+  });
+}
