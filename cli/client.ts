@@ -1,8 +1,8 @@
 import { loadConfig } from "../kernel/config.js";
 import { type ErrorCode, SparError } from "../kernel/errors.js";
-import { loadDotEnv, resolveHome } from "../kernel/home.js";
-import { contentDigest, signRequest } from "../kernel/http-signatures.js";
-import { CLI_KEY_ID, loadCliKey } from "../kernel/keys.js";
+import { loadDotEnv, resolveHome } from "../lib/home.js";
+import { contentDigest, signRequest } from "../lib/http-signatures.js";
+import { CLI_KEY_ID, loadCliKey } from "../lib/keys.js";
 
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
 export function daemonUrl(env = process.env): string {

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadDotEnv, readMasterSecret } from "../lib/home.js";
 import { loadConfig, parseListen } from "./config.js";
 import { SparError } from "./errors.js";
-import { loadDotEnv, readMasterSecret } from "./home.js";
 import { createLogger } from "./logger.js";
 import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
 import { createRing, type Ring } from "./ring.js";

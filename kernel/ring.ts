@@ -1,10 +1,10 @@
+import { createKeyRing } from "../lib/keys.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
 import { DEFAULT_FIGHTER_NAME, FIGHTER_TEMPLATES, hasCapability } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
-import { createKeyRing } from "./keys.js";
 import { queryWords, recallMemories } from "./memory.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";

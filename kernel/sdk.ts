@@ -27,15 +27,6 @@ export type {
   TurnContext,
   TurnSummary,
 } from "./hooks.js";
-export type { SignableRequest, VerifyResult } from "./http-signatures.js";
-export {
-  contentDigest,
-  digestMatches,
-  signatureKeyId,
-  signRequest,
-  verifyRequest,
-} from "./http-signatures.js";
-export { isLoopbackAddress, isLoopbackHost, isLoopbackHostHeader, parseHostHeader } from "./loopback.js";
 export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";

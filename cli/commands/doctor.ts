@@ -1,19 +1,19 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, type SparConfig } from "../../kernel/config.js";
-import { checkProviders, configuredModels } from "../../kernel/doctor.js";
 import { isSparError } from "../../kernel/errors.js";
+import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
 import {
   inspectMasterSecret,
   loadDotEnv,
   MASTER_KEY_FILE,
   resolveHome,
   weakSecretFix,
-} from "../../kernel/home.js";
-import { secretWeakness } from "../../kernel/secret-strength.js";
-import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
+} from "../../lib/home.js";
+import { secretWeakness } from "../../lib/secret-strength.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
+import { checkProviders, configuredModels } from "./doctor-providers.js";
 
 interface Check {
   name: string;
@@ -136,7 +136,7 @@ async function databaseCheck(home: string, config: SparConfig): Promise<Check> {
     };
   }
   try {
-    const { checkStoreOffline } = await import("../../kernel/store-check.js");
+    const { checkStoreOffline } = await import("./store-check.js");
     const check = await checkStoreOffline(home, config);
     if (check.status === "corrupt") return { name, ok: false, detail: check.detail ?? `${db} is damaged` };
     if (!check.checked)

@@ -1,6 +1,6 @@
-import { resolveHome } from "../../kernel/home.js";
-import { initHome } from "../../kernel/init.js";
+import { resolveHome } from "../../lib/home.js";
 import { type GlobalOptions, printJson } from "../output.js";
+import { initHome } from "./init-home.js";
 
 /** `spar init`: never interactive, so it works the same with and without a TTY. */
 export async function init(options: GlobalOptions): Promise<void> {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { SparError } from "../../kernel/errors.js";
-import { resolveHome } from "../../kernel/home.js";
-import { addKey, listKeys, removeKey } from "../../kernel/keys.js";
+import { resolveHome } from "../../lib/home.js";
+import { addKey, listKeys, removeKey } from "../../lib/keys.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /**

@@ -1,8 +1,8 @@
 import { loadConfig } from "../../kernel/config.js";
 import { SparError } from "../../kernel/errors.js";
-import { loadDotEnv, resolveHome } from "../../kernel/home.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadDotEnv, resolveHome } from "../../lib/home.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /** Discovers plugins from their manifests alone: no plugin module is imported, no daemon is needed. */

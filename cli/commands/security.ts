@@ -1,14 +1,14 @@
 import { loadConfig, type SparConfig } from "../../kernel/config.js";
 import { isSparError, SparError } from "../../kernel/errors.js";
-import { loadDotEnv, resolveHome } from "../../kernel/home.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { createProviderPolicy, resolveCredential } from "../../kernel/provider-check.js";
-import { type AuditInput, auditReport } from "../../kernel/security-audit.js";
-import { gatherAuditInput } from "../../kernel/security-facts.js";
 import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadDotEnv, resolveHome } from "../../lib/home.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
+import { type AuditInput, auditReport } from "./security-audit.js";
+import { gatherAuditInput } from "./security-facts.js";
 
 const USAGE = "usage: spar security audit [--json]";
 

@@ -3,12 +3,12 @@ import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SparError } from "../../kernel/errors.js";
-import { inspectMasterSecret, resolveHome, weakSecretFix } from "../../kernel/home.js";
-import { initHome } from "../../kernel/init.js";
 import { createLogger } from "../../kernel/logger.js";
-import { secretWeakness } from "../../kernel/secret-strength.js";
+import { inspectMasterSecret, resolveHome, weakSecretFix } from "../../lib/home.js";
+import { secretWeakness } from "../../lib/secret-strength.js";
 import { daemonUrl } from "../client.js";
 import type { GlobalOptions } from "../output.js";
+import { initHome } from "./init-home.js";
 
 /** `spar start`: foreground by default; Ctrl-C (SIGINT) or SIGTERM stops it cleanly. */
 export async function start(options: GlobalOptions & { detach?: boolean }): Promise<void> {

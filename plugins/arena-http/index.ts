@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
-import { definePlugin, isLoopbackHost, SparError } from "../../kernel/sdk.js";
+import { definePlugin, SparError } from "../../kernel/sdk.js";
+import { isLoopbackHost } from "../../lib/loopback.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
 

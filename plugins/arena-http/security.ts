@@ -11,17 +11,14 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import {
-  digestMatches,
   findForbiddenKey,
   forbiddenKeyMessage,
-  isLoopbackAddress,
-  isLoopbackHostHeader,
   type RingServices,
   type SparConfig,
   SparError,
-  signatureKeyId,
-  verifyRequest,
 } from "../../kernel/sdk.js";
+import { digestMatches, signatureKeyId, verifyRequest } from "../../lib/http-signatures.js";
+import { isLoopbackAddress, isLoopbackHostHeader } from "../../lib/loopback.js";
 import type { RateLimiter } from "./rate-limit.js";
 
 declare module "fastify" {

@@ -3,7 +3,7 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { loadCliKey } from "../../kernel/keys.js";
+import { loadCliKey } from "../../lib/keys.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

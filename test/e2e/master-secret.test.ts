@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { AuditReport } from "../../kernel/security-audit.js";
+import type { AuditReport } from "../../cli/commands/security-audit.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {

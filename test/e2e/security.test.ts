@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { contentDigest } from "../../kernel/http-signatures.js";
-import { loadCliKey } from "../../kernel/keys.js";
+import { contentDigest } from "../../lib/http-signatures.js";
+import { loadCliKey } from "../../lib/keys.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -1,7 +1,7 @@
 /** Raw HTTP for security tests: every header under the test's control, and correctly signed requests. */
 import type { KeyObject } from "node:crypto";
 import { request as httpRequest } from "node:http";
-import { contentDigest, signRequest } from "../../kernel/http-signatures.js";
+import { contentDigest, signRequest } from "../../lib/http-signatures.js";
 
 export interface RawResponse {
   status: number;

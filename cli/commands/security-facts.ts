@@ -2,9 +2,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import type { SparConfig } from "./config.js";
-import { inspectMasterSecret, MASTER_KEY_FILE } from "./home.js";
-import { authorizedDir } from "./keys.js";
+import type { SparConfig } from "../../kernel/config.js";
+import { inspectMasterSecret, MASTER_KEY_FILE } from "../../lib/home.js";
+import { authorizedDir } from "../../lib/keys.js";
 import type { AuditInput, FileFact, FileRole } from "./security-audit.js";
 
 /**

@@ -2,13 +2,13 @@
  * `spar doctor`'s own look at the database while no daemon runs: opened exactly as start opens it
  * (the Ring, through the active store plugin), the store's integrity check awaited, then closed.
  */
-import type { SparConfig } from "./config.js";
-import { readMasterSecret } from "./home.js";
-import { createLogger } from "./logger.js";
-import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { createRing } from "./ring.js";
-import type { StoreCheck } from "./store-types.js";
-import { KERNEL_VERSION } from "./version.js";
+import type { SparConfig } from "../../kernel/config.js";
+import { createLogger } from "../../kernel/logger.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import { createRing } from "../../kernel/ring.js";
+import type { StoreCheck } from "../../kernel/store-types.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
+import { readMasterSecret } from "../../lib/home.js";
 
 /**
  * Opens the store and waits for its integrity check. Throws what opening throws (STORE_KEY_INVALID,

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { SparError } from "./errors.js";
+import { SparError } from "../kernel/errors.js";
 import { type SecretStrength, secretStrength, secretWeakness } from "./secret-strength.js";
 
 /** The data dir: `$SPAR_HOME`, else `~/.spar`. */

@@ -2,9 +2,9 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "smol-toml";
-import { LOCAL_RUNNER } from "./config.js";
-import { loadDotEnv, MASTER_KEY_FILE } from "./home.js";
-import type { ModelSettings } from "./types.js";
+import { LOCAL_RUNNER } from "../../kernel/config.js";
+import type { ModelSettings } from "../../kernel/types.js";
+import { loadDotEnv, MASTER_KEY_FILE } from "../../lib/home.js";
 
 /** The provider `spar init` picks from the keys it finds, in this order (DESIGN §7). */
 const PROVIDER_BY_KEY: { env: string; settings: ModelSettings }[] = [

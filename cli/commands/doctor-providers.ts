@@ -1,11 +1,11 @@
-import type { SparConfig } from "./config.js";
-import { isSparError } from "./errors.js";
-import { createLogger } from "./logger.js";
-import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { createProviderPolicy, resolveCredential } from "./provider-check.js";
-import { createRing } from "./ring.js";
-import type { ModelSettings, ProviderDeclaration } from "./types.js";
-import { KERNEL_VERSION } from "./version.js";
+import type { SparConfig } from "../../kernel/config.js";
+import { isSparError } from "../../kernel/errors.js";
+import { createLogger } from "../../kernel/logger.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import { createProviderPolicy, resolveCredential } from "../../kernel/provider-check.js";
+import { createRing } from "../../kernel/ring.js";
+import type { ModelSettings, ProviderDeclaration } from "../../kernel/types.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
 
 export interface ProviderReport {
   provider: string;
