@@ -1,30 +1,11 @@
 import { compactionBoundary, contextTokens, contextWindowFor } from "./compaction.js";
 import type { SparConfig } from "./config.js";
-import {
-  countConversation,
-  initialCreed,
-  isSubstantial,
-  mergeObservations,
-  parseObservations,
-  REFLECTION_SYSTEM,
-  reflectionPrompt,
-  renderCreed,
-} from "./creed.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
-import type { RingHooks } from "./hooks.js";
+import type { RingHooks, TurnSummary } from "./hooks.js";
 import type { Logger } from "./sdk.js";
-import type { CreedDocument, Store } from "./store-types.js";
-import type { ChatMessage, FighterRow, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
-
-/** A committed turn, as the Creed, decay, reflection and compaction see it. */
-export interface CompletedTurn {
-  fighter: FighterRow;
-  bout_id: string;
-  new_bout: boolean;
-  model: ModelSettings;
-  messages: ChatMessage[];
-}
+import type { Store } from "./store-types.js";
+import type { FighterRow } from "./types.js";
 
 export interface AftercareDeps {
   store: () => Store;
@@ -32,97 +13,49 @@ export interface AftercareDeps {
   hooks: RingHooks;
   config: SparConfig;
   log: Logger;
-  llm: (model: ModelSettings, request: Omit<LlmRequest, "model">) => Promise<LlmResponse>;
   activate: (event: string) => Promise<void>;
 }
 
 /**
- * What happens around a turn besides the model call: the Creed and the bout summary rendered into
- * the prompt; after the turn, the Creed's counters, memory decay, the reflection call and compaction.
+ * What the kernel does around a turn besides the model call: the bout's summary in the prompt; after
+ * the reply, `turn.after` (the identity plugin's reflection) and compaction, in the fighter's queue
+ * before its next turn; and fighter-to-fighter exchanges on both sides' relationships.
  */
 export function createAftercare(deps: AftercareDeps) {
   const { events, config } = deps;
-  const now = () => new Date().toISOString();
 
-  async function creedOf(fighter: FighterRow): Promise<CreedDocument> {
-    return (await deps.store().creeds.get(fighter.name)) ?? initialCreed(fighter.manifest, now());
-  }
+  // Last in line, after plugins' additions (the Creed): what compaction replaced, summarized.
+  deps.hooks.turn.prepare.tapPromise({ name: "ring", stage: 100 }, async (prompt, context) => {
+    const summary = (await deps.store().summaries.get(context.bout_id))?.summary;
+    return summary
+      ? { ...prompt, system: `${prompt.system}\n\n## Earlier in this conversation (summary)\n${summary}` }
+      : prompt;
+  });
 
-  async function saveCreed(
-    fighter: FighterRow,
-    creed: CreedDocument,
-    reason: "conversation" | "reflection" | "edit",
-  ): Promise<void> {
-    await deps.store().creeds.put(fighter.name, creed);
-    events.publish({ kind: "creed.updated", fighter_id: fighter.id, name: fighter.name, reason });
-  }
-
-  /** The system prompt: the manifest's, the Creed, and the summary of what compaction replaced. */
-  async function systemPrompt(fighter: FighterRow, boutId: string): Promise<string> {
-    const store = deps.store();
-    const [creed, relationships, stored] = await Promise.all([
-      creedOf(fighter),
-      store.relationships.list(fighter.name),
-      store.summaries.get(boutId),
-    ]);
-    const parts = [fighter.manifest.system_prompt, renderCreed(fighter.name, creed, relationships)];
-    const summary = stored?.summary;
-    if (summary) parts.push(`## Earlier in this conversation (summary)\n${summary}`);
-    return parts.join("\n\n");
-  }
-
-  /** Right after the turn is committed: counters always, decay of the fighter's memories. */
-  async function afterTurn(turn: CompletedTurn): Promise<void> {
-    const creed = countConversation(
-      await creedOf(turn.fighter),
-      { new_bout: turn.new_bout, messages: turn.messages.length },
-      now(),
-    );
-    await saveCreed(turn.fighter, creed, "conversation");
-    await deps.store().memories.decay(turn.fighter.id, config.memory.decay.rate_per_day, now());
-  }
-
-  /** Queued after the reply: the reflection call and compaction. Failures are logged, never thrown. */
-  async function later(turn: CompletedTurn): Promise<void> {
-    await reflect(turn).catch((err: unknown) =>
-      deps.log.warn("creed reflection failed", { fighter: turn.fighter.name, error: (err as Error).message }),
-    );
+  /** Queued after the reply. Failures are logged, never thrown. */
+  async function later(turn: TurnSummary): Promise<void> {
+    await deps.hooks.turn.after
+      .promise(turn)
+      .catch((err: unknown) =>
+        deps.log.warn("turn.after failed", { fighter: turn.fighter.name, error: (err as Error).message }),
+      );
     await compact(turn).catch((err: unknown) =>
       deps.log.warn("compaction failed", { fighter: turn.fighter.name, error: (err as Error).message }),
     );
   }
 
-  async function reflect(turn: CompletedTurn): Promise<void> {
-    const user = turn.messages.find((m) => m.role === "user")?.content ?? "";
-    const reply = turn.messages.findLast((m) => m.role === "assistant")?.content ?? "";
-    if (!isSubstantial(user, reply, config.creed)) return;
-    const answer = await deps.llm(turn.model, {
-      system: REFLECTION_SYSTEM,
-      messages: [{ role: "user", content: reflectionPrompt(user, reply) }],
-      tools: [],
-    });
-    const observations = parseObservations(answer.text);
-    if (observations.length === 0) return;
-    const creed = mergeObservations(
-      await creedOf(turn.fighter),
-      observations,
-      now(),
-      config.memory.decay,
-      config.creed.max_observations,
-    );
-    await saveCreed(turn.fighter, creed, "reflection");
-  }
-
-  async function compact(turn: CompletedTurn): Promise<void> {
+  async function compact(turn: TurnSummary): Promise<void> {
     const store = deps.store();
     const { strategy: name, threshold_percent, keep_recent } = config.memory.compaction;
     const live = (await store.messages.list(turn.bout_id)).filter((m) => !m.compacted);
     const window = contextWindowFor(turn.model);
-    if (
-      contextTokens(await systemPrompt(turn.fighter, turn.bout_id), live) <=
-      (window * threshold_percent) / 100
-    )
-      return;
+    const previous = (await store.summaries.get(turn.bout_id))?.summary;
+    // The prompt as the model would see it next, plugins' additions (the Creed) included.
+    const prompt = await deps.hooks.turn.prepare.promise(
+      { system: turn.fighter.manifest.system_prompt, messages: live },
+      { fighter: turn.fighter, bout_id: turn.bout_id },
+    );
+    if (contextTokens(prompt.system, prompt.messages) <= (window * threshold_percent) / 100) return;
     const through = compactionBoundary(live, keep_recent);
     if (through === undefined) return;
     await deps.activate(`onCompaction:${name}`);
@@ -134,7 +67,7 @@ export function createAftercare(deps: AftercareDeps) {
       bout_id: turn.bout_id,
       model: turn.model,
       messages: live.filter((m) => m.seq <= through),
-      previous_summary: (await store.summaries.get(turn.bout_id))?.summary,
+      previous_summary: previous,
       summary_budget_tokens: Math.floor(window / 4),
     });
     const compacted = await store.messages.compact(turn.bout_id, through, summary);
@@ -149,22 +82,10 @@ export function createAftercare(deps: AftercareDeps) {
   }
 
   return {
-    creedOf,
-    systemPrompt,
-    afterTurn,
     later,
-    /** PUT creed: replaces identity, traits and directives; what was learned stays. */
-    async editCreed(
-      fighter: FighterRow,
-      edit: Pick<CreedDocument, "identity" | "traits" | "directives">,
-    ): Promise<CreedDocument> {
-      const creed = { ...(await creedOf(fighter)), ...edit, updated_at: now() };
-      await saveCreed(fighter, creed, "edit");
-      return creed;
-    },
     /** A fighter-to-fighter exchange, on both sides' relationship records. */
     async recordExchange(from: FighterRow, to: FighterRow, content: string): Promise<void> {
-      const at = now();
+      const at = new Date().toISOString();
       const gist = content.replace(/\s+/g, " ").slice(0, 80);
       const { relationships } = deps.store();
       await relationships.record(from.name, { with: to.name, kind: "fighter" }, `last sent: ${gist}`, at);

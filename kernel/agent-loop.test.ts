@@ -67,6 +67,7 @@ function input(overrides: Partial<TurnInput> = {}): TurnInput {
     cancelGraceMs: 50,
     signal: new AbortController().signal,
     chain: ["f1"],
+    workspace: () => "/nonexistent/workspaces/f",
     ...overrides,
   };
 }

@@ -1,6 +1,7 @@
 import { cancelledError, isCancelled } from "./cancel.js";
 import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
+import { matchGrants } from "./fighter-manifest.js";
 import type { MoveCallInfo, MoveOutcome, RingHooks } from "./hooks.js";
 import { callProvider, policyFor } from "./provider-call.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
@@ -35,6 +36,8 @@ export interface TurnInput {
   signal: AbortSignal;
   /** Fighters waiting on this turn, this one's included last: handed to moves for nested calls. */
   chain: readonly string[];
+  /** The fighter's workspace folder, created on first use. */
+  workspace: () => string;
   onDelta?: (text: string) => void;
   request_id?: string;
 }
@@ -214,6 +217,7 @@ async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Pr
     fighter: input.fighter,
     bout_id: input.bout_id,
     capability: declaration.capability,
+    ...(declaration.server ? { server: declaration.server } : {}),
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
   return deps.hooks.move.afterCall.promise(await execute(call, declaration, info, input, deps), info);
@@ -244,6 +248,8 @@ async function execute(
         bout_id: input.bout_id,
         signal,
         chain: input.chain,
+        grants: matchGrants(input.fighter.manifest.capabilities ?? [], declaration),
+        workspace: input.workspace(),
       }),
     );
     return { ok: true, content: typeof value === "string" ? value : JSON.stringify(value) };

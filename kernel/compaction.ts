@@ -1,11 +1,5 @@
 import type { ChatMessage, ModelSettings, StoredMessage } from "./types.js";
 
-export interface CompactionConfig {
-  strategy: string;
-  threshold_percent: number;
-  keep_recent: number;
-}
-
 /** Context windows of well-known model families, for settings that give no `context_window`. */
 const KNOWN_WINDOWS: [RegExp, number][] = [
   [/^gpt-4\.1|^gpt-5/, 1_000_000],

@@ -32,7 +32,8 @@ describe("config", () => {
       loop_guard_repeats: 4,
       max_call_depth: 4,
     });
-    expect(config.api.body_limit_bytes).toBe(1_048_576);
+    expect(config.quotas).toEqual({ requests_per_minute: 60, tokens_per_minute: 200_000, window_s: 60 });
+    expect(config.plugins.store).toBe("store-sqlite");
   });
 
   it("rejects unknown keys with their path", () => {
@@ -60,9 +61,9 @@ describe("config", () => {
     expect(config.api_listen).toBe("127.0.0.1:7001");
   });
 
-  it("keeps other tables as plugin settings for the loader to check", () => {
+  it("keeps other tables for the plugins that own them", () => {
     const config = loadConfig(homeWith('["moves-x"]\nlevel = 1\n'), {});
-    expect(config.plugin_settings).toEqual({ "moves-x": { level: 1 } });
+    expect(config.sections).toEqual({ "moves-x": { level: 1 } });
   });
 
   it("parses listen addresses, IPv6 included", () => {

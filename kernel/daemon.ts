@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { loadDotEnv, readMasterSecret } from "../lib/home.js";
 import { loadConfig, parseListen } from "./config.js";
 import { SparError } from "./errors.js";
+import type { ListenRequest } from "./hooks.js";
 import { createLogger } from "./logger.js";
 import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
 import { createRing, type Ring } from "./ring.js";
@@ -36,7 +37,10 @@ export async function startDaemon(home: string, env = process.env): Promise<Runn
       secret.fill(0);
     }
     await ring.ensureDefaultFighter();
-    await ring.hooks.daemon.ready.promise(listen);
+    // Every plugin is applied by now: the routes they add go to the Arena with the address.
+    const routes: ListenRequest["routes"] = [];
+    await ring.hooks.arena.routes.promise({ add: (route) => void routes.push(route) });
+    await ring.hooks.daemon.ready.promise({ ...listen, routes });
   } catch (err) {
     await ring.close().catch(() => undefined);
     releasePidFile(home);

@@ -2,63 +2,59 @@ import { randomUUID } from "node:crypto";
 import type { FighterStatus, Usage } from "./types.js";
 
 /**
- * Every lifecycle event, as a typed union keyed by `kind`. The spec's FighterSpawned, BoutStarted
- * and the completion event are `fighter.spawned`, `bout.started` and `message.completed`.
+ * Every event kind and its payload. The kernel's are here; a plugin adds its own by declaration
+ * merging and lists them in its manifest's `contributes.events` (it may publish no others):
+ *
+ * @example
+ * declare module "spar/sdk" {
+ *   interface SparEventMap { "dice.rolled": { fighter_id: string; total: number } }
+ * }
+ *
+ * The spec's FighterSpawned, BoutStarted and the completion event are `fighter.spawned`,
+ * `bout.started` and `message.completed`.
  */
-export type SparEventPayload =
-  | { kind: "fighter.spawned"; fighter_id: string; name: string }
-  | { kind: "fighter.killed"; fighter_id: string; name: string }
-  | { kind: "fighter.status"; fighter_id: string; status: FighterStatus }
-  | { kind: "fighter.rate_limited"; fighter_id: string; reason: "requests" | "tokens"; retry_after_s: number }
-  | { kind: "bout.started"; fighter_id: string; bout_id: string }
-  | { kind: "message.received"; fighter_id: string; bout_id: string; turn_id: string; from?: string }
-  | { kind: "message.delta"; fighter_id: string; bout_id: string; text: string; request_id?: string }
-  | { kind: "move.called"; fighter_id: string; bout_id: string; name: string; call_id: string }
-  | { kind: "move.result"; fighter_id: string; bout_id: string; name: string; call_id: string; ok: boolean }
-  | {
-      kind: "creed.updated";
-      fighter_id: string;
-      name: string;
-      reason: "conversation" | "reflection" | "edit";
-    }
-  | {
-      kind: "compaction.applied";
-      fighter_id: string;
-      bout_id: string;
-      strategy: string;
-      compacted: number;
-      through_seq: number;
-    }
-  | {
-      /** A turn that ended without completing: its steps stay in the bout, with this error. */
-      kind: "message.failed";
-      fighter_id: string;
-      bout_id: string;
-      turn_id: string;
-      status: "failed" | "cancelled";
-      error: { code: string; message: string };
-    }
-  | {
-      /** Bookkeeping after a committed turn failed (a `turn.end` tap, the Creed): the reply still stands. */
-      kind: "turn.hook_failed";
-      fighter_id: string;
-      bout_id: string;
-      turn_id: string;
-      hook: string;
-      error: string;
-    }
-  | {
-      kind: "message.completed";
-      fighter_id: string;
-      bout_id: string;
-      turn_id: string;
-      usage: Usage;
-      iterations: number;
-      model: string;
-      stop_reason: string;
-    };
+export interface SparEventMap {
+  "fighter.spawned": { fighter_id: string; name: string };
+  "fighter.killed": { fighter_id: string; name: string };
+  "fighter.status": { fighter_id: string; status: FighterStatus };
+  "fighter.rate_limited": { fighter_id: string; reason: "requests" | "tokens"; retry_after_s: number };
+  "bout.started": { fighter_id: string; bout_id: string };
+  "message.received": { fighter_id: string; bout_id: string; turn_id: string; from?: string };
+  "message.delta": { fighter_id: string; bout_id: string; text: string; request_id?: string };
+  "move.called": { fighter_id: string; bout_id: string; name: string; call_id: string };
+  "move.result": { fighter_id: string; bout_id: string; name: string; call_id: string; ok: boolean };
+  "compaction.applied": {
+    fighter_id: string;
+    bout_id: string;
+    strategy: string;
+    compacted: number;
+    through_seq: number;
+  };
+  /** A turn that ended without completing: its steps stay in the bout, with this error. */
+  "message.failed": {
+    fighter_id: string;
+    bout_id: string;
+    turn_id: string;
+    status: "failed" | "cancelled";
+    error: { code: string; message: string };
+  };
+  /** Bookkeeping after a committed turn failed (a `turn.end` tap): the reply still stands. */
+  "turn.hook_failed": { fighter_id: string; bout_id: string; turn_id: string; hook: string; error: string };
+  "message.completed": {
+    fighter_id: string;
+    bout_id: string;
+    turn_id: string;
+    usage: Usage;
+    iterations: number;
+    model: string;
+    stop_reason: string;
+  };
+}
 
-export type SparEventKind = SparEventPayload["kind"];
+export type SparEventKind = keyof SparEventMap;
+
+/** One event before it is stamped: its kind and that kind's payload. */
+export type SparEventPayload = { [K in SparEventKind]: { kind: K } & SparEventMap[K] }[SparEventKind];
 
 /** The envelope every event travels in: `seq` increases by one per event so a client can resume. */
 export type SparEvent = SparEventPayload & { id: string; seq: number; at: string };

@@ -1,8 +1,12 @@
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { MODEL_SETTINGS_SCHEMA } from "./config.js";
 import { SparError } from "./errors.js";
 import { formatSchemaErrors, validatorFor } from "./schema.js";
-import type { Capability, FighterManifest } from "./types.js";
+import type { Capability, FighterManifest, MoveDeclaration } from "./types.js";
+import { PACKAGE_ROOT } from "./version.js";
 
+/** The kernel's own capability types; an installed plugin's move may declare more. */
 export const CAPABILITY_TYPES = [
   "memory",
   "knowledge_graph",
@@ -18,6 +22,8 @@ export const CAPABILITY_TYPES = [
   "mcp",
   "full_access",
 ] as const;
+
+const oneOrMany = { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] };
 
 export const FIGHTER_MANIFEST_SCHEMA = {
   type: "object",
@@ -37,9 +43,10 @@ export const FIGHTER_MANIFEST_SCHEMA = {
         additionalProperties: false,
         required: ["type"],
         properties: {
-          type: { enum: CAPABILITY_TYPES },
-          scope: { type: "string" },
-          pattern: { type: "string" },
+          type: { type: "string", pattern: "^[a-z][a-z0-9_]*$" },
+          scope: oneOrMany,
+          pattern: oneOrMany,
+          hosts: oneOrMany,
           server: { type: "string" },
         },
       },
@@ -57,8 +64,14 @@ export const FIGHTER_MANIFEST_SCHEMA = {
   },
 } as const;
 
-/** Validates a manifest (unknown fields are refused with their path) and returns it with defaults. */
-export function validateFighterManifest(input: unknown): FighterManifest {
+/**
+ * Validates a manifest (unknown fields are refused with their path) and returns it with defaults.
+ * A capability type is known when it is the kernel's or an installed plugin's move declares it.
+ */
+export function validateFighterManifest(
+  input: unknown,
+  knownCapabilities: ReadonlySet<string>,
+): FighterManifest {
   // Said plainly before the schema's pattern error: "spar " and "spar" would look the same in a list.
   const name = (input as { name?: unknown } | null)?.name;
   if (typeof name === "string" && name.trim() !== name) {
@@ -76,6 +89,14 @@ export function validateFighterManifest(input: unknown): FighterManifest {
     });
   }
   const manifest = input as FighterManifest;
+  const unknown = (manifest.capabilities ?? []).findIndex((c) => !knownCapabilities.has(c.type));
+  if (unknown >= 0) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `manifest.capabilities.${unknown}.type "${manifest.capabilities?.[unknown]?.type}" is no capability of the kernel or of an installed plugin; known: ${[...knownCapabilities].sort().join(", ")}`,
+      { path: `/manifest/capabilities/${unknown}/type` },
+    );
+  }
   return {
     ...manifest,
     weight_class: manifest.weight_class ?? "middleweight",
@@ -84,68 +105,49 @@ export function validateFighterManifest(input: unknown): FighterManifest {
   };
 }
 
-/** True when the grants include `type` or `full_access`. */
-export function hasCapability(grants: readonly Capability[], type: string): boolean {
-  return grants.some((c) => c.type === type || c.type === "full_access");
+/**
+ * The fighter's grants that allow `move`: its type, or `full_access`; and when both the grant and
+ * the move name a `server`, the same one. Empty when the fighter may not use the move.
+ */
+export function matchGrants(
+  grants: readonly Capability[],
+  move: Pick<MoveDeclaration, "capability" | "server">,
+): Capability[] {
+  return grants.filter(
+    (g) =>
+      g.type === "full_access" ||
+      (g.type === move.capability &&
+        (g.server === undefined || move.server === undefined || g.server === move.server)),
+  );
+}
+
+/** A fighter's own folder, `<home>/workspaces/<name>/`, created (private) on first use. */
+export function workspaceOf(home: string, fighterName: string): string {
+  // Names are letters, digits, space, `_`, `.` and `-`, starting with a letter or digit: safe as a folder.
+  const dir = join(home, "workspaces", fighterName);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }
 
 export const DEFAULT_FIGHTER_NAME = "spar";
 
-/** Bundled fighter kinds for `spar fighter spawn <kind>`; `spar` is the default fighter. */
-export const FIGHTER_TEMPLATES: Readonly<Record<string, FighterManifest>> = {
-  spar: {
-    name: DEFAULT_FIGHTER_NAME,
-    description: "The default fighter: a capable general assistant with full tool access.",
-    system_prompt:
-      "You are Spar, a helpful assistant running on the user's own machine. Be direct and accurate. " +
-      "Use your tools when they help, and say plainly when you do not know something.",
-    weight_class: "heavyweight",
-    capabilities: [{ type: "full_access" }],
-  },
-  coder: {
-    name: "coder",
-    description: "Full-stack engineer with shell and file access inside its workspace.",
-    system_prompt:
-      "You are a senior full-stack engineer. Read before you change, make small verified steps, run the " +
-      "tests, and explain what you changed and why.",
-    weight_class: "heavyweight",
-    capabilities: [
-      { type: "shell_exec", pattern: "*" },
-      { type: "file_read" },
-      { type: "file_write" },
-      { type: "memory" },
-    ],
-  },
-  scout: {
-    name: "scout",
-    description: "Deep research agent: searches, reads sources, cross-checks and cites.",
-    system_prompt:
-      "You are a careful researcher. Find primary sources, cross-check claims, separate facts from " +
-      "inference, and cite where each fact came from.",
-    weight_class: "middleweight",
-    capabilities: [{ type: "network", pattern: "*" }, { type: "memory" }, { type: "knowledge_graph" }],
-  },
-  oracle: {
-    name: "oracle",
-    description: "Conversational agent with broad knowledge and a memory of past talks.",
-    system_prompt:
-      "You are a thoughtful conversational partner with broad knowledge. Answer clearly, ask when a " +
-      "question is ambiguous, and remember what matters to the user.",
-    weight_class: "middleweight",
-    capabilities: [{ type: "memory" }],
-  },
-  scribe: {
-    name: "scribe",
-    description: "Writer and editor: drafts, tightens and proofreads text in its workspace.",
-    system_prompt:
-      "You are an exacting editor. Keep the author's voice, cut what does not earn its place, and fix " +
-      "errors of fact, grammar and consistency.",
-    weight_class: "lightweight",
-    capabilities: [{ type: "file_read" }, { type: "file_write" }, { type: "memory" }],
-  },
-};
+/** Bundled fighter kinds are data: `fighters/<kind>.json` in the package. */
+const TEMPLATES_DIR = join(PACKAGE_ROOT, "fighters");
 
-/** The template names a user can spawn (the default fighter is not one of them). */
+/** The manifest of a bundled kind (the default fighter's included), or undefined. */
+export function fighterTemplate(kind: string): FighterManifest | undefined {
+  if (!templateFiles().includes(kind)) return undefined;
+  return JSON.parse(readFileSync(join(TEMPLATES_DIR, `${kind}.json`), "utf8")) as FighterManifest;
+}
+
+/** The kinds a user can spawn (the default fighter is not one of them). */
 export function templateNames(): string[] {
-  return Object.keys(FIGHTER_TEMPLATES).filter((n) => n !== DEFAULT_FIGHTER_NAME);
+  return templateFiles().filter((n) => n !== DEFAULT_FIGHTER_NAME);
+}
+
+function templateFiles(): string[] {
+  return readdirSync(TEMPLATES_DIR)
+    .filter((f) => f.endsWith(".json"))
+    .map((f) => f.slice(0, -".json".length))
+    .sort();
 }

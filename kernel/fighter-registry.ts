@@ -3,7 +3,7 @@ import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import {
   DEFAULT_FIGHTER_NAME,
-  FIGHTER_TEMPLATES,
+  fighterTemplate,
   templateNames,
   validateFighterManifest,
 } from "./fighter-manifest.js";
@@ -47,6 +47,8 @@ export function createFighterRegistry(options: {
   defaultModel: ModelSettings;
   /** Why a manifest's own model cannot work (unknown provider, missing key), if it cannot. */
   modelProblem: (settings: ModelSettings) => string | undefined;
+  /** Capability types a manifest may name: the kernel's and those installed plugins' moves declare. */
+  capabilities: ReadonlySet<string>;
 }): FighterRegistry {
   const { events } = options;
   const fighters = new Map<string, LiveFighter>();
@@ -79,18 +81,18 @@ export function createFighterRegistry(options: {
   }
 
   function manifestFor(request: SpawnRequest): FighterManifest {
-    if (!("template" in request)) return validateFighterManifest(request.manifest);
-    // Own keys only: "constructor" or "toString" must not find something on Object.prototype.
-    const template = Object.hasOwn(FIGHTER_TEMPLATES, request.template)
-      ? FIGHTER_TEMPLATES[request.template]
-      : undefined;
+    if (!("template" in request)) return validateFighterManifest(request.manifest, options.capabilities);
+    const template = fighterTemplate(request.template);
     if (!template || request.template === DEFAULT_FIGHTER_NAME) {
       throw new SparError(
         "VALIDATION_FAILED",
         `unknown fighter kind "${request.template}"; kinds: ${templateNames().join(", ")}`,
       );
     }
-    return validateFighterManifest({ ...template, name: request.name ?? template.name });
+    return validateFighterManifest(
+      { ...template, name: request.name ?? template.name },
+      options.capabilities,
+    );
   }
 
   return {

@@ -6,8 +6,12 @@ import type {
   FighterRow,
   LlmDriver,
   ModelSettings,
+  MoveDeclaration,
   MoveHandler,
+  PluginRoute,
   ProviderCredential,
+  PublicAssets,
+  RouteRegistry,
   StoredMessage,
   ToolCall,
   Usage,
@@ -35,6 +39,21 @@ export interface TurnSummary extends TurnContext {
   new_messages: ChatMessage[];
   usage: Usage;
   iterations: number;
+  /** The model the turn used. */
+  model: ModelSettings;
+  /** Whether the turn started its bout. */
+  new_bout: boolean;
+}
+
+/** What `move.list` taps are asked for: the moves to offer one fighter, or all (no fighter: listing). */
+export interface MoveListContext {
+  fighter?: FighterRow;
+}
+
+/** What `provider.route` taps see: a fighter whose manifest names no model, and the message. */
+export interface RouteContext {
+  fighter: FighterRow;
+  text: string;
 }
 
 /** A refusal a `move.beforeCall` tap returns; the model gets it as the tool's error result. */
@@ -47,8 +66,9 @@ export interface MoveCallInfo {
   call: ToolCall;
   fighter: FighterRow;
   bout_id: string;
-  /** The capability the move's manifest declares. */
+  /** The capability the move's declaration names, and its server (MCP) if it has one. */
   capability: string;
+  server?: string;
 }
 
 export interface MoveOutcome {
@@ -73,10 +93,11 @@ export interface CompactionStrategy {
   compact(input: CompactionInput): Promise<{ summary?: string }>;
 }
 
-/** Address the daemon is about to serve, given to the Arena when the daemon is ready. */
+/** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */
 export interface ListenRequest {
   host: string;
   port: number;
+  routes: (PluginRoute | PublicAssets)[];
 }
 
 /**
@@ -90,6 +111,11 @@ export function createHooks() {
       open: new AsyncSeriesBailHook<[StoreOpenOptions], Store | undefined>(["options"]),
     }),
     provider: Object.freeze({
+      /**
+       * Waterfall, called per message of a fighter whose manifest names no model, starting from
+       * `default_model`: a tap may pick another model (complexity routing), or pass it on.
+       */
+      route: new AsyncSeriesWaterfallHook<[ModelSettings, RouteContext]>(["model", "context"]),
       /**
        * Bail, called per LLM call: the plugin that owns `settings.provider` returns a driver, others
        * undefined. `credential` is the only key the driver may send (the kernel chose it by the
@@ -105,8 +131,13 @@ export function createHooks() {
       resolve: new AsyncSeriesBailHook<[string], MoveHandler | undefined>(["name"]),
       /** Bail, called before a move runs: a tap returns a refusal to stop it (capability, policy). */
       beforeCall: new AsyncSeriesBailHook<[MoveCallInfo], MoveRefusal | undefined>(["info"]),
-      /** Waterfall, called after a move ran: taps may rewrite the outcome (redaction) before it is stored. */
+      /** Waterfall, called after every call, failed ones too: taps may rewrite the outcome (redaction) before it is stored. */
       afterCall: new AsyncSeriesWaterfallHook<[MoveOutcome, MoveCallInfo]>(["outcome", "info"]),
+      /**
+       * Waterfall, called per turn (and per listing, without a fighter): taps add the moves they
+       * offer at run time (MCP tools) to the list and pass it on; a tap must also resolve them.
+       */
+      list: new AsyncSeriesWaterfallHook<[MoveDeclaration[], MoveListContext]>(["moves", "context"]),
     }),
     compaction: Object.freeze({
       /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */
@@ -115,14 +146,20 @@ export function createHooks() {
     turn: Object.freeze({
       /** Waterfall, called before each turn: taps add to the system prompt and context. */
       prepare: new AsyncSeriesWaterfallHook<[PromptParts, TurnContext]>(["prompt", "context"]),
-      /** Series, called after a turn's messages are committed: Creed, decay, usage bookkeeping. */
+      /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters, decay. */
       end: new AsyncSeriesHook<[TurnSummary]>(["summary"]),
+      /** Series, called after the reply, in the fighter's queue before its next turn: slow bookkeeping (reflection). */
+      after: new AsyncSeriesHook<[TurnSummary]>(["summary"]),
     }),
     daemon: Object.freeze({
       /** Series, called once the store is open and the default fighter exists: the Arena starts listening. */
       ready: new AsyncSeriesHook<[ListenRequest]>(["listen"]),
       /** Series, called on shutdown before the store closes: stop accepting work, flush. */
       close: new AsyncSeriesHook<[]>([]),
+    }),
+    arena: Object.freeze({
+      /** Series, called once when the daemon is ready, before it listens: taps add routes and public assets. */
+      routes: new AsyncSeriesHook<[RouteRegistry]>(["registry"]),
     }),
     events: Object.freeze({
       /** Parallel, called for every published event; a failing tap is logged, never fatal. */

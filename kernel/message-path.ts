@@ -13,7 +13,6 @@ import { callProvider, policyFor } from "./provider-call.js";
 import type { CredentialCheck } from "./provider-check.js";
 import { providerError } from "./provider-errors.js";
 import { createQuotaGuard } from "./quota-guard.js";
-import { routeModel } from "./routing.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
 import type { Store } from "./store-types.js";
@@ -25,6 +24,7 @@ export const RESERVED_OUTPUT_TOKENS = 1024;
 
 export interface MessagePathDeps {
   config: SparConfig;
+  home: string;
   hooks: RingHooks;
   events: EventBus;
   host: PluginHost;
@@ -80,24 +80,17 @@ export function createMessagePath(deps: MessagePathDeps) {
     hooks,
     config,
     log: deps.log,
-    llm,
     activate: (event) => host.activate(event),
   });
 
-  // The kernel's own prompt tap, first in line: the Creed and the bout's summary join the system prompt.
-  hooks.turn.prepare.tapPromise({ name: "ring", stage: -100 }, async (prompt, context) => ({
-    ...prompt,
-    system: await aftercare.systemPrompt(context.fighter, context.bout_id),
-  }));
-
   const runner = createTurnRunner({
     config,
+    home: deps.home,
     hooks,
     events,
     log: deps.log,
     store: deps.store,
     declaredMoves: deps.declaredMoves,
-    aftercare,
     driver: resolveDriver,
     move: async (name) => {
       await host.activate(`onMove:${name}`);
@@ -161,12 +154,11 @@ export function createMessagePath(deps: MessagePathDeps) {
       recorded(): Promise<FighterMessageResult | undefined>;
     },
   ): Promise<FighterMessageResult> {
-    const model = routeModel(text, live.row.manifest.model, config.model_routing, config.default_model).model;
-    // A model that cannot be called (no key, a refused endpoint) is refused before anything is stored.
-    const check = deps.credentialFor(model);
-    if (!check.ok)
-      throw new SparError("PROVIDER_ERROR", check.problem, { provider: model.provider, retryable: false });
-    const reservation = quotas.admit(live, estimateTurnTokens(live, text, model));
+    // Routing (a `provider.route` tap) may pick another model for a fighter that names none; the
+    // quota holds the unrouted model's estimate until the turn's real usage replaces it.
+    const named = live.row.manifest.model ?? config.default_model;
+    refuseUncallable(named);
+    const reservation = quotas.admit(live, estimateTurnTokens(live, text, named));
     const { controller, unlink } = childController(opts.signal);
     const active: ActiveTurn = { controller };
     turns.add(active);
@@ -187,6 +179,10 @@ export function createMessagePath(deps: MessagePathDeps) {
         // Its key's turn ran before: the stored reply, and no second turn (its request still counted).
         const replayed = await keyed?.recorded();
         if (replayed) return { result: replayed, completed: undefined };
+        const model = live.row.manifest.model
+          ? named
+          : await hooks.provider.route.promise(named, { fighter: live.row, text });
+        refuseUncallable(model);
         quotas.start(live, reservation);
         fighters.setStatus(live, "fighting");
         running.set(live.row.id, active);
@@ -231,6 +227,13 @@ export function createMessagePath(deps: MessagePathDeps) {
       stop_reason: result.stop_reason,
     });
     return result;
+  }
+
+  /** A model that cannot be called (no key, a refused endpoint) is refused before anything is stored. */
+  function refuseUncallable(model: ModelSettings): void {
+    const check = deps.credentialFor(model);
+    if (!check.ok)
+      throw new SparError("PROVIDER_ERROR", check.problem, { provider: model.provider, retryable: false });
   }
 
   /**

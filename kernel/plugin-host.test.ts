@@ -21,6 +21,7 @@ interface FixturePlugin {
   kind?: string;
   activation?: string[];
   requires?: string[];
+  /** Its own `[<id>]` table's schema. */
   configSchema?: object;
   /** Body of apply(api, config); `MARK` writes a file named after the plugin when the module loads. */
   apply?: string;
@@ -45,7 +46,7 @@ function fixtureRoot(plugins: FixturePlugin[]): string {
         entry: "index.js",
         activation: p.activation ?? ["onStartup"],
         ...(p.requires ? { requires: p.requires } : {}),
-        ...(p.configSchema ? { configSchema: p.configSchema } : {}),
+        ...(p.configSchema ? { sections: { [p.id]: p.configSchema } } : {}),
         ...p.manifest,
       }),
     );
@@ -173,7 +174,7 @@ describe("plugin host", () => {
     expect(existsSync(join(root, "moves-off.imported"))).toBe(false);
   });
 
-  it("validates a plugin's config table against its configSchema before import", () => {
+  it("validates a plugin's config table against its schema before import", () => {
     const schema = {
       type: "object",
       additionalProperties: false,
@@ -185,11 +186,11 @@ describe("plugin host", () => {
     expect(existsSync(join(root, "moves-conf.imported"))).toBe(false);
   });
 
-  it("passes the validated config table to apply", async () => {
+  it("passes the validated config tables it owns to apply, by path", async () => {
     const schema = { type: "object", properties: { level: { type: "integer" } } };
     const root = fixtureRoot([
       ...slots,
-      { id: "moves-conf", configSchema: schema, apply: "globalThis.__level = config.level;" },
+      { id: "moves-conf", configSchema: schema, apply: 'globalThis.__level = config["moves-conf"].level;' },
     ]);
     const { host } = hostFor(root, '["moves-conf"]\nlevel = 7\n');
     await host.activate("onStartup");

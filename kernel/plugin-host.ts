@@ -1,11 +1,11 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { SparConfig } from "./config.js";
+import { checkSections } from "./config-sections.js";
 import { SparError, wrapPluginError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { RingHooks } from "./hooks.js";
 import { type DiscoveredPlugin, type PluginManifest, SINGLE_SLOT_KINDS } from "./plugin-manifest.js";
-import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "./sdk.js";
 import type { RingServices } from "./services.js";
 
@@ -35,14 +35,14 @@ export interface PluginHost {
 
 /**
  * Decides which discovered plugins may run, then imports and applies each lazily, the first time
- * one of its activation events fires. Config tables are checked against the plugins' configSchema
+ * one of its activation events fires. Config tables are checked against the plugins that own them
  * here, before any plugin code is imported.
  */
 export function createPluginHost(options: PluginHostOptions): PluginHost {
   const { config, hooks } = options;
   const timeoutMs = options.activationTimeoutMs ?? 10_000;
   const byId = new Map(options.plugins.map((p) => [p.manifest.id, p]));
-  checkConfigTables(config, byId);
+  config.sections = checkSections(config, options.plugins, join(options.home, "config.toml"));
 
   const eligible = options.plugins.filter((p) => isEligible(p.manifest, config));
   const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
@@ -105,7 +105,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       id: manifest.id,
       hooks: scopeHooks(hooks, manifest.id),
       ring: options.services(),
-      events: options.events,
+      events: scopeEvents(options.events, manifest),
       config,
       home: options.home,
       dir,
@@ -113,7 +113,8 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       log: options.log,
     };
     try {
-      await plugin_.apply(api, config.plugin_settings[manifest.id] ?? {});
+      const own = Object.keys(manifest.sections ?? {}).map((path) => [path, config.sections[path] ?? {}]);
+      await plugin_.apply(api, Object.fromEntries(own));
     } catch (err) {
       throw wrapPluginError(manifest.id, "apply", err);
     }
@@ -148,18 +149,26 @@ function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
   return true;
 }
 
-function checkConfigTables(config: SparConfig, byId: Map<string, DiscoveredPlugin>): void {
-  for (const [id, table] of Object.entries(config.plugin_settings)) {
-    const plugin = byId.get(id);
-    if (!plugin) throw new SparError("CONFIG_INVALID", `config.toml: unknown key "${id}"`, { path: id });
-    const schema = plugin.manifest.configSchema;
-    if (!schema)
-      throw new SparError("CONFIG_INVALID", `config.toml: plugin ${id} takes no settings`, { path: id });
-    const validate = validatorFor(schema);
-    if (!validate(table)) {
-      throw new SparError("CONFIG_INVALID", `config.toml: ${formatSchemaErrors(validate.errors, id)}`);
-    }
-  }
+/** The bus as a plugin sees it: it may publish only the event kinds its manifest declares. */
+function scopeEvents(events: EventBus, manifest: PluginManifest): EventBus {
+  const declared = new Set(manifest.contributes?.events ?? []);
+  return {
+    publish(payload) {
+      if (!declared.has(payload.kind)) {
+        throw new SparError(
+          "PLUGIN_FAILED",
+          `plugin ${manifest.id} published "${payload.kind}", which its plugin.json does not declare in contributes.events`,
+          { plugin: manifest.id },
+        );
+      }
+      return events.publish(payload);
+    },
+    subscribe: (listener) => events.subscribe(listener),
+    since: (seq) => events.since(seq),
+    get lastSeq() {
+      return events.lastSeq;
+    },
+  };
 }
 
 async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise<T> {

@@ -8,16 +8,24 @@ import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
 import { PACKAGE_ROOT } from "./version.js";
 
-export type PluginKind =
-  | "provider"
-  | "channel"
-  | "strategy"
-  | "moves"
-  | "skill-pack"
-  | "compaction"
-  | "store"
-  | "arena"
-  | "tunnel";
+/** Keep in step with plugin.schema.json's `kind` enum (a test checks they agree). */
+export const PLUGIN_KINDS = [
+  "provider",
+  "channel",
+  "strategy",
+  "moves",
+  "skill-pack",
+  "compaction",
+  "store",
+  "arena",
+  "tunnel",
+  "scheduler",
+  "bus",
+  "identity",
+  "routing",
+] as const;
+
+export type PluginKind = (typeof PLUGIN_KINDS)[number];
 
 /** A plugin.json as validated against plugin.schema.json. */
 export interface PluginManifest {
@@ -35,9 +43,12 @@ export interface PluginManifest {
     compaction?: string[];
     skills?: string[];
     moves?: MoveDeclaration[];
+    /** Event kinds the plugin publishes; it may publish no others. */
+    events?: string[];
   };
   requires?: string[];
-  configSchema?: Record<string, unknown>;
+  /** The config.toml tables it owns, by path, with their JSON Schemas (config-sections.ts). */
+  sections?: Record<string, Record<string, unknown>>;
 }
 
 export interface DiscoveredPlugin {
@@ -48,7 +59,13 @@ export interface DiscoveredPlugin {
 }
 
 /** Kinds of which exactly one plugin is active, chosen by config. */
-export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set(["store", "arena", "tunnel"]);
+export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set([
+  "store",
+  "arena",
+  "tunnel",
+  "scheduler",
+  "bus",
+]);
 
 /** Bundled plugins are the compiled ones: dist/plugins/<id>/ holds both plugin.json and the code. */
 export const BUNDLED_PLUGINS_DIR = join(PACKAGE_ROOT, "dist", "plugins");

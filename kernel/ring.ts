@@ -2,10 +2,9 @@ import { createKeyRing } from "../lib/keys.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
-import { DEFAULT_FIGHTER_NAME, FIGHTER_TEMPLATES, hasCapability } from "./fighter-manifest.js";
+import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
 import { createHooks, type RingHooks } from "./hooks.js";
-import { queryWords, recallMemories } from "./memory.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
@@ -77,15 +76,19 @@ export function createRing(options: RingOptions): Ring {
       declaredMoves.set(move.name, { ...move, plugin: p.manifest.id });
   }
 
-  // The kernel's own tap: a move runs only when the fighter holds the capability its manifest declares.
+  // The kernel's own tap: a move runs only when the fighter holds a grant its declaration matches.
   hooks.move.beforeCall.tapPromise({ name: "ring", stage: -100 }, async (info) =>
-    hasCapability(info.fighter.manifest.capabilities ?? [], info.capability)
+    matchGrants(info.fighter.manifest.capabilities ?? [], info).length > 0
       ? undefined
       : {
           code: "CAPABILITY_DENIED",
-          message: `${info.call.name} needs the "${info.capability}" capability, which this fighter does not hold`,
+          message: `${info.call.name} needs the "${info.capability}" capability${info.server ? ` for server "${info.server}"` : ""}, which this fighter does not hold`,
         },
   );
+  const capabilities = new Set<string>([
+    ...CAPABILITY_TYPES,
+    ...[...declaredMoves.values()].map((m) => m.capability),
+  ]);
 
   function requireStore(): Store {
     if (!store) throw new SparError("STORE_FAILED", "the store is not open");
@@ -104,10 +107,12 @@ export function createRing(options: RingOptions): Ring {
       const check = credentialFor(settings);
       return check.ok ? undefined : check.problem;
     },
+    capabilities,
   });
 
   const path = createMessagePath({
     config,
+    home: options.home,
     hooks,
     events,
     host,
@@ -134,14 +139,6 @@ export function createRing(options: RingOptions): Ring {
       message: path.message,
       messageTo: path.messageTo,
       cancel: path.cancel,
-      creed: async (idOrName) => {
-        const row = fighterRow(idOrName);
-        return { fighter: row.name, ...(await path.aftercare.creedOf(row)) };
-      },
-      editCreed: async (idOrName, edit) => {
-        const row = fighterRow(idOrName);
-        return { fighter: row.name, ...(await path.aftercare.editCreed(row, edit)) };
-      },
       relationships: async (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
       usage: async (idOrName) => {
         const row = fighterRow(idOrName);
@@ -174,16 +171,27 @@ export function createRing(options: RingOptions): Ring {
       },
     },
     memory: {
-      store: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
-      recall: (fighterId, query, limit) =>
-        recallMemories(requireStore(), fighterId, query, limit, config.memory.decay),
+      put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
+      candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
+      rescore: (updates, at) => requireStore().memories.rescore(updates, at),
+      decay: (fighterId, rate, at) => requireStore().memories.decay(fighterId, rate, at),
+    },
+    creeds: {
+      get: (name) => requireStore().creeds.get(name),
+      put: (name, creed) => requireStore().creeds.put(name, creed),
     },
     knowledge: {
       add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
-      query: (fighterId, query, limit) => requireStore().knowledge.query(fighterId, queryWords(query), limit),
+      query: (fighterId, words, limit) => requireStore().knowledge.query(fighterId, words, limit),
     },
     llm: { complete: path.llm },
-    moves: { list: async () => [...declaredMoves.values()] },
+    moves: {
+      list: async () => {
+        // Run-time moves of active plugins only: listing imports no plugin code.
+        const dynamic = await hooks.move.list.promise([], {});
+        return [...declaredMoves.values(), ...dynamic.filter((m) => !declaredMoves.has(m.name))];
+      },
+    },
     auth: {
       key: async (keyId) => keyRing.get(keyId),
       keyCount: async () => keyRing.size(),
@@ -240,7 +248,7 @@ export function createRing(options: RingOptions): Ring {
     },
     async ensureDefaultFighter() {
       if (!fighters.all().some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {
-        await fighters.spawn({ manifest: FIGHTER_TEMPLATES[DEFAULT_FIGHTER_NAME] });
+        await fighters.spawn({ manifest: fighterTemplate(DEFAULT_FIGHTER_NAME) });
       }
     },
     async close() {

@@ -1,16 +1,28 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false });
+// Config tables get their schema's `default`s filled in as they are checked; request bodies never do.
+const filling = new Ajv({ allErrors: false, strict: false, useDefaults: true });
 const cache = new WeakMap<object, ValidateFunction>();
+const fillingCache = new WeakMap<object, ValidateFunction>();
+
+function compiled(engine: Ajv, store: WeakMap<object, ValidateFunction>, schema: object): ValidateFunction {
+  let validate = store.get(schema);
+  if (!validate) {
+    validate = engine.compile(schema);
+    store.set(schema, validate);
+  }
+  return validate;
+}
 
 /** Compiles (once per schema object) a JSON Schema validator. */
 export function validatorFor(schema: object): ValidateFunction {
-  let validate = cache.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    cache.set(schema, validate);
-  }
-  return validate;
+  return compiled(ajv, cache, schema);
+}
+
+/** Like validatorFor, but the value is completed with the schema's `default`s as it is checked. */
+export function validatorWithDefaults(schema: object): ValidateFunction {
+  return compiled(filling, fillingCache, schema);
 }
 
 /**

@@ -8,31 +8,33 @@ import type { RingHooks } from "./hooks.js";
 import type { RingServices } from "./services.js";
 
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
-export type { SparConfig } from "./config.js";
+export type { CompactionConfig, DecayConfig, RoutingConfig, SparConfig } from "./config.js";
+export { parseListen } from "./config.js";
 export type { CredentialEnv } from "./driver-cache.js";
 export { driverCache } from "./driver-cache.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
-export type { EventBus, SparEvent, SparEventKind, SparEventPayload } from "./events.js";
+export type { EventBus, SparEvent, SparEventKind, SparEventMap, SparEventPayload } from "./events.js";
 export type {
   CompactionInput,
   CompactionStrategy,
   ListenRequest,
   MoveCallInfo,
+  MoveListContext,
   MoveOutcome,
   MoveRefusal,
   PromptParts,
   RingHooks,
+  RouteContext,
   StoreOpenOptions,
   TurnContext,
   TurnSummary,
 } from "./hooks.js";
-export type { RecalledMemory } from "./memory.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
-export type { CreedView, FighterMessageResult, RingServices } from "./services.js";
+export type { FighterMessageResult, MessageOptions, RingServices } from "./services.js";
 export type * from "./store-types.js";
 export type * from "./types.js";
 

@@ -1,12 +1,10 @@
 import type { KeyObject } from "node:crypto";
-import type { RecalledMemory } from "./memory.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
-  CreedDocument,
   KgEntity,
   KgRelation,
-  MemoryRecord,
   Relationship,
+  Store,
   StoreCheck,
   StoreHealth,
   TurnRecord,
@@ -61,8 +59,6 @@ export interface MessageOptions {
   idempotency_key?: string;
 }
 
-export type CreedView = CreedDocument & { fighter: string };
-
 export interface FighterUsage {
   fighter: string;
   usage: UsageSummary[];
@@ -107,12 +103,6 @@ export interface RingServices {
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
-    creed(idOrName: string): Promise<CreedView>;
-    /** Replaces identity, traits and directives; observations, relationships and counters stay. */
-    editCreed(
-      idOrName: string,
-      edit: Pick<CreedDocument, "identity" | "traits" | "directives">,
-    ): Promise<CreedView>;
     relationships(idOrName: string): Promise<Relationship[]>;
     usage(idOrName: string): Promise<FighterUsage>;
   };
@@ -121,11 +111,10 @@ export interface RingServices {
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
     turns(boutId: string): Promise<TurnRecord[]>;
   };
-  /** Each fighter's long-term memory (the memory moves' substrate). */
-  readonly memory: {
-    store(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
-    recall(fighterId: string, query: string, limit: number): Promise<RecalledMemory[]>;
-  };
+  /** Each fighter's long-term memory, as stored: the memory moves rank, reinforce and decay it. */
+  readonly memory: Store["memories"];
+  /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
+  readonly creeds: Store["creeds"];
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {
     add(
@@ -133,9 +122,10 @@ export interface RingServices {
       entities: KgEntity[],
       relations: KgRelation[],
     ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
+    /** Entities whose name or type contains any of `words`, each with its relations. */
     query(
       fighterId: string,
-      query: string,
+      words: string[],
       limit: number,
     ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
@@ -143,7 +133,8 @@ export interface RingServices {
   readonly llm: {
     complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
   };
-  readonly moves: { list(): Promise<MoveListing[]> };
+  /** The declared moves and those plugins offer at run time (`move.list`, without a fighter). */
+  readonly moves: { list(): Promise<(MoveDeclaration & { plugin?: string })[]> };
   /** Request signing: the authorized public keys and the nonces already used. */
   readonly auth: {
     key(keyId: string): Promise<KeyObject | undefined>;

@@ -1,13 +1,12 @@
-import type { Aftercare, CompletedTurn } from "./aftercare.js";
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
 import { cancelledError } from "./cancel.js";
 import { contextTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
-import { hasCapability } from "./fighter-manifest.js";
+import { matchGrants, workspaceOf } from "./fighter-manifest.js";
 import type { LiveFighter } from "./fighter-registry.js";
-import type { RingHooks } from "./hooks.js";
+import type { RingHooks, TurnSummary } from "./hooks.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
 import type { Store } from "./store-types.js";
@@ -19,12 +18,13 @@ export const CANCEL_GRACE_MS = 2000;
 
 export interface TurnRunnerDeps {
   config: SparConfig;
+  /** The data dir: fighters' workspaces live under it. */
+  home: string;
   hooks: RingHooks;
   events: EventBus;
   log: Logger;
   store: () => Store;
   declaredMoves: ReadonlyMap<string, MoveListing>;
-  aftercare: Aftercare;
   driver: TurnDeps["driver"];
   move: TurnDeps["move"];
 }
@@ -53,7 +53,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
   async function run(
     request: TurnRequest,
     progress: TurnProgress,
-  ): Promise<{ result: FighterMessageResult; completed: CompletedTurn }> {
+  ): Promise<{ result: FighterMessageResult; completed: TurnSummary }> {
     const { live, text, model, options } = request;
     const db = deps.store();
     const bout_id =
@@ -75,6 +75,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     try {
       const [messages, turns] = await Promise.all([db.messages.list(bout.id), db.turns.list(bout.id)]);
       history = promptHistory(messages, turns, turn.id);
+      const moves = await movesFor(live);
       output = await runTurn(
         {
           fighter: live.row,
@@ -82,14 +83,15 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           model,
           history,
           user,
-          offered: offeredMoves(live),
-          declared: deps.declaredMoves,
+          offered: moves.offered,
+          declared: moves.declared,
           maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
           loopGuardRepeats: config.agent.loop_guard_repeats,
           toolTimeoutMs: config.agent.tool_timeout_s * 1000,
           cancelGraceMs: CANCEL_GRACE_MS,
           signal: request.signal,
           chain: [...(options.chain ?? []), live.row.id],
+          workspace: () => workspaceOf(deps.home, live.row.name),
           onDelta: options.onDelta,
           request_id: options.request_id,
         },
@@ -121,14 +123,16 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       provider: { provider: model.provider, model: model.model },
       ...(request.idempotency ? { reply: { ok: true, result } } : {}),
     });
-    const completed = {
+    const completed: TurnSummary = {
       fighter: live.row,
       bout_id: bout.id,
       new_bout: bout_created,
       model,
-      messages: output.messages,
+      new_messages: output.messages,
+      usage: result.usage,
+      iterations: result.iterations,
     };
-    await afterCommit(live, { ...completed, turn_id: turn.id, result });
+    await afterCommit(completed, turn.id);
     return { result, completed };
   }
 
@@ -167,37 +171,36 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     return error;
   }
 
-  /** The Creed's counters, memory decay and `turn.end`: after the commit, so none can fail the reply. */
-  async function afterCommit(
-    live: LiveFighter,
-    done: CompletedTurn & { turn_id: string; result: FighterMessageResult },
-  ): Promise<void> {
-    const ids = { fighter_id: live.row.id, bout_id: done.bout_id, turn_id: done.turn_id };
-    const guarded = async (hook: string, work: () => Promise<void>) => {
-      try {
-        await work();
-      } catch (err) {
-        const error = err instanceof Error ? err.message : String(err);
-        deps.log.error("after a committed turn", { hook, turn: done.turn_id, error });
-        events.publish({ kind: "turn.hook_failed", ...ids, hook, error });
-      }
-    };
-    await guarded("creed", () => deps.aftercare.afterTurn(done));
-    await guarded("turn.end", () =>
-      hooks.turn.end.promise({
-        fighter: live.row,
-        bout_id: done.bout_id,
-        new_messages: done.messages,
-        usage: done.result.usage,
-        iterations: done.result.iterations,
-      }),
-    );
+  /** `turn.end` taps (the Creed's counters, memory decay): after the commit, so none can fail the reply. */
+  async function afterCommit(summary: TurnSummary, turnId: string): Promise<void> {
+    try {
+      await hooks.turn.end.promise(summary);
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      deps.log.error("after a committed turn", { hook: "turn.end", turn: turnId, error });
+      events.publish({
+        kind: "turn.hook_failed",
+        fighter_id: summary.fighter.id,
+        bout_id: summary.bout_id,
+        turn_id: turnId,
+        hook: "turn.end",
+        error,
+      });
+    }
   }
 
-  function offeredMoves(live: LiveFighter): MoveDeclaration[] {
-    return [...deps.declaredMoves.values()].filter((m) =>
-      hasCapability(live.row.manifest.capabilities ?? [], m.capability),
-    );
+  /**
+   * The moves of this turn: the declared ones and those plugins offer at run time (`move.list`);
+   * the model is offered exactly those its fighter holds a grant for.
+   */
+  async function movesFor(
+    live: LiveFighter,
+  ): Promise<{ offered: MoveDeclaration[]; declared: ReadonlyMap<string, MoveDeclaration> }> {
+    const dynamic = await hooks.move.list.promise([], { fighter: live.row });
+    const declared = new Map<string, MoveDeclaration>(deps.declaredMoves);
+    for (const move of dynamic) if (!declared.has(move.name)) declared.set(move.name, move);
+    const grants = live.row.manifest.capabilities ?? [];
+    return { offered: [...declared.values()].filter((m) => matchGrants(grants, m).length > 0), declared };
   }
 
   return { run };

@@ -20,11 +20,16 @@ export interface ModelSettings {
 
 export type WeightClass = "flyweight" | "lightweight" | "middleweight" | "heavyweight";
 
-/** A capability grant. `type` names it; `scope`/`pattern`/`server` narrow it where the type takes one. */
+/**
+ * A capability grant. `type` names it (the kernel's types, or one an installed plugin's move
+ * declares); `scope` (paths), `pattern` (commands), `hosts` or `server` narrow it where the type
+ * takes one. The kernel matches the type (and `server`); the move checks the rest.
+ */
 export interface Capability {
   type: string;
-  scope?: string;
-  pattern?: string;
+  scope?: string | string[];
+  pattern?: string | string[];
+  hosts?: string | string[];
   server?: string;
 }
 
@@ -175,6 +180,10 @@ export interface MoveContext {
    * move messages another fighter, so a call back into the chain is refused instead of waiting.
    */
   chain: readonly string[];
+  /** The fighter's grants that allow this move (`full_access` included): check scope, pattern, hosts here. */
+  grants: readonly Capability[];
+  /** The fighter's own folder, `<data dir>/workspaces/<fighter name>/`, created on first use. */
+  workspace: string;
 }
 
 /** A move's code: run with validated input, return text (or a JSON-able value) for the model. */
@@ -183,10 +192,69 @@ export interface MoveHandler {
   run(input: Record<string, unknown>, context: MoveContext): Promise<unknown>;
 }
 
-/** A move as declared in a plugin manifest's `contributes.moves`. */
+/** A move as declared in a plugin manifest's `contributes.moves`, or offered at run time by `move.list`. */
 export interface MoveDeclaration {
   name: string;
   description: string;
   capability: string;
   input_schema: Record<string, unknown>;
+  /** For moves of one server (MCP): a grant naming a `server` allows only that server's moves. */
+  server?: string;
+}
+
+/** A request to a route a plugin added through `hooks.arena.routes`. */
+export interface RouteRequest {
+  method: string;
+  /** The path without its query, e.g. `/api/v1/dice/stats`. */
+  path: string;
+  /** The `:name` segments of the route's path. */
+  params: Record<string, string>;
+  query: Record<string, string>;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body parsed as JSON when it was JSON (prototype keys refused, as everywhere). */
+  body: unknown;
+  /** The body exactly as received: what a webhook's signature is computed over. */
+  rawBody?: Buffer;
+  /** The peer's address. */
+  ip: string;
+  /** The key that signed the request (api routes), when it was signed. */
+  keyId?: string;
+  /** Fires when the client goes away before the answer is sent. */
+  signal: AbortSignal;
+}
+
+export interface RouteResponse {
+  /** Default 200. */
+  status?: number;
+  headers?: Record<string, string>;
+  /** Sent as JSON, unless it is a string or a Buffer (then `content-type` should be given). */
+  body?: unknown;
+}
+
+export interface PluginRoute {
+  /**
+   * `api`: the API listener, behind authentication, under `/api/v1/…` (also answered under `/api/…`).
+   * `webhook`: the webhook listener (`[channels] webhook_listen`), which checks nothing itself: the
+   * handler must verify its platform's signature. It starts only when a webhook route exists.
+   */
+  listener: "api" | "webhook";
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  /** `:name` segments are params; a trailing `*` matches the rest. */
+  path: string;
+  /** JSON Schema the body must pass (unknown fields refused, as everywhere). */
+  body?: Record<string, unknown>;
+  handler(request: RouteRequest): Promise<RouteResponse>;
+}
+
+/** Files served read-only on the API listener under `prefix` (a dashboard), with their own CSP. */
+export interface PublicAssets {
+  listener: "public";
+  prefix: string;
+  dir: string;
+  /** Content-Security-Policy for these files; default: same-origin scripts, styles and API calls. */
+  csp?: string;
+}
+
+export interface RouteRegistry {
+  add(route: PluginRoute | PublicAssets): void;
 }

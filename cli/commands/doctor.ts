@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig, type SparConfig } from "../../kernel/config.js";
+import type { SparConfig } from "../../kernel/config.js";
+import { loadSparConfig } from "../../kernel/config-sections.js";
 import { isSparError } from "../../kernel/errors.js";
 import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
 import {
@@ -29,7 +30,7 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   loadDotEnv(home);
   const checks: Check[] = [];
-  const config = loadConfig(home);
+  const { config } = loadSparConfig(home);
   checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
   checks.push(masterKeyCheck(home));
 

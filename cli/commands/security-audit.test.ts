@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../kernel/config.js";
+import { checkSections } from "../../kernel/config-sections.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
 import { type AuditInput, auditReport, auditSecurity, type FileFact } from "./security-audit.js";
 import { gatherAuditInput, humanAccounts, parseUidRange } from "./security-facts.js";
@@ -501,7 +502,32 @@ describe("gatherAuditInput", () => {
         '[channels.telegram]\nallowlist = [42]\n[channels.slack]\ntoken_env = "SLACK"\n',
       { mode: 0o600 },
     );
-    const input = gatherAuditInput(home, loadConfig(home, {}), {});
+    // Channel plugins would own these tables; the audit reads them as their owners checked them.
+    const owner = (id: string, path: string, properties: object) => ({
+      manifest: {
+        id,
+        version: "0.1.0",
+        kernel: "^0.1.0",
+        kind: "channel" as const,
+        description: id,
+        entry: "index.js",
+        activation: ["onStartup"],
+        sections: { [path]: { type: "object", properties } },
+      },
+      dir: "/",
+      source: "bundled" as const,
+    });
+    const config = loadConfig(home, {});
+    config.sections = checkSections(
+      config,
+      [
+        owner("channel-core", "channels", { webhook_listen: { type: "string" } }),
+        owner("channel-telegram", "channels.telegram", { allowlist: { type: "array" } }),
+        owner("channel-slack", "channels.slack", { token_env: { type: "string" } }),
+      ],
+      join(home, "config.toml"),
+    );
+    const input = gatherAuditInput(home, config, {});
     expect(input).toMatchObject({
       api_listen: "0.0.0.0:7000",
       api_listen_from_env: false,

@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
-import { parse as parseToml } from "smol-toml";
 import type { SparConfig } from "../../kernel/config.js";
 import { inspectMasterSecret, MASTER_KEY_FILE } from "../../lib/home.js";
 import { authorizedDir } from "../../lib/keys.js";
@@ -21,8 +20,9 @@ export function gatherAuditInput(
     home,
     api_listen: config.api_listen,
     api_listen_from_env: Boolean(env.SPAR_API_LISTEN),
-    allow_unsigned_loopback: config.auth.allow_unsigned_loopback,
-    cors_origins: config.api.cors_origins,
+    // The Arena's tables, checked and completed with their defaults like the daemon's.
+    allow_unsigned_loopback: config.sections.auth?.allow_unsigned_loopback !== false,
+    cors_origins: (config.sections.api?.cors_origins as string[] | undefined) ?? [],
     authorized_keys: listDir(authorizedDir(home))
       .filter((f) => f.endsWith(".pub"))
       .map((f) => f.slice(0, -4)),
@@ -32,7 +32,7 @@ export function gatherAuditInput(
       unavailable: `there is no master secret yet (no ${MASTER_KEY_FILE}, no SPAR_MASTER_KEY); spar init writes one`,
     },
     manifest_base_urls: config.providers.allow_manifest_base_url,
-    channels: readChannels(home),
+    channels: readChannels(config),
   };
 }
 
@@ -67,24 +67,11 @@ function gatherFiles(home: string): FileFact[] {
   return facts;
 }
 
-function readChannels(home: string): AuditInput["channels"] {
-  const path = join(home, "config.toml");
-  if (!existsSync(path)) return [];
-  let channels: unknown;
-  try {
-    channels = (parseToml(readFileSync(path, "utf8")) as Record<string, unknown>).channels;
-  } catch {
-    return []; // loadConfig has already refused a file that does not parse.
-  }
-  if (!isTable(channels)) return [];
-  // Scalars such as `webhook_listen` sit beside the per-platform tables.
-  return Object.entries(channels)
-    .filter(([, section]) => isTable(section))
-    .map(([platform, section]) => ({ platform, allowlist: (section as Record<string, unknown>).allowlist }));
-}
-
-function isTable(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** `[channels.<platform>]` tables, as their owning channel plugins checked them. */
+function readChannels(config: SparConfig): AuditInput["channels"] {
+  return Object.entries(config.sections)
+    .filter(([path]) => /^channels\.[^.]+$/.test(path))
+    .map(([path, table]) => ({ platform: path.slice("channels.".length), allowlist: table.allowlist }));
 }
 
 /** The range `useradd` gives people (login.defs), outside of which accounts belong to the system. */

@@ -1,9 +1,9 @@
-import { loadConfig, type SparConfig } from "../../kernel/config.js";
+import type { SparConfig } from "../../kernel/config.js";
+import { loadSparConfig } from "../../kernel/config-sections.js";
 import { isSparError, SparError } from "../../kernel/errors.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import type { DiscoveredPlugin } from "../../kernel/plugin-manifest.js";
 import { createProviderPolicy, resolveCredential } from "../../kernel/provider-check.js";
 import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
@@ -21,10 +21,10 @@ export async function security(action: string, options: GlobalOptions): Promise<
   if (action !== "audit") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; ${USAGE}`);
   const home = resolveHome();
   loadDotEnv(home);
-  const config = loadConfig(home);
+  const { config, plugins } = loadSparConfig(home);
   const report = auditReport({
     ...gatherAuditInput(home, config),
-    fighters: await daemonFighters(keyProblemFor(home, config)),
+    fighters: await daemonFighters(keyProblemFor(home, config, plugins)),
   });
   if (!report.ok) process.exitCode = 1;
   if (options.json) return printJson(report);
@@ -43,11 +43,13 @@ export async function security(action: string, options: GlobalOptions): Promise<
 }
 
 /** The pairing rule over a fighter's model, judged from the plugin manifests (no plugin code runs). */
-function keyProblemFor(home: string, config: SparConfig): (model: ModelSettings) => string | undefined {
+function keyProblemFor(
+  home: string,
+  config: SparConfig,
+  plugins: DiscoveredPlugin[],
+): (model: ModelSettings) => string | undefined {
   const declarations = new Map(
-    discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION).flatMap((p) =>
-      (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const),
-    ),
+    plugins.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
   const policy = createProviderPolicy(config, declarations, home);
   return (model) => {

@@ -1,21 +1,27 @@
 import type { Socket } from "node:net";
-import { definePlugin, SparError } from "../../kernel/sdk.js";
+import type { FastifyInstance } from "fastify";
+import { definePlugin, parseListen, SparError } from "../../kernel/sdk.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
+import { createPluginRoutes } from "./plugin-routes.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
+import type { ArenaSettings } from "./settings.js";
+import { buildWebhookServer } from "./webhooks.js";
 
 const SHUTDOWN_GRACE_MS = 3000;
 
-export default definePlugin({
+export default definePlugin<ArenaSettings>({
   id: "arena-http",
-  apply({ hooks, ring, events, config, log }) {
+  apply({ hooks, ring, events, log }, settings) {
     // Routes and their schemas compile now, on the main thread, while the store derives its key on
     // the thread pool; the port opens only once the daemon is ready, so no request meets a closed store.
-    const app = buildServer(ring, events, config, log);
+    const routes = createPluginRoutes();
+    const app = buildServer(ring, events, settings, log, routes);
     const compiled = new Promise<void>((done, fail) => app.ready((err) => (err ? fail(err) : done())));
     compiled.catch(() => undefined);
+    let webhooks: FastifyInstance | undefined;
 
-    hooks.daemon.ready.tap(async ({ host, port }) => {
+    hooks.daemon.ready.tap(async ({ host, port, routes: added }) => {
       if (!isLoopbackHost(host) && (await ring.auth.keyCount()) === 0) {
         throw new SparError(
           "CONFIG_INVALID",
@@ -23,12 +29,16 @@ export default definePlugin({
             "Authorize one (spar key add <name> <public key>) or listen on 127.0.0.1",
         );
       }
+      for (const route of added) routes.add(route);
       await compiled;
-      try {
-        await app.listen({ host, port });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port);
-        throw err;
+      await listen(app, host, port);
+      if (routes.hasWebhooks()) {
+        const at = parseListen(settings.channels.webhook_listen, "[channels] webhook_listen");
+        webhooks = buildWebhookServer(routes, settings, log);
+        await listen(webhooks, at.host, at.port);
+        log.info(
+          `webhooks listening on http://${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`,
+        );
       }
     });
 
@@ -42,7 +52,7 @@ export default definePlugin({
     });
 
     hooks.daemon.close.tap(async () => {
-      const closed = app.close();
+      const closed = Promise.all([app.close(), webhooks?.close()]);
       const grace = new Promise((done) => setTimeout(done, SHUTDOWN_GRACE_MS).unref());
       await Promise.race([closed, grace]);
       for (const socket of sockets) socket.destroy();
@@ -50,6 +60,15 @@ export default definePlugin({
     });
   },
 });
+
+async function listen(app: FastifyInstance, host: string, port: number): Promise<void> {
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port);
+    throw err;
+  }
+}
 
 function portInUse(host: string, port: number): SparError {
   const owner = findPortOwner(port);

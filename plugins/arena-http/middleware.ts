@@ -6,7 +6,8 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
-import type { Logger, SparConfig } from "../../kernel/sdk.js";
+import type { Logger } from "../../kernel/sdk.js";
+import type { ArenaSettings } from "./settings.js";
 
 export const SECURITY_HEADERS: Record<string, string> = {
   "x-content-type-options": "nosniff",
@@ -18,7 +19,7 @@ export const SECURITY_HEADERS: Record<string, string> = {
 };
 
 /** Registered before the security hooks, so CORS answers preflights and the limiter knows the key. */
-export function registerCors(app: FastifyInstance, config: Readonly<SparConfig>): void {
+export function registerCors(app: FastifyInstance, config: Readonly<ArenaSettings>): void {
   const allowed = new Set(config.api.cors_origins.map((o) => o.toLowerCase()));
   app.register(cors, {
     origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin.toLowerCase())),
@@ -30,7 +31,14 @@ export function registerCors(app: FastifyInstance, config: Readonly<SparConfig>)
 export function registerMiddleware(app: FastifyInstance, log: Logger): void {
   app.register(compress, { global: true, threshold: 1024, encodings: ["gzip"] });
   app.addHook("onSend", async (request, reply) => {
+    // A public asset carries its own policy (public-assets.ts); everything else gets none at all.
+    const assetPolicy = reply.getHeader("x-spar-csp");
     reply.headers(SECURITY_HEADERS);
+    if (typeof assetPolicy === "string") {
+      reply.removeHeader("x-spar-csp");
+      reply.header("content-security-policy", assetPolicy);
+      reply.header("cache-control", "no-cache");
+    }
     reply.header("x-request-id", request.id);
   });
 

@@ -39,17 +39,6 @@ const messageToBody = {
   properties: { content: { type: "string", minLength: 1 } },
 } as const;
 
-const creedBody = {
-  type: "object",
-  additionalProperties: false,
-  required: ["identity", "traits", "directives"],
-  properties: {
-    identity: { type: "string", maxLength: 4000 },
-    traits: { type: "array", maxItems: 50, items: { type: "string", minLength: 1, maxLength: 200 } },
-    directives: { type: "array", maxItems: 50, items: { type: "string", minLength: 1, maxLength: 500 } },
-  },
-} as const;
-
 /**
  * The fighter, bout and move routes. Registered twice, under `/api/v1` (canonical) and `/api`
  * (the spec's unversioned aliases): same handlers, same shapes.
@@ -150,18 +139,6 @@ export function fighterRoutes(ring: RingServices) {
       "/bouts/:id/turns",
       { schema: { params: idParams } },
       async (request) => ({ turns: await ring.bouts.turns(request.params.id) }),
-    );
-
-    app.get<{ Params: { id: string } }>(
-      "/fighters/:id/creed",
-      { schema: { params: idParams } },
-      async (request) => ring.fighters.creed(request.params.id),
-    );
-
-    app.put<{ Params: { id: string }; Body: { identity: string; traits: string[]; directives: string[] } }>(
-      "/fighters/:id/creed",
-      { schema: { params: idParams, body: creedBody } },
-      async (request) => ring.fighters.editCreed(request.params.id, request.body),
     );
 
     app.get<{ Params: { id: string } }>(

@@ -10,16 +10,11 @@
  * Health is open, and says nothing but whether the daemon is up and its version.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import {
-  findForbiddenKey,
-  forbiddenKeyMessage,
-  type RingServices,
-  type SparConfig,
-  SparError,
-} from "../../kernel/sdk.js";
+import { findForbiddenKey, forbiddenKeyMessage, type RingServices, SparError } from "../../kernel/sdk.js";
 import { digestMatches, signatureKeyId, verifyRequest } from "../../lib/http-signatures.js";
 import { isLoopbackAddress, isLoopbackHostHeader } from "../../lib/loopback.js";
 import type { RateLimiter } from "./rate-limit.js";
+import type { ArenaSettings } from "./settings.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -64,8 +59,9 @@ export function clientOf(request: FastifyRequest): string {
 export function registerSecurity(
   app: FastifyInstance,
   ring: RingServices,
-  config: Readonly<SparConfig>,
+  config: Readonly<ArenaSettings>,
   limiter: RateLimiter,
+  isPublicAsset: (path: string) => boolean,
 ): void {
   const allowedOrigins = new Set(config.api.cors_origins.map((o) => o.toLowerCase()));
   const sameOrigin = (origin: string, host: string | undefined) =>
@@ -113,6 +109,12 @@ export function registerSecurity(
     if (request.headers["signature-input"] !== undefined || request.headers.signature !== undefined) {
       await authenticateSigned(request);
     } else if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) {
+      return;
+    } else if (
+      (request.method === "GET" || request.method === "HEAD") &&
+      isPublicAsset(request.url.split("?")[0] ?? "")
+    ) {
+      // A dashboard's files are public; the API calls it makes are not.
       return;
     } else {
       authorizeUnsigned(request);

@@ -1,20 +1,24 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import type { EventBus, Logger, RingServices, SparConfig } from "../../kernel/sdk.js";
+import type { EventBus, Logger, RingServices } from "../../kernel/sdk.js";
 import { SparError, validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
+import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
+import { notFound, serveAsset, servesAsset } from "./public-assets.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { fighterRoutes } from "./routes.js";
 import { registerSecurity } from "./security.js";
+import type { ArenaSettings } from "./settings.js";
 import { registerWebSocket } from "./ws.js";
 
-/** Builds the Arena's fastify instance (not yet listening). */
+/** Builds the Arena's fastify instance (not yet listening); plugins' routes are matched in `routes`. */
 export function buildServer(
   ring: RingServices,
   events: EventBus,
-  config: Readonly<SparConfig>,
+  config: Readonly<ArenaSettings>,
   log: Logger,
+  routes: PluginRoutes,
 ): FastifyInstance {
   const app = Fastify({
     logger: false,
@@ -32,21 +36,36 @@ export function buildServer(
   app.setValidatorCompiler(({ schema }) => validatorFor(schema));
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
-    const err = new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
-    reply.status(err.status).send(err.toJSON());
+    reply.status(404).send(notFound(request).toJSON());
   });
   const limiter = createRateLimiter({ max: config.api.rate_limit_per_minute, windowMs: 60_000 });
   app.addHook("onClose", async () => limiter.close());
   registerCors(app, config);
-  registerSecurity(app, ring, config, limiter);
+  registerSecurity(app, ring, config, limiter, (path) => servesAsset(routes, path));
   registerMiddleware(app, log);
   registerWebSocket(app, ring, events, {
     limiter,
     maxPerPeer: config.api.websocket_max_per_peer,
     maxTotal: config.api.websocket_max_total,
   });
-  const routes = fighterRoutes(ring);
-  app.register(routes, { prefix: "/api/v1" });
-  app.register(routes, { prefix: "/api" });
+  const core = fighterRoutes(ring);
+  app.register(core, { prefix: "/api/v1" });
+  app.register(core, { prefix: "/api" });
+  // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.
+  const methods = ["GET", "POST", "PUT", "DELETE"] as const;
+  app.route({
+    method: [...methods],
+    url: "/api/*",
+    handler: async (request, reply) => {
+      const found = routes.find("api", request.method, request.url.split("?")[0] ?? "");
+      if (!found) throw notFound(request);
+      return runPluginRoute(found, request, reply);
+    },
+  });
+  app.route({
+    method: ["GET", "HEAD"],
+    url: "/*",
+    handler: async (request, reply) => serveAsset(routes, request, reply),
+  });
   return app;
 }

@@ -1,4 +1,5 @@
 import { definePlugin, type KgEntity, type KgRelation, type MoveHandler } from "../../kernel/sdk.js";
+import { queryWords } from "../../lib/words.js";
 
 /**
  * The knowledge-graph moves. Input arrives validated against the schemas in plugin.json; the
@@ -20,10 +21,10 @@ export default definePlugin({
         name: "kg_query",
         async run(input, { fighter }) {
           const limit = typeof input.limit === "number" ? input.limit : 10;
-          return { entities: await ring.knowledge.query(fighter.id, String(input.query), limit) };
+          return { entities: await ring.knowledge.query(fighter.id, queryWords(String(input.query)), limit) };
         },
       },
     };
-    hooks.move.resolve.tap((name) => handlers[name]);
+    hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
   },
 });

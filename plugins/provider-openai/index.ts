@@ -1,9 +1,20 @@
-/** The `openai` provider and `openai_compatible` (any server speaking chat completions at `base_url`). */
+/**
+ * The `openai` provider, `openrouter` (OpenRouter speaks the same protocol, with its own base URL,
+ * key variable and attribution header) and `openai_compatible` (any server speaking chat
+ * completions at `base_url`): one driver, three sets of defaults.
+ */
 import { definePlugin, driverCache } from "../../kernel/sdk.js";
 import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
 
 const PROVIDERS: Record<string, OpenAiDriverOptions> = {
   openai: { provider: "openai" },
+  // OpenRouter's optional attribution: the app's name on its activity page.
+  openrouter: {
+    provider: "openrouter",
+    defaultBaseUrl: "https://openrouter.ai/api/v1",
+    defaultKeyEnv: "OPENROUTER_API_KEY",
+    defaultHeaders: { "X-Title": "Spar" },
+  },
   // A local server usually checks no key; one named by api_key_env is required, as for openai.
   openai_compatible: { provider: "openai_compatible", keyOptional: true },
 };

@@ -1,11 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type {
-  CreedView,
+  CreedDocument,
   FighterMessageResult,
   FighterRecord,
   Relationship,
   StoredMessage,
 } from "../../kernel/sdk.js";
+
+/** What the identity plugin's GET /creed answers. */
+type CreedView = CreedDocument & { fighter: string };
+
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

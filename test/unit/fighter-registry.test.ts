@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isSparError, type SparError } from "../../kernel/errors.js";
 import { createEventBus, type SparEvent } from "../../kernel/events.js";
-import { FIGHTER_TEMPLATES } from "../../kernel/fighter-manifest.js";
+import { CAPABILITY_TYPES, fighterTemplate } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
 import type { Store } from "../../kernel/store-types.js";
 import type { ModelSettings } from "../../kernel/types.js";
@@ -19,7 +19,13 @@ let registry: FighterRegistry;
 function newRegistry(modelProblem: (settings: ModelSettings) => string | undefined = () => undefined) {
   const events = createEventBus({ historySize: 1000 });
   events.subscribe((event) => published.push(event));
-  return createFighterRegistry({ events, store: () => store, defaultModel: DEFAULT_MODEL, modelProblem });
+  return createFighterRegistry({
+    events,
+    store: () => store,
+    defaultModel: DEFAULT_MODEL,
+    modelProblem,
+    capabilities: new Set(CAPABILITY_TYPES),
+  });
 }
 
 beforeEach(async () => {
@@ -94,19 +100,19 @@ describe("fighter registry", () => {
 
     expect(coder).toMatchObject({
       name: "coder",
-      description: FIGHTER_TEMPLATES.coder?.description,
+      description: fighterTemplate("coder")?.description,
       weight_class: "heavyweight",
-      capabilities: FIGHTER_TEMPLATES.coder?.capabilities,
+      capabilities: fighterTemplate("coder")?.capabilities,
     });
-    expect(named).toMatchObject({ name: "scout-2", capabilities: FIGHTER_TEMPLATES.scout?.capabilities });
-    expect(registry.find("scout-2").row.manifest.system_prompt).toBe(FIGHTER_TEMPLATES.scout?.system_prompt);
+    expect(named).toMatchObject({ name: "scout-2", capabilities: fighterTemplate("scout")?.capabilities });
+    expect(registry.find("scout-2").row.manifest.system_prompt).toBe(fighterTemplate("scout")?.system_prompt);
   });
 
   it("refuses an unknown template, prototype keys and the default fighter's kind", async () => {
     for (const template of ["wizard", "constructor", "toString", "__proto__", "spar"]) {
       const error = await refusal(registry.spawn({ template }));
       expect(error.code).toBe("VALIDATION_FAILED");
-      expect(error.message).toBe(`unknown fighter kind "${template}"; kinds: coder, scout, oracle, scribe`);
+      expect(error.message).toBe(`unknown fighter kind "${template}"; kinds: coder, oracle, scout, scribe`);
     }
     expect(registry.all()).toEqual([]);
     expect(await store.fighters.list()).toEqual([]);

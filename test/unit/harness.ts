@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type SparConfig } from "../../kernel/config.js";
 import { createEventBus, type EventBus, type SparEvent } from "../../kernel/events.js";
+import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
 import { createHooks, type RingHooks } from "../../kernel/hooks.js";
 import { createMessagePath } from "../../kernel/message-path.js";
@@ -55,12 +56,13 @@ export async function outcome<T>(
 }
 
 /** A real SQLite store in a fresh temp dir. */
-export async function openTestStore(): Promise<{ store: Store; close(): Promise<void> }> {
+export async function openTestStore(): Promise<{ store: Store; home: string; close(): Promise<void> }> {
   const home = mkdtempSync(join(tmpdir(), "spar-unit-"));
   const masterSecret = Buffer.from(randomBytes(32).toString("hex"));
   const store = await openSqliteStore({ home, masterSecret });
   return {
     store,
+    home,
     async close() {
       await store.close();
       rmSync(home, { recursive: true, force: true });
@@ -71,10 +73,9 @@ export async function openTestStore(): Promise<{ store: Store; close(): Promise<
 export interface ConfigOverrides {
   agent?: Partial<SparConfig["agent"]>;
   quotas?: Partial<SparConfig["quotas"]>;
-  creed?: Partial<SparConfig["creed"]>;
 }
 
-/** The defaults with the scripted model, no reflection calls (they would be extra model calls), and overrides. */
+/** The defaults with the scripted model and overrides (no Creed: that is a plugin, not loaded here). */
 export function testConfig(overrides: ConfigOverrides = {}): SparConfig {
   const base = loadConfig("/nonexistent", {});
   return {
@@ -82,7 +83,6 @@ export function testConfig(overrides: ConfigOverrides = {}): SparConfig {
     default_model: { provider: "scripted", model: "scripted-1" },
     agent: { ...base.agent, ...overrides.agent },
     quotas: { ...base.quotas, ...overrides.quotas },
-    creed: { ...base.creed, reflect: false, ...overrides.creed },
   };
 }
 
@@ -213,7 +213,7 @@ export interface TestPath {
 }
 
 export async function createTestPath(overrides: ConfigOverrides = {}): Promise<TestPath> {
-  const { store, close } = await openTestStore();
+  const { store, home, close } = await openTestStore();
   const config = testConfig(overrides);
   const hooks = createHooks();
   const events = createEventBus({ historySize: 10_000 });
@@ -225,6 +225,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     store: () => store,
     defaultModel: config.default_model,
     modelProblem: () => undefined,
+    capabilities: new Set(CAPABILITY_TYPES),
   });
   const llm = scriptedLlm();
   hooks.provider.resolve.tapPromise("provider-scripted", async (settings) =>
@@ -238,6 +239,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
   hooks.move.resolve.tapPromise("moves-test", async (name) => handlers.get(name));
   const path = createMessagePath({
     config,
+    home,
     hooks,
     events,
     host: { activate: async () => undefined } as unknown as PluginHost,

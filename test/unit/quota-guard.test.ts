@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isSparError, type SparError } from "../../kernel/errors.js";
 import { createEventBus, type SparEvent } from "../../kernel/events.js";
+import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry } from "../../kernel/fighter-registry.js";
 import { createQuotaGuard } from "../../kernel/quota-guard.js";
 import type { FighterManifest } from "../../kernel/types.js";
@@ -29,6 +30,7 @@ function setup(quotas: ConfigOverrides["quotas"], quota?: FighterManifest["quota
     },
     defaultModel: config.default_model,
     modelProblem: () => undefined,
+    capabilities: new Set(CAPABILITY_TYPES),
   });
   fighters.load([
     {

@@ -1,13 +1,6 @@
-import type { ModelSettings } from "./types.js";
+import type { ModelSettings, RoutingConfig } from "../../kernel/sdk.js";
 
 export type Tier = "cheap" | "mid" | "expensive";
-
-export interface RoutingConfig {
-  enabled: boolean;
-  cheap?: ModelSettings;
-  mid?: ModelSettings;
-  expensive?: ModelSettings;
-}
 
 export interface Classification {
   tier: Tier;
@@ -54,18 +47,15 @@ export function classifyMessage(text: string): Classification {
 }
 
 /**
- * The model a message goes to: the fighter's own model when its manifest names one; else, with
- * routing on, the classified tier's model when that tier is configured; else `default_model`.
+ * The model a message goes to when its fighter names none: with routing on, the classified tier's
+ * model when that tier is configured; else `fallback` (`default_model`).
  */
 export function routeModel(
   text: string,
-  fighterModel: ModelSettings | undefined,
   routing: RoutingConfig,
-  defaultModel: ModelSettings,
-): { model: ModelSettings; tier?: Tier } {
-  if (fighterModel) return { model: fighterModel };
-  if (!routing.enabled) return { model: defaultModel };
-  const { tier } = classifyMessage(text);
-  const model = routing[tier];
-  return model ? { model, tier } : { model: defaultModel, tier };
+  fallback: ModelSettings,
+): { model: ModelSettings; tier?: Tier; classification?: Classification } {
+  if (!routing.enabled) return { model: fallback };
+  const classification = classifyMessage(text);
+  return { model: routing[classification.tier] ?? fallback, tier: classification.tier, classification };
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { decayedScore, queryWords, recallMemories } from "./memory.js";
-import type { MemoryMatch, Store } from "./store-types.js";
+import type { MemoryMatch, RingServices } from "../../kernel/sdk.js";
+import { decayedScore } from "../../lib/decay.js";
+import { queryWords } from "../../lib/words.js";
+import { recallMemories } from "./recall.js";
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-01-01T00:00:00Z");
@@ -35,13 +37,11 @@ describe("queryWords", () => {
 function fakeStore(memories: MemoryMatch[]) {
   const rescored: { id: string; score0: number }[] = [];
   const store = {
-    memories: {
-      candidates: async () => memories,
-      rescore: async (updates: { id: string; score0: number }[]) => {
-        rescored.push(...updates);
-      },
+    candidates: async () => memories,
+    rescore: async (updates: { id: string; score0: number }[]) => {
+      rescored.push(...updates);
     },
-  } as unknown as Store;
+  } as unknown as RingServices["memory"];
   return { store, rescored };
 }
 

@@ -1,6 +1,5 @@
-import { decayedScore } from "./memory.js";
-import type { CreedDocument, CreedObservation, Relationship } from "./store-types.js";
-import type { FighterManifest } from "./types.js";
+import type { CreedDocument, CreedObservation, FighterManifest, Relationship } from "../../kernel/sdk.js";
+import { decayedScore } from "../../lib/decay.js";
 
 export interface CreedConfig {
   /** Ask the model for observations after substantial exchanges. */

@@ -1,0 +1,128 @@
+/**
+ * Routes other plugins add (`hooks.arena.routes`, DESIGN §3.1): `api` routes behind the API's
+ * authentication, `webhook` routes on their own listener, `public` assets on the API listener. They
+ * are collected when the daemon is ready, after every plugin has been applied, and matched here by a
+ * small router of their own, so the Arena's own routes can be compiled at start, beside the store's
+ * key derivation, without waiting for them.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import {
+  formatSchemaErrors,
+  type PluginRoute,
+  type PublicAssets,
+  type RouteRegistry,
+  type RouteResponse,
+  SparError,
+  validatorFor,
+} from "../../kernel/sdk.js";
+import { disconnectSignal } from "./routes.js";
+
+interface Compiled {
+  route: PluginRoute;
+  segments: string[];
+}
+
+/** Matches `/a/:b/c` and a trailing `/*` against a path; returns the params or undefined. */
+function match(segments: string[], path: string): Record<string, string> | undefined {
+  const parts = path.split("/").filter(Boolean);
+  const params: Record<string, string> = {};
+  for (const [i, segment] of segments.entries()) {
+    if (segment === "*") {
+      params["*"] = parts.slice(i).map(decodeURIComponent).join("/");
+      return params;
+    }
+    const part = parts[i];
+    if (part === undefined) return undefined;
+    if (segment.startsWith(":")) params[segment.slice(1)] = decodeURIComponent(part);
+    else if (segment !== part) return undefined;
+  }
+  return parts.length === segments.length ? params : undefined;
+}
+
+export interface PluginRoutes extends RouteRegistry {
+  /** The route for a request on a listener, with its params, if any plugin added one. */
+  find(
+    listener: "api" | "webhook",
+    method: string,
+    path: string,
+  ): { route: PluginRoute; params: Record<string, string> } | undefined;
+  readonly assets: readonly PublicAssets[];
+  hasWebhooks(): boolean;
+}
+
+export function createPluginRoutes(): PluginRoutes {
+  const routes: Compiled[] = [];
+  const assets: PublicAssets[] = [];
+  return {
+    add(route) {
+      if (route.listener === "public") {
+        if (!/^\/[a-z0-9][a-z0-9/_-]*$/i.test(route.prefix) || route.prefix.startsWith("/api")) {
+          throw new SparError(
+            "PLUGIN_INVALID",
+            `public assets need a prefix like "/dashboard", not "${route.prefix}"`,
+          );
+        }
+        assets.push(route);
+        return;
+      }
+      if (route.listener === "api" && !route.path.startsWith("/api/v1/")) {
+        throw new SparError(
+          "PLUGIN_INVALID",
+          `an api route's path starts with /api/v1/, not "${route.path}"`,
+        );
+      }
+      const segments = route.path.split("/").filter(Boolean);
+      const clash = routes.find(
+        (r) =>
+          r.route.listener === route.listener &&
+          r.route.method === route.method &&
+          r.route.path === route.path,
+      );
+      if (clash) throw new SparError("PLUGIN_INVALID", `two plugins add ${route.method} ${route.path}`);
+      routes.push({ route, segments });
+    },
+    find(listener, method, path) {
+      // `/api/…` answers like `/api/v1/…`, as for the Arena's own routes.
+      const canonical =
+        listener === "api" && !path.startsWith("/api/v1/") ? path.replace(/^\/api\//, "/api/v1/") : path;
+      for (const { route, segments } of routes) {
+        if (route.listener !== listener || route.method !== method) continue;
+        const params = match(segments, canonical);
+        if (params) return { route, params };
+      }
+      return undefined;
+    },
+    assets,
+    hasWebhooks: () => routes.some((r) => r.route.listener === "webhook"),
+  };
+}
+
+/** Runs a plugin's route for a fastify request: body checked against its schema, answer sent. */
+export async function runPluginRoute(
+  found: { route: PluginRoute; params: Record<string, string> },
+  request: FastifyRequest & { rawBody?: string | Buffer; sparKeyId?: string },
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { route, params } = found;
+  if (route.body) {
+    const validate = validatorFor(route.body);
+    if (!validate(request.body)) {
+      throw new SparError("VALIDATION_FAILED", formatSchemaErrors(validate.errors, "body"));
+    }
+  }
+  const raw = request.rawBody;
+  const answer: RouteResponse = await route.handler({
+    method: request.method,
+    path: request.url.split("?")[0] ?? "",
+    params,
+    query: request.query as Record<string, string>,
+    headers: request.headers,
+    body: request.body,
+    ...(raw !== undefined ? { rawBody: Buffer.isBuffer(raw) ? raw : Buffer.from(raw) } : {}),
+    ip: request.ip,
+    ...(request.sparKeyId ? { keyId: request.sparKeyId } : {}),
+    signal: disconnectSignal(reply),
+  });
+  if (answer.headers) reply.headers(answer.headers);
+  return reply.status(answer.status ?? 200).send(answer.body ?? null);
+}

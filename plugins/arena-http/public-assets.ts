@@ -1,0 +1,64 @@
+/**
+ * Files plugins publish on the API listener (a dashboard): read-only, GET and HEAD only, from the
+ * plugin's folder, never outside it, with their own Content-Security-Policy. They are open to the
+ * page's browser; every API call the page makes passes the same authentication as any other.
+ */
+import { createReadStream } from "node:fs";
+import { realpath, stat } from "node:fs/promises";
+import { extname, join, relative, resolve, sep } from "node:path";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { SparError } from "../../kernel/sdk.js";
+import type { PluginRoutes } from "./plugin-routes.js";
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".woff2": "font/woff2",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+/** Same-origin scripts, styles, images and API calls; no framing, no plugins, no other origins. */
+export const DEFAULT_ASSET_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export function notFound(request: FastifyRequest): SparError {
+  return new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
+}
+
+function assetFor(routes: PluginRoutes, path: string) {
+  return routes.assets.find((a) => path === a.prefix || path.startsWith(`${a.prefix}/`));
+}
+
+/** Whether a path is a public asset's (so it is served without a signature). */
+export function servesAsset(routes: PluginRoutes, path: string): boolean {
+  return assetFor(routes, path) !== undefined;
+}
+
+export async function serveAsset(routes: PluginRoutes, request: FastifyRequest, reply: FastifyReply) {
+  const path = decodeURIComponent(request.url.split("?")[0] ?? "");
+  const asset = assetFor(routes, path);
+  if (!asset) throw notFound(request);
+  const root = await realpath(asset.dir);
+  const wanted = path.slice(asset.prefix.length).replace(/^\/+/, "") || "index.html";
+  // Resolved through symlinks, then required to stay inside the folder.
+  const file = await realpath(resolve(root, wanted)).catch(() => undefined);
+  const inside =
+    file !== undefined &&
+    !relative(root, file).startsWith("..") &&
+    (file === root || file.startsWith(`${root}${sep}`));
+  const info = inside ? await stat(file).catch(() => undefined) : undefined;
+  if (!file || !info?.isFile()) throw notFound(request);
+  reply.header("content-type", TYPES[extname(file).toLowerCase()] ?? "application/octet-stream");
+  reply.header("content-length", String(info.size));
+  // After the Arena's own headers (onSend), so this page's policy is the one that holds.
+  reply.header("x-spar-csp", asset.csp ?? DEFAULT_ASSET_CSP);
+  reply.header("cache-control", "no-cache");
+  if (request.method === "HEAD") return reply.send();
+  return reply.send(createReadStream(join(file)));
+}

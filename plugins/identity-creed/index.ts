@@ -1,0 +1,141 @@
+/**
+ * The Creed (spec: "every conversation strengthens its Creed"), as taps on the kernel's turn hooks:
+ * `turn.prepare` renders it into the system prompt, `turn.end` moves its counters, `turn.after`
+ * asks the model for lasting observations after a substantial exchange, and two API routes read and
+ * edit it. It is kept under the fighter's name, so it survives a kill and a respawn.
+ */
+import {
+  type CreedDocument,
+  definePlugin,
+  type FighterRow,
+  type RingServices,
+  type RouteRequest,
+  SparError,
+} from "../../kernel/sdk.js";
+import {
+  type CreedConfig,
+  countConversation,
+  initialCreed,
+  isSubstantial,
+  mergeObservations,
+  parseObservations,
+  REFLECTION_SYSTEM,
+  reflectionPrompt,
+  renderCreed,
+} from "./creed.js";
+
+declare module "../../kernel/sdk.js" {
+  interface SparEventMap {
+    "creed.updated": { fighter_id: string; name: string; reason: "conversation" | "reflection" | "edit" };
+  }
+}
+
+const editBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["identity", "traits", "directives"],
+  properties: {
+    identity: { type: "string", maxLength: 4000 },
+    traits: { type: "array", maxItems: 50, items: { type: "string", minLength: 1, maxLength: 200 } },
+    directives: { type: "array", maxItems: 50, items: { type: "string", minLength: 1, maxLength: 500 } },
+  },
+};
+
+export default definePlugin<{ creed: CreedConfig }>({
+  id: "identity-creed",
+  apply({ hooks, ring, events, config }, { creed: settings }) {
+    const now = () => new Date().toISOString();
+    const creedOf = async (fighter: FighterRow): Promise<CreedDocument> =>
+      (await ring.creeds.get(fighter.name)) ?? initialCreed(fighter.manifest, now());
+    const save = async (
+      fighter: FighterRow,
+      creed: CreedDocument,
+      reason: "conversation" | "reflection" | "edit",
+    ) => {
+      await ring.creeds.put(fighter.name, creed);
+      events.publish({ kind: "creed.updated", fighter_id: fighter.id, name: fighter.name, reason });
+    };
+
+    hooks.turn.prepare.tap(async (prompt, { fighter }) => {
+      const [creed, relationships] = await Promise.all([
+        creedOf(fighter),
+        ring.fighters.relationships(fighter.id),
+      ]);
+      return { ...prompt, system: `${prompt.system}\n\n${renderCreed(fighter.name, creed, relationships)}` };
+    });
+
+    hooks.turn.end.tap(async (turn) => {
+      const counted = countConversation(
+        await creedOf(turn.fighter),
+        { new_bout: turn.new_bout, messages: turn.new_messages.length },
+        now(),
+      );
+      await save(turn.fighter, counted, "conversation");
+    });
+
+    hooks.turn.after.tap(async (turn) => {
+      const user = turn.new_messages.find((m) => m.role === "user")?.content ?? "";
+      const reply = turn.new_messages.findLast((m) => m.role === "assistant")?.content ?? "";
+      if (!isSubstantial(user, reply, settings)) return;
+      const answer = await ring.llm.complete(turn.model, {
+        system: REFLECTION_SYSTEM,
+        messages: [{ role: "user", content: reflectionPrompt(user, reply) }],
+        tools: [],
+      });
+      const observations = parseObservations(answer.text);
+      if (observations.length === 0) return;
+      const merged = mergeObservations(
+        await creedOf(turn.fighter),
+        observations,
+        now(),
+        config.memory.decay,
+        settings.max_observations,
+      );
+      await save(turn.fighter, merged, "reflection");
+    });
+
+    hooks.arena.routes.tap((routes) => {
+      routes.add({
+        listener: "api",
+        method: "GET",
+        path: "/api/v1/fighters/:id/creed",
+        handler: async (request) => ({ body: await view(ring, request, creedOf) }),
+      });
+      routes.add({
+        listener: "api",
+        method: "PUT",
+        path: "/api/v1/fighters/:id/creed",
+        body: editBody,
+        // Identity, traits and directives are replaced; what was learned and the counters stay.
+        handler: async (request) => {
+          const fighter = await rowOf(ring, request);
+          const edit = request.body as Pick<CreedDocument, "identity" | "traits" | "directives">;
+          const creed = { ...(await creedOf(fighter)), ...edit, updated_at: now() };
+          await save(fighter, creed, "edit");
+          return { body: { fighter: fighter.name, ...creed } };
+        },
+      });
+    });
+  },
+});
+
+async function rowOf(ring: RingServices, request: RouteRequest): Promise<FighterRow> {
+  const id = request.params.id ?? "";
+  const record = await ring.fighters.get(id);
+  if (!record) throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${id}"`);
+  return {
+    id: record.id,
+    name: record.name,
+    created_at: record.created_at,
+    manifest: await ring.fighters.manifest(id),
+  };
+}
+
+async function view(
+  ring: RingServices,
+  request: RouteRequest,
+  creedOf: (f: FighterRow) => Promise<CreedDocument>,
+) {
+  const fighter = await rowOf(ring, request);
+  return { fighter: fighter.name, ...(await creedOf(fighter)) };
+}
