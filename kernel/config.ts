@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
+import { isReservedVariable } from "../lib/provider-keys.js";
 import { SparError } from "./errors.js";
-import { isReservedVariable } from "./provider-check.js";
 import { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 import { formatSchemaErrors, validatorWithDefaults } from "./schema.js";
 import type { ModelSettings } from "./types.js";
@@ -52,7 +52,7 @@ export interface SparConfig {
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
   plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
-  /** Where provider keys may be sent besides `default_model` and the tiers (kernel/provider-check.ts). */
+  /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
   providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
   /**
    * The tables plugins own, by path (`api`, `channels.telegram`, `moves-dice`), each checked against

@@ -1,3 +1,5 @@
+import { providerError } from "../lib/provider-errors.js";
+import type { CredentialCheck } from "../lib/provider-keys.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
 import { cancellation, childController } from "./cancel.js";
@@ -10,8 +12,6 @@ import type { RingHooks } from "./hooks.js";
 import { createIdempotency, requestHash } from "./idempotency.js";
 import type { PluginHost } from "./plugin-host.js";
 import { callProvider, policyFor } from "./provider-call.js";
-import type { CredentialCheck } from "./provider-check.js";
-import { providerError } from "./provider-errors.js";
 import { createQuotaGuard } from "./quota-guard.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { parseRetryAfter, providerError } from "../lib/provider-errors.js";
 import { isSparError } from "./errors.js";
 import { callProvider } from "./provider-call.js";
-import { parseRetryAfter, providerError } from "./provider-errors.js";
 import type { LlmDriver, LlmRequest, LlmResponse } from "./types.js";
 
 const ok: LlmResponse = {

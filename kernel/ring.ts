@@ -1,4 +1,5 @@
 import { createKeyRing } from "../lib/keys.js";
+import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
@@ -8,7 +9,6 @@ import { createHooks, type RingHooks } from "./hooks.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
-import { createProviderPolicy, resolveCredential } from "./provider-check.js";
 import type { Logger } from "./sdk.js";
 import type { MoveListing, RingServices } from "./services.js";
 import type { Store } from "./store-types.js";

@@ -7,11 +7,12 @@ import type { EventBus } from "./events.js";
 import type { RingHooks } from "./hooks.js";
 import type { RingServices } from "./services.js";
 
+export type { CredentialEnv } from "../lib/driver-cache.js";
+export { driverCache } from "../lib/driver-cache.js";
+export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";
-export type { CredentialEnv } from "./driver-cache.js";
-export { driverCache } from "./driver-cache.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { EventBus, SparEvent, SparEventKind, SparEventMap, SparEventPayload } from "./events.js";
@@ -31,7 +32,6 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type { PluginManifest } from "./plugin-manifest.js";
-export { isRetryableStatus, parseRetryAfter, providerError } from "./provider-errors.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { FighterMessageResult, MessageOptions, RingServices } from "./services.js";

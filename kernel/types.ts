@@ -151,7 +151,7 @@ export interface LlmDriver {
 }
 
 /**
- * The key the kernel lets a driver send for one model setting (see kernel/provider-check.ts), and the
+ * The key the kernel lets a driver send for one model setting (see lib/provider-keys.ts), and the
  * variable it was read from. Empty when no key may be sent. Drivers use this, never the environment.
  */
 export interface ProviderCredential {

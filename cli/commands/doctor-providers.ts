@@ -2,10 +2,10 @@ import type { SparConfig } from "../../kernel/config.js";
 import { isSparError } from "../../kernel/errors.js";
 import { createLogger } from "../../kernel/logger.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
-import { createProviderPolicy, resolveCredential } from "../../kernel/provider-check.js";
 import { createRing } from "../../kernel/ring.js";
 import type { ModelSettings, ProviderDeclaration } from "../../kernel/types.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
+import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
 
 export interface ProviderReport {
   provider: string;

@@ -127,7 +127,7 @@ async function databaseCheck(home: string, config: SparConfig): Promise<Check> {
   if (!existsSync(db) && !existsSync(`${db}-wal`)) {
     return { name, ok: true, detail: `none yet (${db} is created by spar start)` };
   }
-  const { readPidFile } = await import("../../kernel/daemon.js");
+  const { readPidFile } = await import("../daemon.js");
   const pid = readPidFile(home);
   if (pid) {
     return {

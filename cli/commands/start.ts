@@ -19,7 +19,7 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   }
   if (options.detach) return detach(home);
 
-  const { startDaemon } = await import("../../kernel/daemon.js");
+  const { startDaemon } = await import("../daemon.js");
   warnOfWeakSecret(home);
   const daemon = await startDaemon(home);
   const fighters = (await daemon.ring.services.fighters.list()).length;
@@ -54,7 +54,7 @@ function warnOfWeakSecret(home: string): void {
 
 /** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
 async function detach(home: string): Promise<void> {
-  const { readPidFile } = await import("../../kernel/daemon.js");
+  const { readPidFile } = await import("../daemon.js");
   const running = readPidFile(home);
   if (running) throw new SparError("CONFLICT", `Spar is already running (pid ${running})`);
   const logPath = join(home, "spar.log");
@@ -88,7 +88,7 @@ async function detach(home: string): Promise<void> {
 /** `spar stop`: SIGTERM to the pid in the pid file, then wait for it to exit. */
 export async function stop(_options: GlobalOptions): Promise<void> {
   const home = resolveHome();
-  const { readPidFile } = await import("../../kernel/daemon.js");
+  const { readPidFile } = await import("../daemon.js");
   const pid = readPidFile(home);
   if (!pid) throw new SparError("DAEMON_UNREACHABLE", `no Spar daemon is running on ${home}`);
   process.kill(pid, "SIGTERM");

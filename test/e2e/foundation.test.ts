@@ -212,14 +212,14 @@ describe("spar daemon end to end", () => {
     const stored = await daemon.request<FighterMessageResult>("POST", "/api/v1/fighters/historian/message", {
       message: "Remember my favourite tea is smoky lapsang",
     });
-    expect(stored.status).toBe(200);
+    expect(stored.status, JSON.stringify(stored.body)).toBe(200);
     expect(stored.body.tool_calls).toEqual([{ name: "memory_store", ok: true }]);
     expect(stored.body.iterations).toBe(2);
     expect(stored.body.response).toBe('done: {"stored":"favourite tea"}');
-    // The model was offered the memory moves, and got the tool result back with its call id.
+    // The model was offered the moves of the `memory` capability (not the example's `dice`), and got
+    // the tool result back with its call id.
     const firstRequest = fake.requests[0]?.body;
     expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual([
-      "dice_roll",
       "memory_recall",
       "memory_store",
       "tripwire",

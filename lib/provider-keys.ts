@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import type { SparConfig } from "./config.js";
-import type { ModelSettings, ProviderCredential, ProviderDeclaration } from "./types.js";
+import type { SparConfig } from "../kernel/config.js";
+import type { ModelSettings, ProviderCredential, ProviderDeclaration } from "../kernel/types.js";
 
 /**
  * Where a provider key may go. A key is only ever sent to the endpoint the operator paired it with in

@@ -1,13 +1,13 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig, parseListen } from "../kernel/config.js";
+import { SparError } from "../kernel/errors.js";
+import type { ListenRequest } from "../kernel/hooks.js";
+import { createLogger } from "../kernel/logger.js";
+import { discoverPlugins, pluginRoots } from "../kernel/plugin-manifest.js";
+import { createRing, type Ring } from "../kernel/ring.js";
+import { KERNEL_VERSION } from "../kernel/version.js";
 import { loadDotEnv, readMasterSecret } from "../lib/home.js";
-import { loadConfig, parseListen } from "./config.js";
-import { SparError } from "./errors.js";
-import type { ListenRequest } from "./hooks.js";
-import { createLogger } from "./logger.js";
-import { discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { createRing, type Ring } from "./ring.js";
-import { KERNEL_VERSION } from "./version.js";
 
 export interface RunningDaemon {
   ring: Ring;

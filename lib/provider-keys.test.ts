@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { SparConfig } from "./config.js";
-import { loadConfig } from "./config.js";
-import { createProviderPolicy, normalizeBaseUrl, resolveCredential } from "./provider-check.js";
-import type { ModelSettings, ProviderDeclaration } from "./types.js";
+import type { SparConfig } from "../kernel/config.js";
+import { loadConfig } from "../kernel/config.js";
+import type { ModelSettings, ProviderDeclaration } from "../kernel/types.js";
+import { createProviderPolicy, normalizeBaseUrl, resolveCredential } from "./provider-keys.js";
 
 const DECLARATIONS = new Map<string, ProviderDeclaration>([
   ["openai", { id: "openai", key_env: ["OPENAI_API_KEY"] }],

@@ -1,0 +1,130 @@
+import type { TurnDeps, TurnInput } from "./agent-loop.js";
+import { cancelledError, isCancelled } from "./cancel.js";
+import { isSparError, SparError } from "./errors.js";
+import { matchGrants } from "./fighter-manifest.js";
+import type { MoveCallInfo, MoveOutcome } from "./hooks.js";
+import { formatSchemaErrors, validatorFor } from "./schema.js";
+import type { MoveDeclaration, ToolCall } from "./types.js";
+
+/**
+ * One tool call of a turn (DESIGN §4 steps 3–4): the declaration, `move.beforeCall` (the kernel's
+ * capability check among its taps), the input's schema, the move itself within `tool_timeout_s`
+ * and the turn's cancellation, then `move.afterCall`, whatever the outcome.
+ */
+/** Runs one tool call; every failure becomes an error result for the model, never an exception. */
+export async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
+  const { fighter, bout_id } = input;
+  deps.events.publish({
+    kind: "move.called",
+    fighter_id: fighter.id,
+    bout_id,
+    name: call.name,
+    call_id: call.id,
+  });
+  const outcome = await attemptMove(call, input, deps);
+  deps.events.publish({
+    kind: "move.result",
+    fighter_id: fighter.id,
+    bout_id,
+    name: call.name,
+    call_id: call.id,
+    ok: outcome.ok,
+  });
+  return outcome;
+}
+
+async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
+  const declaration = input.declared.get(call.name);
+  if (!declaration) return toolError("MOVE_NOT_FOUND", `no move named ${call.name}`);
+  const info: MoveCallInfo = {
+    call,
+    fighter: input.fighter,
+    bout_id: input.bout_id,
+    capability: declaration.capability,
+    ...(declaration.server ? { server: declaration.server } : {}),
+  };
+  // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
+  return deps.hooks.move.afterCall.promise(await execute(call, declaration, info, input, deps), info);
+}
+
+async function execute(
+  call: ToolCall,
+  declaration: MoveDeclaration,
+  info: MoveCallInfo,
+  input: TurnInput,
+  deps: TurnDeps,
+): Promise<MoveOutcome> {
+  if (call.raw_arguments !== undefined) {
+    return toolError("VALIDATION_FAILED", `arguments for ${call.name} are not valid JSON`);
+  }
+  try {
+    const refusal = await deps.hooks.move.beforeCall.promise(info);
+    if (refusal) return toolError(refusal.code, refusal.message);
+    const validate = validatorFor(declaration.input_schema);
+    if (!validate(call.arguments)) {
+      return toolError("VALIDATION_FAILED", `${call.name}: ${formatSchemaErrors(validate.errors, "input")}`);
+    }
+    const handler = await deps.move(call.name);
+    if (!handler) return toolError("MOVE_NOT_FOUND", `no plugin provides move ${call.name}`);
+    const value = await bounded(call.name, input, (signal) =>
+      handler.run(call.arguments, {
+        fighter: input.fighter,
+        bout_id: input.bout_id,
+        signal,
+        chain: input.chain,
+        grants: matchGrants(input.fighter.manifest.capabilities ?? [], declaration),
+        workspace: input.workspace(),
+      }),
+    );
+    return { ok: true, content: typeof value === "string" ? value : JSON.stringify(value) };
+  } catch (err) {
+    if (isCancelled(err) || input.signal.aborted)
+      return toolError("CANCELLED", cancelledError(input.signal).message);
+    const code = isSparError(err) ? err.code : "INTERNAL";
+    return toolError(code, (err as Error).message);
+  }
+}
+
+/**
+ * Runs a move with a signal that fires when the turn is cancelled or the move's time is up. A move
+ * past its time is MOVE_TIMEOUT; one that ignores a cancellation is abandoned after the grace.
+ */
+async function bounded<T>(
+  name: string,
+  input: TurnInput,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timers: NodeJS.Timeout[] = [];
+  const onCancel = () => controller.abort(input.signal.reason);
+  input.signal.addEventListener("abort", onCancel, { once: true });
+  const deadline = new Promise<never>((_, reject) => {
+    timers.push(
+      setTimeout(() => {
+        const error = new SparError(
+          "MOVE_TIMEOUT",
+          `${name} did not finish within ${input.toolTimeoutMs / 1000} s`,
+        );
+        controller.abort(error);
+        reject(error);
+      }, input.toolTimeoutMs),
+    );
+  });
+  let give: (() => void) | undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    give = () => timers.push(setTimeout(() => reject(cancelledError(input.signal)), input.cancelGraceMs));
+    if (input.signal.aborted) give();
+    else input.signal.addEventListener("abort", give, { once: true });
+  });
+  try {
+    return await Promise.race([work(controller.signal), deadline, abandoned]);
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+    input.signal.removeEventListener("abort", onCancel);
+    if (give) input.signal.removeEventListener("abort", give);
+  }
+}
+
+export function toolError(code: string, message: string): MoveOutcome {
+  return { ok: false, content: JSON.stringify({ error: { code, message } }) };
+}

@@ -1,0 +1,75 @@
+/**
+ * The boundaries DESIGN §2 draws, checked on the source: the kernel never imports a plugin (or the
+ * CLI); a plugin imports only the SDK from the kernel, shared code from lib/, and its own files, never
+ * another plugin's; lib/ imports no plugin and no CLI code. And the plugin manifest schema's kinds are
+ * the TypeScript ones.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { PLUGIN_KINDS } from "../kernel/plugin-manifest.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && /\.(ts|js)$/.test(e.name) && !/\.test\.ts$/.test(e.name))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
+}
+
+/** Every relative import of a file, resolved to a path from the repository root. */
+function imports(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), "utf8");
+  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)].map(
+    (m) => m[1] as string,
+  );
+  return specifiers.map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)));
+}
+
+describe("import boundaries", () => {
+  it("keeps the kernel free of plugins and of the CLI", () => {
+    const offending = sources("kernel").flatMap((file) =>
+      imports(file)
+        .filter((target) => target.startsWith("plugins/") || target.startsWith("cli/"))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it("lets a plugin import the SDK, lib/ and its own files only", () => {
+    const offending = sources("plugins").flatMap((file) => {
+      const own = file.split("/").slice(0, 2).join("/");
+      return imports(file)
+        .filter(
+          (target) =>
+            !(target === "kernel/sdk.js" || target.startsWith("lib/") || target.startsWith(`${own}/`)),
+        )
+        .map((target) => `${file} imports ${target}`);
+    });
+    expect(offending).toEqual([]);
+  });
+
+  it("keeps lib/ free of plugins and of the CLI", () => {
+    const offending = sources("lib").flatMap((file) =>
+      imports(file)
+        .filter((target) => target.startsWith("plugins/") || target.startsWith("cli/"))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+});
+
+describe("plugin.schema.json", () => {
+  const schema = JSON.parse(readFileSync(join(ROOT, "plugin.schema.json"), "utf8")) as {
+    properties: { kind: { enum: string[] }; id: { pattern: string } };
+  };
+
+  it("lists exactly the plugin kinds of the TypeScript types", () => {
+    expect([...schema.properties.kind.enum].sort()).toEqual([...PLUGIN_KINDS].sort());
+  });
+
+  it("allows exactly those kinds as an id's prefix", () => {
+    const prefixes = /^\^\(([^)]*)\)/.exec(schema.properties.id.pattern)?.[1]?.split("|") ?? [];
+    expect(prefixes.sort()).toEqual([...PLUGIN_KINDS].sort());
+  });
+});
