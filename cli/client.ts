@@ -1,8 +1,9 @@
 import { loadConfig } from "../kernel/config.js";
 import { type ErrorCode, SparError } from "../kernel/errors.js";
 import { loadDotEnv, resolveHome } from "../lib/home.js";
-import { contentDigest, signRequest } from "../lib/http-signatures.js";
-import { CLI_KEY_ID, loadCliKey } from "../lib/keys.js";
+import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
+import { isLoopbackHost } from "../lib/loopback.js";
+import { signedHeaders } from "../lib/sign.js";
 
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
 export function daemonUrl(env = process.env): string {
@@ -16,16 +17,22 @@ export function daemonUrl(env = process.env): string {
   return `http://${host}:${listen.slice(at + 1)}`;
 }
 
-/**
- * Every request the CLI sends is signed with its own key (`keys/cli.key`, authorized as `cli` by
- * `spar init`): method, target URI and, with a body, its Content-Digest.
- */
 /** What a call may add: headers (Accept, Idempotency-Key) and a signal that abandons the request. */
 export interface RequestExtras {
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
 
+/** Set once the daemon has refused the CLI's key and accepted an unsigned request instead. */
+let unsignedFallback = false;
+
+/**
+ * Every request the CLI sends is signed with its own key (`keys/cli.key`, authorized as `cli` by
+ * `spar init`): method, target URI and, with a body, its Content-Digest (lib/sign.ts, as any client).
+ * A daemon that no longer knows that key (`spar key remove cli --force`) gets the request again
+ * unsigned when it is on this machine, which it accepts while `[auth] allow_unsigned_loopback` is
+ * on; otherwise the error says how to authorize the key again.
+ */
 async function send(
   method: string,
   path: string,
@@ -33,23 +40,63 @@ async function send(
   extras: RequestExtras = {},
 ): Promise<Response> {
   const base = daemonUrl();
+  const url = `${base}${path}`;
   const text = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = text === undefined ? {} : { "content-type": "application/json" };
   Object.assign(headers, extras.headers);
-  const privateKey = loadCliKey(resolveHome());
-  if (privateKey) {
-    if (text !== undefined) headers["content-digest"] = contentDigest(text);
-    Object.assign(
-      headers,
-      signRequest({ method, targetUri: `${base}${path}`, headers }, { keyId: CLI_KEY_ID, privateKey }),
-    );
-  }
+  const home = resolveHome();
+  const privateKey = unsignedFallback ? undefined : loadCliKey(home);
+  const attempt = (signed: boolean) => {
+    const signature =
+      signed && privateKey ? signedHeaders({ method, url, body: text, keyId: CLI_KEY_ID, privateKey }) : {};
+    return fetch(url, { method, headers: { ...headers, ...signature }, body: text, signal: extras.signal });
+  };
   try {
-    return await fetch(`${base}${path}`, { method, headers, body: text, signal: extras.signal });
+    const response = await attempt(true);
+    if (!privateKey || response.status !== 401) return response;
+    const refusal = await response.text();
+    if (!isUnknownCliKey(refusal)) return replay(response, refusal);
+    const reauthorize = `authorize it again with: spar key add ${CLI_KEY_ID} ${cliPublicKeyPath(home)}`;
+    const unsigned = isLoopbackHost(new URL(base).hostname) ? await attempt(false) : undefined;
+    if (!unsigned || unsigned.status === 401) {
+      throw new SparError(
+        "UNAUTHORIZED",
+        `the daemon at ${base} does not know the CLI's key "${CLI_KEY_ID}" (unknown key id), ` +
+          `and it accepts no unsigned requests from here; ${reauthorize}`,
+      );
+    }
+    unsignedFallback = true;
+    process.stderr.write(
+      `spar: the daemon does not know the CLI's key "${CLI_KEY_ID}", so requests go unsigned (it accepts ` +
+        `them from this machine); ${reauthorize}\n`,
+    );
+    return unsigned;
   } catch (err) {
-    if (extras.signal?.aborted) throw err;
+    if (extras.signal?.aborted || err instanceof SparError) throw err;
     throw new SparError("DAEMON_UNREACHABLE", `Spar is not running at ${base}; start it with: spar start`);
   }
+}
+
+/**
+ * The daemon's refusal of a key it does not know. Its code, UNAUTHORIZED, covers every bad
+ * signature: the message (lib/http-signatures.ts) is what tells this one apart.
+ */
+function isUnknownCliKey(text: string): boolean {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    return typeof message === "string" && message.includes(`unknown key id "${CLI_KEY_ID}"`);
+  } catch {
+    return false;
+  }
+}
+
+/** A response whose body was read, to be read again by the caller. */
+function replay(response: Response, text: string): Response {
+  return new Response(text, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 async function failure(response: Response): Promise<SparError> {

@@ -1,21 +1,26 @@
-/** Options every command receives from cac. */
+/** Options every command receives (cli/parse.ts gives each declared option its declared type). */
 export interface GlobalOptions {
   json?: boolean;
 }
 
 /**
- * Runs a command's action: errors become one line on stderr and exit code 1, never a stack trace.
- * A SparError from the daemon shows its code so scripts can tell failures apart.
+ * A failed command, reported once: one line `spar: <message> (<CODE>)` on stderr, or with `--json`
+ * `{"error":{"code","message"}}` on stdout, so a script reading stdout always gets JSON. Exit code 1
+ * (unless the command chose another). Never a stack trace.
  */
-export async function runAction(action: () => Promise<void>): Promise<void> {
-  try {
-    await action();
-  } catch (err) {
-    const e = err as Error & { code?: unknown };
-    const code = typeof e.code === "string" && /^[A-Z_]+$/.test(e.code) ? ` (${e.code})` : "";
-    process.stderr.write(`spar: ${printable(e.message)}${code}\n`);
-    process.exitCode = 1;
+export function reportError(err: unknown, json: boolean): void {
+  const e = (err instanceof Error ? err : new Error(String(err))) as Error & {
+    code?: unknown;
+    extra?: unknown;
+  };
+  const code = typeof e.code === "string" && /^[A-Z_]+$/.test(e.code) ? e.code : undefined;
+  if (json) {
+    const extra = typeof e.extra === "object" && e.extra !== null ? e.extra : {};
+    printJson({ error: { ...extra, code: code ?? "INTERNAL", message: e.message } });
+  } else {
+    process.stderr.write(`spar: ${printable(e.message)}${code ? ` (${code})` : ""}\n`);
   }
+  if (!process.exitCode) process.exitCode = 1;
 }
 
 export function printJson(value: unknown): void {

@@ -1,4 +1,4 @@
-import { compactionBoundary, contextTokens, contextWindowFor } from "./compaction.js";
+import { compactionBoundary, contextTokens, contextWindowFor, estimateTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
@@ -55,8 +55,10 @@ export function createAftercare(deps: AftercareDeps) {
       { system: turn.fighter.manifest.system_prompt, messages: live },
       { fighter: turn.fighter, bout_id: turn.bout_id },
     );
-    if (contextTokens(prompt.system, prompt.messages) <= (window * threshold_percent) / 100) return;
-    const through = compactionBoundary(live, keep_recent);
+    const threshold = (window * threshold_percent) / 100;
+    if (contextTokens(prompt.system, prompt.messages) <= threshold) return;
+    // keep_recent alone may not be enough (a few huge messages): then fewer are kept.
+    const through = compactionBoundary(live, keep_recent, threshold - estimateTokens(prompt.system));
     if (through === undefined) return;
     await deps.activate(`onCompaction:${name}`);
     const strategy = await deps.hooks.compaction.resolve.promise(name);

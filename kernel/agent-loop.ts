@@ -1,7 +1,5 @@
-import { cancelledError, isCancelled } from "./cancel.js";
-import { isSparError, SparError } from "./errors.js";
+import { cancelledError } from "./cancel.js";
 import type { EventBus } from "./events.js";
-import { matchGrants } from "./fighter-manifest.js";
 import type { MoveOutcome, RingHooks } from "./hooks.js";
 import { runMove } from "./move-call.js";
 import { callProvider, policyFor } from "./provider-call.js";

@@ -71,4 +71,21 @@ describe("context estimates", () => {
     expect(contextWindowFor({ provider: "ollama", model: "tinyllama" })).toBe(FALLBACK_WINDOW);
     expect(contextWindowFor({ provider: "openai", model: "gpt-4o", context_window: 400 })).toBe(400);
   });
+
+  it("keeps fewer than keep_recent when the kept messages alone would pass the budget", () => {
+    const big = "x".repeat(4000);
+    const messages: StoredMessage[] = [
+      { id: "1", bout_id: "b", seq: 1, created_at: "", role: "user", content: "hi" },
+      { id: "2", bout_id: "b", seq: 2, created_at: "", role: "assistant", content: "hello" },
+      { id: "3", bout_id: "b", seq: 3, created_at: "", role: "user", content: big },
+      { id: "4", bout_id: "b", seq: 4, created_at: "", role: "assistant", content: big },
+      { id: "5", bout_id: "b", seq: 5, created_at: "", role: "user", content: "short" },
+      { id: "6", bout_id: "b", seq: 6, created_at: "", role: "assistant", content: "answer" },
+    ];
+    expect(compactionBoundary(messages, 4)).toBe(2);
+    // Two 1,000-token messages cannot stay within 500 tokens: they go too.
+    expect(compactionBoundary(messages, 4, 500)).toBe(4);
+    // Whatever the budget, the newest message stays.
+    expect(compactionBoundary(messages, 4, 1)).toBe(5);
+  });
 });

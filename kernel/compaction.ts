@@ -38,14 +38,21 @@ export function contextTokens(system: string, messages: readonly ChatMessage[]):
 
 /**
  * Where to cut: everything before the `keep_recent` newest messages, moved earlier so that a tool
- * call and its results are never split (the kept part never starts with a tool result). Returns
- * the seq of the last message to compact, or undefined when nothing can be compacted.
+ * call and its results are never split (the kept part never starts with a tool result). When
+ * `budget` is given and the kept messages alone would still pass it (a few huge messages), more of
+ * them go, down to the newest message. Returns the seq of the last message to compact, or undefined
+ * when nothing can be compacted.
  */
 export function compactionBoundary(
   messages: readonly StoredMessage[],
   keepRecent: number,
+  budget = Number.POSITIVE_INFINITY,
 ): number | undefined {
   let cut = messages.length - keepRecent;
   while (cut > 0 && messages[cut]?.role === "tool") cut -= 1;
+  while (cut < messages.length - 1 && contextTokens("", messages.slice(Math.max(cut, 0))) > budget) {
+    cut = Math.max(cut, 0) + 1;
+    while (cut < messages.length - 1 && messages[cut]?.role === "tool") cut += 1;
+  }
   return cut > 0 ? messages[cut - 1]?.seq : undefined;
 }

@@ -74,8 +74,12 @@ export const MODEL_SETTINGS_SCHEMA = {
   properties: {
     provider: { type: "string", minLength: 1 },
     model: { type: "string", minLength: 1 },
-    base_url: { type: "string", pattern: "^https?://" },
-    api_key_env: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+    base_url: { type: "string", pattern: "^https?://", description: "an http:// or https:// URL" },
+    api_key_env: {
+      type: "string",
+      pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+      description: "the name of an environment variable (letters, digits and _)",
+    },
     max_tokens: { type: "integer", minimum: 1 },
     temperature: { type: "number", minimum: 0, maximum: 2 },
     context_window: { type: "integer", minimum: 256 },
@@ -103,6 +107,7 @@ const CONFIG_SCHEMA = {
     api_listen: {
       type: "string",
       pattern: "^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
+      description: "host:port, like 127.0.0.1:6660 ([::1]:6660 for IPv6)",
       default: "127.0.0.1:6660",
     },
     default_model: { ...MODEL_SETTINGS_SCHEMA, default: LOCAL_RUNNER },
@@ -125,7 +130,12 @@ const CONFIG_SCHEMA = {
     }),
     memory: table({
       compaction: table({
-        strategy: { type: "string", pattern: "^[a-z0-9_]+$", default: "summarize" },
+        strategy: {
+          type: "string",
+          pattern: "^[a-z0-9_]+$",
+          description: "a compaction strategy's name (summarize, truncate)",
+          default: "summarize",
+        },
         threshold_percent: num(80, { exclusiveMinimum: 0, maximum: 100 }),
         keep_recent: int(1, 20),
       }),

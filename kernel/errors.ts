@@ -20,7 +20,9 @@ export const ERROR_CATALOG = {
   // A turn stopped by its client leaving, POST …/cancel, a WebSocket cancel frame or shutdown.
   CANCELLED: 409,
   PAYLOAD_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  UPGRADE_REQUIRED: 426,
   RATE_LIMITED: 429,
   TOO_MANY_CONNECTIONS: 429,
   INTERNAL: 500,

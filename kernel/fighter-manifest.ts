@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { MODEL_SETTINGS_SCHEMA } from "./config.js";
@@ -30,7 +31,7 @@ export const FIGHTER_MANIFEST_SCHEMA = {
   additionalProperties: false,
   required: ["name", "description", "system_prompt"],
   properties: {
-    name: { type: "string", minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9][A-Za-z0-9 _.-]*$" },
+    name: { type: "string", minLength: 1, maxLength: 64 },
     description: { type: "string", maxLength: 1000 },
     system_prompt: { type: "string", minLength: 1, maxLength: 100_000 },
     model: MODEL_SETTINGS_SCHEMA,
@@ -43,7 +44,11 @@ export const FIGHTER_MANIFEST_SCHEMA = {
         additionalProperties: false,
         required: ["type"],
         properties: {
-          type: { type: "string", pattern: "^[a-z][a-z0-9_]*$" },
+          type: {
+            type: "string",
+            pattern: "^[a-z][a-z0-9_]*$",
+            description: "a capability's name (lowercase letters, digits and _)",
+          },
           scope: oneOrMany,
           pattern: oneOrMany,
           hosts: oneOrMany,
@@ -72,15 +77,10 @@ export function validateFighterManifest(
   input: unknown,
   knownCapabilities: ReadonlySet<string>,
 ): FighterManifest {
-  // Said plainly before the schema's pattern error: "spar " and "spar" would look the same in a list.
   const name = (input as { name?: unknown } | null)?.name;
-  if (typeof name === "string" && name.trim() !== name) {
-    throw new SparError(
-      "VALIDATION_FAILED",
-      `manifest.name ${JSON.stringify(name)} cannot start or end with a space; did you mean ${JSON.stringify(name.trim())}?`,
-      { path: "/manifest/name" },
-    );
-  }
+  const problem = typeof name === "string" ? nameProblem(name) : undefined;
+  if (problem)
+    throw new SparError("VALIDATION_FAILED", `manifest.name ${problem}`, { path: "/manifest/name" });
   const validate = validatorFor(FIGHTER_MANIFEST_SCHEMA);
   if (!validate(input)) {
     const message = formatSchemaErrors(validate.errors, "manifest");
@@ -121,10 +121,36 @@ export function matchGrants(
   );
 }
 
-/** A fighter's own folder, `<home>/workspaces/<name>/`, created (private) on first use. */
+/**
+ * Why a name cannot be a fighter's: names are any printable text, but no control characters, no
+ * invisible ones (zero-width, bidi overrides: they would make two names look alike), no `/`, and no
+ * space at either end ("spar " and "spar" would look the same in a list).
+ */
+export function nameProblem(name: string): string | undefined {
+  const shown = JSON.stringify(name);
+  if (name.trim() === "") return `${shown} is empty; give the fighter a name`;
+  if (name.trim() !== name)
+    return `${shown} cannot start or end with a space; did you mean ${JSON.stringify(name.trim())}?`;
+  if (/\p{Cc}/u.test(name)) return `${shown} contains a control character`;
+  if (/\p{Cf}/u.test(name)) return `${shown} contains an invisible character (zero-width or text-direction)`;
+  if (name.includes("/")) return `${shown} contains "/", which fighter names cannot (they appear in URLs)`;
+  return undefined;
+}
+
+/** A name as a folder name: letters, digits, `.`, `_` and `-`; other names get a short hash to stay apart. */
+export function nameSlug(name: string): string {
+  const base = name
+    .normalize("NFKC")
+    .replace(/[^\p{L}\p{N}._-]+/gu, "-")
+    .replace(/^[.-]+|-+$/g, "")
+    .slice(0, 48);
+  if (base === name) return base;
+  return `${base || "fighter"}-${createHash("sha256").update(name).digest("hex").slice(0, 8)}`;
+}
+
+/** A fighter's own folder, `<home>/workspaces/<name as a slug>/`, created (private) on first use. */
 export function workspaceOf(home: string, fighterName: string): string {
-  // Names are letters, digits, space, `_`, `.` and `-`, starting with a letter or digit: safe as a folder.
-  const dir = join(home, "workspaces", fighterName);
+  const dir = join(home, "workspaces", nameSlug(fighterName));
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }

@@ -135,6 +135,14 @@ export function createFighterRegistry(options: {
     },
     async kill(idOrName) {
       const live = find(idOrName);
+      // `spar chat` talks to it by default: killing it would leave a new user at a dead end.
+      if (live.row.name === DEFAULT_FIGHTER_NAME) {
+        throw new SparError(
+          "CONFLICT",
+          `the default fighter "${DEFAULT_FIGHTER_NAME}" cannot be killed: spar chat talks to it. Spawn your own ` +
+            `fighters for other work (spar fighter spawn <kind>), or change its Creed (PUT /api/v1/fighters/${DEFAULT_FIGHTER_NAME}/creed)`,
+        );
+      }
       await options.store().fighters.kill(live.row.id);
       fighters.delete(live.row.id);
       events.publish({ kind: "fighter.killed", fighter_id: live.row.id, name: live.row.name });

@@ -1,9 +1,9 @@
 import { providerError } from "../lib/provider-errors.js";
 import type { CredentialCheck } from "../lib/provider-keys.js";
+import { createAdmission } from "./admission.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
 import { cancellation, childController } from "./cancel.js";
-import { estimateTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
@@ -18,9 +18,6 @@ import type { FighterMessageResult, MessageOptions, MoveListing } from "./servic
 import type { Store } from "./store-types.js";
 import { createTurnRunner } from "./turn-runner.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
-
-/** The reply a turn is reserved for when its model sets no `max_tokens`. */
-export const RESERVED_OUTPUT_TOKENS = 1024;
 
 export interface MessagePathDeps {
   config: SparConfig;
@@ -98,6 +95,11 @@ export function createMessagePath(deps: MessagePathDeps) {
     },
   });
   const quotas = createQuotaGuard({ config, events, fighters });
+  const { refuseCycles, refuseOversized, refuseUncallable, estimateTurnTokens } = createAdmission({
+    config,
+    fighters,
+    credentialFor: deps.credentialFor,
+  });
   const idempotency = createIdempotency(deps.store);
   /** Every turn admitted and not yet ended, queued or running, so shutdown can cancel them all. */
   const turns = new Set<ActiveTurn>();
@@ -124,25 +126,6 @@ export function createMessagePath(deps: MessagePathDeps) {
     );
   }
 
-  /** A fighter already waiting in the chain would wait on itself: refused at once, never queued. */
-  function refuseCycles(live: LiveFighter, chain: readonly string[]): void {
-    const names = () => [...chain, live.row.id].map((id) => fighters.name(id)).join(" → ");
-    if (chain.includes(live.row.id)) {
-      throw new SparError(
-        "CONFLICT",
-        `fighter "${live.row.name}" is already waiting in this call chain (${names()}): a call back into it would wait on itself`,
-        { chain: names() },
-      );
-    }
-    if (chain.length >= config.agent.max_call_depth) {
-      throw new SparError(
-        "CONFLICT",
-        `the call chain ${names()} is deeper than [agent] max_call_depth (${config.agent.max_call_depth})`,
-        { chain: names() },
-      );
-    }
-  }
-
   async function send(
     live: LiveFighter,
     text: string,
@@ -158,6 +141,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     // quota holds the unrouted model's estimate until the turn's real usage replaces it.
     const named = live.row.manifest.model ?? config.default_model;
     refuseUncallable(named);
+    refuseOversized(live, text, named);
     const reservation = quotas.admit(live, estimateTurnTokens(live, text, named));
     const { controller, unlink } = childController(opts.signal);
     const active: ActiveTurn = { controller };
@@ -227,23 +211,6 @@ export function createMessagePath(deps: MessagePathDeps) {
       stop_reason: result.stop_reason,
     });
     return result;
-  }
-
-  /** A model that cannot be called (no key, a refused endpoint) is refused before anything is stored. */
-  function refuseUncallable(model: ModelSettings): void {
-    const check = deps.credentialFor(model);
-    if (!check.ok)
-      throw new SparError("PROVIDER_ERROR", check.problem, { provider: model.provider, retryable: false });
-  }
-
-  /**
-   * What a turn is reserved against the token quota before it runs: the context it will send (as
-   * the fighter's last turn left it, or its system prompt for a first one), the new message, and
-   * the reply it may write (`max_tokens`, else RESERVED_OUTPUT_TOKENS).
-   */
-  function estimateTurnTokens(live: LiveFighter, text: string, model: ModelSettings): number {
-    const context = live.contextTokens ?? estimateTokens(live.row.manifest.system_prompt);
-    return context + estimateTokens(text) + (model.max_tokens ?? RESERVED_OUTPUT_TOKENS);
   }
 
   async function messageTo(

@@ -1,8 +1,9 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 
-const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false });
+// `verbose` keeps the failing schema on each error, so a pattern's `description` can say what is allowed.
+const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false, verbose: true });
 // Config tables get their schema's `default`s filled in as they are checked; request bodies never do.
-const filling = new Ajv({ allErrors: false, strict: false, useDefaults: true });
+const filling = new Ajv({ allErrors: false, strict: false, useDefaults: true, verbose: true });
 const cache = new WeakMap<object, ValidateFunction>();
 const fillingCache = new WeakMap<object, ValidateFunction>();
 
@@ -41,5 +42,12 @@ export function formatSchemaErrors(errors: ErrorObject[] | null | undefined, pre
     const key = String((first.params as { missingProperty: string }).missingProperty);
     return `missing required key "${base ? `${base}.${key}` : key}"`;
   }
-  return `${base ? `"${base}"` : "value"} ${first.message ?? "is invalid"}`;
+  const what = base ? `"${base}"` : "the value";
+  const params = first.params as { allowedValues?: unknown[]; allowedValue?: unknown };
+  if (first.keyword === "enum") return `${what} must be one of: ${(params.allowedValues ?? []).join(", ")}`;
+  if (first.keyword === "const") return `${what} must be ${JSON.stringify(params.allowedValue)}`;
+  // A pattern says nothing to people; the schema's description says what is allowed.
+  const description = (first.parentSchema as { description?: unknown } | undefined)?.description;
+  if (first.keyword === "pattern" && typeof description === "string") return `${what} must be ${description}`;
+  return `${what} ${first.message ?? "is invalid"}`;
 }

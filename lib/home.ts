@@ -56,10 +56,7 @@ export function readMasterSecret(home: string, env = process.env): Buffer {
   const fromEnv = env.SPAR_MASTER_KEY;
   const path = join(home, MASTER_KEY_FILE);
   if (!fromEnv && !existsSync(path)) {
-    throw new SparError(
-      "STORE_KEY_INVALID",
-      `no master key: ${path} is missing and SPAR_MASTER_KEY is not set. Run "spar init", or restore the key file`,
-    );
+    throw new SparError("STORE_KEY_INVALID", `no master key: ${missingMasterKeyAdvice(home)}`);
   }
   if (!fromEnv && process.platform !== "win32" && (statSync(path).mode & 0o077) !== 0) {
     throw new SparError("STORE_KEY_INVALID", `${path} is readable by other users; run: chmod 600 ${path}`);
@@ -77,6 +74,23 @@ export function readMasterSecret(home: string, env = process.env): Buffer {
     );
   }
   return secret;
+}
+
+/**
+ * What to do without a master secret. With no database yet, `spar init` writes one. Beside a
+ * database, only the original secret opens it: restore it, or start afresh with `spar init --fresh`,
+ * which moves the database aside (never deleting it) so that a new one can be made.
+ */
+export function missingMasterKeyAdvice(home: string): string {
+  const path = join(home, MASTER_KEY_FILE);
+  const missing = `${path} is missing and SPAR_MASTER_KEY is not set`;
+  if (!existsSync(join(home, DATABASE_FILE))) return `${missing}; run: spar init (it writes a new one)`;
+  return (
+    `${missing}, and ${join(home, DATABASE_FILE)} opens only with the secret it was made with. ` +
+    `Restore that secret (put the original ${MASTER_KEY_FILE} back in ${home} with mode 0600, or set ` +
+    "SPAR_MASTER_KEY to it), or start afresh with: spar init --fresh (it moves the database aside as " +
+    `${DATABASE_FILE}.unreadable-<time>, deleting nothing, and makes a new one)`
+  );
 }
 
 /** The database the secret protects (the default store's file; `spar init` checks it as well). */

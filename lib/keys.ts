@@ -61,6 +61,14 @@ export function addKey(home: string, name: string, text: string): { name: string
   const path = join(dir, `${name}.pub`);
   if (existsSync(path))
     throw new SparError("CONFLICT", `a key named "${name}" is already authorized; remove it first`);
+  // One key, one name: the name is who signed (rate limits, logs), and removing one name must revoke it.
+  const holder = nameOfKey(home, key);
+  if (holder !== undefined) {
+    throw new SparError(
+      "CONFLICT",
+      `this public key is already authorized as "${holder}"; to give it another name, remove "${holder}" first`,
+    );
+  }
   writeFileSync(path, key.export({ type: "spki", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
   return { name, fingerprint: fingerprint(key) };
 }
@@ -77,6 +85,25 @@ export function listKeys(home: string): { name: string; fingerprint: string }[] 
       name: f.slice(0, -4),
       fingerprint: fingerprint(parsePublicKey(readFileSync(join(dir, f), "utf8"))),
     }));
+}
+
+/** The name an authorized public key is filed under, if any (unreadable key files are skipped). */
+export function nameOfKey(home: string, key: KeyObject): string | undefined {
+  const dir = authorizedDir(home);
+  if (!existsSync(dir)) return undefined;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".pub"))) {
+    try {
+      if (parsePublicKey(readFileSync(join(dir, file), "utf8")).equals(key)) return file.slice(0, -4);
+    } catch {
+      // A broken file authorizes nothing, so it holds no key either.
+    }
+  }
+  return undefined;
+}
+
+/** The CLI's public key, the file that `spar key add cli <file>` takes to authorize it again. */
+export function cliPublicKeyPath(home: string): string {
+  return join(home, "keys", `${CLI_KEY_ID}.pub`);
 }
 
 export function removeKey(home: string, name: string): void {

@@ -7,15 +7,21 @@ import { type GlobalOptions, printable, printJson } from "../output.js";
 /**
  * `spar chat`: the reply streams to the terminal as the model writes it, with a spinner on stderr
  * until the first token (only on a terminal). `--json` prints the final response body instead.
- * Control characters in the model's text are shown, not obeyed, unless `--raw`.
+ * Control characters in the model's text are shown, not obeyed, unless `--raw`. A message continues
+ * the fighter's latest bout, unless `--new` starts one or `--bout <id>` picks one.
  */
 export async function chat(
   text: string,
-  options: GlobalOptions & { fighter: string; bout?: string; raw?: boolean },
+  options: GlobalOptions & { fighter: string; bout?: string; new?: boolean; raw?: boolean },
 ): Promise<void> {
+  if (options.new && options.bout) {
+    throw new SparError("VALIDATION_FAILED", "use --new (a new bout) or --bout <id> (that bout), not both");
+  }
   const show = options.raw ? (t: string) => t : printable;
   const path = `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`;
-  const body = { message: String(text), ...(options.bout ? { bout_id: options.bout } : {}) };
+  // Without either, the daemon continues the fighter's latest bout.
+  const bout = options.new ? { bout: "new" } : options.bout ? { bout_id: options.bout } : {};
+  const body = { message: text, ...bout };
   const spinner = options.json ? undefined : startSpinner();
   // Ctrl-C closes the request, and the daemon cancels the turn (no tokens are spent after it).
   const abort = new AbortController();
@@ -47,8 +53,10 @@ export async function chat(
   } catch (err) {
     if (!abort.signal.aborted) throw err;
     spinner?.stop();
-    process.stderr.write(`${printed ? "\n" : ""}spar: cancelled; the fighter stopped this turn\n`);
+    if (printed) process.stdout.write("\n");
+    // 130, as for any program stopped by Ctrl-C; the error itself is reported as usual.
     process.exitCode = 130;
+    throw new SparError("CANCELLED", "cancelled; the fighter stopped this turn");
   } finally {
     process.off("SIGINT", onInterrupt);
     spinner?.stop();

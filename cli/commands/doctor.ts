@@ -8,6 +8,7 @@ import {
   inspectMasterSecret,
   loadDotEnv,
   MASTER_KEY_FILE,
+  missingMasterKeyAdvice,
   resolveHome,
   weakSecretFix,
 } from "../../lib/home.js";
@@ -167,6 +168,6 @@ function masterKeyCheck(home: string): Check {
       ? { name: "master key", ok: false, detail: `${path} is readable by others (run: chmod 600 ${path})` }
       : { name: "master key", ok: true, detail: `${path} is private` };
   } catch {
-    return { name: "master key", ok: false, detail: `${path} is missing (run: spar init)` };
+    return { name: "master key", ok: false, detail: missingMasterKeyAdvice(home) };
   }
 }

@@ -3,6 +3,7 @@ import type { FighterRecord } from "../../kernel/types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
+/** `spar fighter spawn|list|kill`; the parser has checked that spawn has a kind and kill a target. */
 export async function fighter(
   action: string,
   target: string | undefined,
@@ -10,14 +11,10 @@ export async function fighter(
 ): Promise<void> {
   switch (action) {
     case "spawn": {
-      if (!target)
-        throw new SparError(
-          "VALIDATION_FAILED",
-          "usage: spar fighter spawn <kind> (coder, scout, oracle, scribe)",
-        );
+      // The daemon names the kinds when it does not know one.
       const record = await api<FighterRecord>("POST", "/api/v1/fighters", {
         template: target,
-        ...(options.name ? { name: options.name } : {}),
+        ...(options.name !== undefined ? { name: options.name } : {}),
       });
       if (options.json) return printJson(record);
       process.stdout.write(`Spawned ${record.name} (${record.id})\n`);
@@ -31,13 +28,12 @@ export async function fighter(
       return;
     }
     case "kill": {
-      if (!target) throw new SparError("VALIDATION_FAILED", "usage: spar fighter kill <name|id>");
-      await api("DELETE", `/api/v1/fighters/${encodeURIComponent(target)}`);
+      await api("DELETE", `/api/v1/fighters/${encodeURIComponent(target ?? "")}`);
       if (options.json) return printJson({ killed: target });
       process.stdout.write(`Killed ${target}\n`);
       return;
     }
     default:
-      throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use spawn, list or kill`);
+      throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for fighter`);
   }
 }

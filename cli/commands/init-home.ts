@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "smol-toml";
-import { LOCAL_RUNNER } from "../../kernel/config.js";
+import { LOCAL_RUNNER, loadConfig } from "../../kernel/config.js";
 import type { ModelSettings } from "../../kernel/types.js";
 import { loadDotEnv, MASTER_KEY_FILE } from "../../lib/home.js";
 
@@ -37,6 +37,7 @@ export function chooseDefaultModel(env: NodeJS.ProcessEnv): ModelSettings {
 export interface InitResult {
   home: string;
   created: string[];
+  /** The config's default model: for a new config, the one chosen from the keys found. */
   default_model: ModelSettings;
 }
 
@@ -77,5 +78,6 @@ export function initHome(home: string, env: NodeJS.ProcessEnv = process.env): In
     write(join("keys", "authorized", "cli.pub"), pub, 0o600);
   }
   mkdirSync(join(home, "plugins"), { recursive: true, mode: 0o700 });
-  return { home, created, default_model: defaultModel };
+  // What the config says, which on an existing home may not be what the environment suggests.
+  return { home, created, default_model: loadConfig(home, env).default_model };
 }

@@ -1,28 +1,23 @@
 import { existsSync, readFileSync } from "node:fs";
 import { SparError } from "../../kernel/errors.js";
 import { resolveHome } from "../../lib/home.js";
-import { addKey, listKeys, removeKey } from "../../lib/keys.js";
+import { addKey, CLI_KEY_ID, cliPublicKeyPath, listKeys, removeKey } from "../../lib/keys.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /**
  * `spar key add|list|remove`: the public keys allowed to sign requests, as files in the data dir.
- * A running daemon sees a change on its next request; no restart is needed.
+ * A running daemon sees a change on its next request; no restart is needed. The parser has checked
+ * the arguments each action needs.
  */
 export async function key(
   action: string,
-  name: string | undefined,
-  publicKey: string | undefined,
-  options: GlobalOptions,
+  args: string[],
+  options: GlobalOptions & { force?: boolean },
 ): Promise<void> {
   const home = resolveHome();
+  const [name = "", publicKey = ""] = args;
   switch (action) {
     case "add": {
-      if (!name || !publicKey) {
-        throw new SparError(
-          "VALIDATION_FAILED",
-          "usage: spar key add <name> <public key: base64 of the raw 32 bytes, a PEM file, or - for stdin>",
-        );
-      }
       const added = addKey(home, name, await keyText(publicKey));
       if (options.json) return printJson(added);
       process.stdout.write(`Authorized ${added.name} (${added.fingerprint})\n`);
@@ -37,14 +32,29 @@ export async function key(
       return;
     }
     case "remove": {
-      if (!name) throw new SparError("VALIDATION_FAILED", "usage: spar key remove <name>");
+      const undo = `spar key add ${CLI_KEY_ID} ${cliPublicKeyPath(home)}`;
+      const own = name === CLI_KEY_ID;
+      if (own && !options.force) {
+        throw new SparError(
+          "CONFLICT",
+          `"${CLI_KEY_ID}" is the key this CLI signs its requests with: without it the daemon refuses them ` +
+            '("unknown key id"), and spar keeps working only by sending them unsigned, which the daemon ' +
+            "accepts from this machine while [auth] allow_unsigned_loopback is on. To remove it anyway: " +
+            `spar key remove ${CLI_KEY_ID} --force (undo with: ${undo})`,
+        );
+      }
       removeKey(home, name);
       if (options.json) return printJson({ removed: name });
-      process.stdout.write(`Removed ${name}\n`);
+      process.stdout.write(
+        own
+          ? `Removed ${name}. The daemon no longer knows the CLI's key: spar falls back to unsigned requests, ` +
+              `which work only on this machine while [auth] allow_unsigned_loopback is on. Undo with: ${undo}\n`
+          : `Removed ${name}\n`,
+      );
       return;
     }
     default:
-      throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use add, list or remove`);
+      throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for key`);
   }
 }
 
@@ -56,7 +66,9 @@ async function keyText(argument: string): Promise<string> {
   if (argument === "-") {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString("utf8");
+    const text = Buffer.concat(chunks).toString("utf8");
+    if (text.trim() === "") throw new SparError("VALIDATION_FAILED", "no public key on standard input");
+    return text;
   }
   return existsSync(argument) ? readFileSync(argument, "utf8") : argument;
 }

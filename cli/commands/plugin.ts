@@ -1,5 +1,4 @@
 import { loadConfig } from "../../kernel/config.js";
-import { SparError } from "../../kernel/errors.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
@@ -13,8 +12,8 @@ function discover() {
   return discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
 }
 
-export async function plugin(action: string, options: GlobalOptions): Promise<void> {
-  if (action !== "list") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use list`);
+/** `spar plugin list` (the only action; the parser refuses others). */
+export async function plugin(options: GlobalOptions): Promise<void> {
   const plugins = discover().map(({ manifest, dir, source }) => ({
     id: manifest.id,
     kind: manifest.kind,
@@ -28,8 +27,8 @@ export async function plugin(action: string, options: GlobalOptions): Promise<vo
   process.stdout.write(`${table([["ID", "KIND", "VERSION", "SOURCE", "DESCRIPTION"], ...rows])}\n`);
 }
 
-export async function move(action: string, options: GlobalOptions): Promise<void> {
-  if (action !== "list") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; use list`);
+/** `spar move list`; `search`, `install` and `scan` are to come, declared in cli/registry.ts. */
+export async function move(options: GlobalOptions): Promise<void> {
   const moves = discover().flatMap(({ manifest }) =>
     (manifest.contributes?.moves ?? []).map((m) => ({
       name: m.name,

@@ -344,7 +344,7 @@ function checkFullAccess(input: AuditInput): CheckResult {
     findings: broad.map((f) => ({
       id: `full_access:${f.name}`,
       severity: "medium" as const,
-      message: `fighter ${f.name} has full_access: every move, shell and files included, with no narrower grant`,
+      message: `fighter ${f.name} has full_access: every move installed now or later (shell and files once their tool packs are installed), with no narrower grant`,
       fix: `spar fighter kill ${shellWord(f.name)}, then spawn it again with only the capabilities it needs`,
     })),
   };

@@ -1,6 +1,6 @@
 import type { SparConfig } from "../../kernel/config.js";
 import { loadSparConfig } from "../../kernel/config-sections.js";
-import { isSparError, SparError } from "../../kernel/errors.js";
+import { isSparError } from "../../kernel/errors.js";
 import type { DiscoveredPlugin } from "../../kernel/plugin-manifest.js";
 import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
@@ -10,15 +10,12 @@ import { type GlobalOptions, printJson } from "../output.js";
 import { type AuditInput, auditReport } from "./security-audit.js";
 import { gatherAuditInput } from "./security-facts.js";
 
-const USAGE = "usage: spar security audit [--json]";
-
 /**
  * `spar security audit`: checks the listen address, unsigned access, file modes in the data dir,
  * `.env`, channel allowlists and (with the daemon running) fighters holding full_access. Exits 1
  * when a finding is high. Prints paths, modes and names only: never a key or a `.env` value.
  */
-export async function security(action: string, options: GlobalOptions): Promise<void> {
-  if (action !== "audit") throw new SparError("VALIDATION_FAILED", `unknown action "${action}"; ${USAGE}`);
+export async function security(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   loadDotEnv(home);
   const { config, plugins } = loadSparConfig(home);

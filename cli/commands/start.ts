@@ -7,24 +7,26 @@ import { createLogger } from "../../kernel/logger.js";
 import { inspectMasterSecret, resolveHome, weakSecretFix } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { daemonUrl } from "../client.js";
-import type { GlobalOptions } from "../output.js";
+import { type GlobalOptions, printJson } from "../output.js";
 import { initHome } from "./init-home.js";
 
 /** `spar start`: foreground by default; Ctrl-C (SIGINT) or SIGTERM stops it cleanly. */
 export async function start(options: GlobalOptions & { detach?: boolean }): Promise<void> {
   const home = resolveHome();
   const setup = initHome(home);
-  if (setup.created.includes("config.toml")) {
+  if (setup.created.includes("config.toml") && !options.json) {
     process.stdout.write(`Set up Spar in ${home} (default model: ${setup.default_model.provider})\n`);
   }
-  if (options.detach) return detach(home);
+  if (options.detach) return detach(home, options.json === true);
 
   const { startDaemon } = await import("../daemon.js");
   warnOfWeakSecret(home);
   const daemon = await startDaemon(home);
   const fighters = (await daemon.ring.services.fighters.list()).length;
   const shutdown = (signal: string) => {
-    process.stdout.write(`Spar stopping (${signal})\n`);
+    process.stdout.write(
+      options.json ? `${JSON.stringify({ stopping: signal })}\n` : `Spar stopping (${signal})\n`,
+    );
     daemon.stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -36,8 +38,12 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   // Before the line that says it listens: whoever waits for that line may signal at once.
   process.once("SIGINT", () => shutdown("SIGINT"));
   process.once("SIGTERM", () => shutdown("SIGTERM"));
+  const { version } = daemon.ring.services;
+  // With --json, one JSON object per line: this one, then {"stopping": signal}.
   process.stdout.write(
-    `Spar ${daemon.ring.services.version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
+    options.json
+      ? `${JSON.stringify({ listening: daemon.url, version, pid: process.pid, home, fighters, created: setup.created })}\n`
+      : `Spar ${version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
   );
 }
 
@@ -53,7 +59,7 @@ function warnOfWeakSecret(home: string): void {
 }
 
 /** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
-async function detach(home: string): Promise<void> {
+async function detach(home: string, json: boolean): Promise<void> {
   const { readPidFile } = await import("../daemon.js");
   const running = readPidFile(home);
   if (running) throw new SparError("CONFLICT", `Spar is already running (pid ${running})`);
@@ -69,6 +75,7 @@ async function detach(home: string): Promise<void> {
     if (child.exitCode !== null) break;
     const response = await fetch(`${url}/api/v1/health`).catch(() => undefined); // not listening yet
     if (response?.ok) {
+      if (json) return printJson({ started: true, pid: child.pid, url, log: logPath });
       process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
       return;
     }
@@ -86,7 +93,7 @@ async function detach(home: string): Promise<void> {
 }
 
 /** `spar stop`: SIGTERM to the pid in the pid file, then wait for it to exit. */
-export async function stop(_options: GlobalOptions): Promise<void> {
+export async function stop(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   const { readPidFile } = await import("../daemon.js");
   const pid = readPidFile(home);
@@ -95,5 +102,6 @@ export async function stop(_options: GlobalOptions): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline && readPidFile(home)) await new Promise((resolve) => setTimeout(resolve, 100));
   if (readPidFile(home)) throw new SparError("INTERNAL", `Spar (pid ${pid}) did not stop within 15 s`);
+  if (options.json) return printJson({ stopped: true, pid });
   process.stdout.write(`Spar stopped (pid ${pid})\n`);
 }

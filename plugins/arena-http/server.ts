@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { EventBus, Logger, RingServices } from "../../kernel/sdk.js";
-import { SparError, validatorFor } from "../../kernel/sdk.js";
-import { createErrorHandler } from "./errors.js";
+import { validatorFor } from "../../kernel/sdk.js";
+import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
 import { notFound, serveAsset, servesAsset } from "./public-assets.js";
@@ -28,7 +28,16 @@ export function buildServer(
     bodyLimit: config.api.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+    // Long ids reach the routes, whose schemas refuse them in the catalog's words.
+    maxParamLength: 1000,
+    // A URL fastify cannot even route (a bad %-escape) still gets the one error shape.
+    frameworkErrors: (error, _request, reply) => {
+      const spar = toSparError(error);
+      (reply as FastifyReply).status(spar.status).send(spar.toJSON());
+    },
   });
+  // JSON only: a text/plain body (what a cross-site form can send) is 415, not a string.
+  app.removeContentTypeParser("text/plain");
   // Past this many open connections Node closes new ones on arrival, so memory stays bounded.
   app.server.maxConnections = config.api.max_connections;
   // The kernel's validator: unknown fields are refused, never stripped, and types never coerced, as

@@ -48,10 +48,11 @@ export function registerWebSocket(
   let total = 0;
   app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
   app.register(async (scoped) => {
-    scoped.get(
-      "/api/v1/ws",
-      {
-        websocket: true,
+    // The same socket under both route families, like every other route.
+    for (const url of ["/api/v1/ws", "/api/ws"]) {
+      scoped.route({
+        method: "GET",
+        url,
         // Before the upgrade, so a refusal is a plain HTTP error and no socket is kept.
         preValidation: async (request) => {
           const peer = request.ip;
@@ -63,20 +64,27 @@ export function registerWebSocket(
             throw new SparError("TOO_MANY_CONNECTIONS", `too many open WebSockets: at most ${which}`);
           }
         },
-      },
-      (socket, request) => {
-        const peer = request.ip;
-        open.set(peer, (open.get(peer) ?? 0) + 1);
-        total += 1;
-        socket.once("close", () => {
-          total -= 1;
-          const left = (open.get(peer) ?? 1) - 1;
-          if (left > 0) open.set(peer, left);
-          else open.delete(peer);
-        });
-        serve(socket, ring, events, () => limits.limiter.take(clientOf(request)));
-      },
-    );
+        // A plain GET (no Upgrade header) learns what this route is for.
+        handler: async () => {
+          throw new SparError(
+            "UPGRADE_REQUIRED",
+            `${url} is a WebSocket: connect with an Upgrade: websocket request`,
+          );
+        },
+        wsHandler: (socket, request) => {
+          const peer = request.ip;
+          open.set(peer, (open.get(peer) ?? 0) + 1);
+          total += 1;
+          socket.once("close", () => {
+            total -= 1;
+            const left = (open.get(peer) ?? 1) - 1;
+            if (left > 0) open.set(peer, left);
+            else open.delete(peer);
+          });
+          serve(socket, ring, events, () => limits.limiter.take(clientOf(request)));
+        },
+      });
+    }
   });
 }
 
@@ -137,8 +145,11 @@ function serve(
   });
 
   socket.on("message", (data, isBinary) => {
-    const frame = parseFrame(isBinary ? undefined : data.toString());
-    if (frame instanceof SparError) return send({ type: "error", error: frame.toJSON().error });
+    const text = isBinary ? undefined : data.toString();
+    const frame = parseFrame(text);
+    // A refused frame's error carries its id when it had one, so the client can match it.
+    if (frame instanceof SparError)
+      return send({ type: "error", ...frameId(text), error: frame.toJSON().error });
     if (frame.type === "cancel") {
       const chat = chats.get(frame.id);
       if (!chat) {
@@ -255,4 +266,15 @@ function parseFrame(text: string | undefined): Frame | SparError {
     return { type: "cancel", id: f.id };
   }
   return bad(`unknown frame type ${JSON.stringify(f.type)}; use "subscribe", "chat" or "cancel"`);
+}
+
+/** The `id` of a frame that could not be accepted, when it has a string one. */
+function frameId(text: string | undefined): { id?: string } {
+  try {
+    const value: unknown = JSON.parse(text ?? "");
+    const id = typeof value === "object" && value !== null ? (value as { id?: unknown }).id : undefined;
+    return typeof id === "string" ? { id } : {};
+  } catch {
+    return {};
+  }
 }

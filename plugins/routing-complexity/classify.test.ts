@@ -19,7 +19,17 @@ const table: [string, Tier][] = [
   ["Can you refactor and optimize this function?\nfunction f(a) { return a.map(x => x * 2); }", "mid"],
   ["Here is the chart ![q3](https://example.com/q3.png) what does it show?", "mid"],
   ["Is it on? Did it work? Should I retry? What now?", "cheap"],
+  ["Compare Rust and Go for a command-line tool and explain which you would pick.", "mid"],
+  ["Design a small REST API for a todo list.", "cheap"],
   [longAnalysis, "expensive"],
+  [
+    "Analyze and compare the architectural trade-offs of event sourcing versus CRUD for a payments ledger, evaluate failure modes, and design a migration strategy with a step-by-step plan and risk assessment.",
+    "expensive",
+  ],
+  [
+    "Design a sharding strategy for our Postgres cluster, compare range and hash partitioning, and plan the migration step by step.",
+    "expensive",
+  ],
   [
     `Review this module and find the root cause of the leak:\n\`\`\`ts\n${"let a = 1;\n".repeat(200)}\`\`\``,
     "expensive",

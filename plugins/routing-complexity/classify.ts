@@ -11,7 +11,7 @@ export interface Classification {
 
 // Words that ask for reasoning, planning or analysis rather than a quick answer.
 const REASONING =
-  /\b(why|explain|analy[sz]e|analysis|compare|contrast|evaluate|assess|design|architect(ure)?|plan|strategy|trade-?offs?|prove|proof|derive|reason(ing)?|implications?|step[- ]by[- ]step|pros and cons|optimi[sz]e|debug|refactor|critique|investigate|root cause)\b/gi;
+  /\b(why|explain|analy[sz]e|analysis|compare|contrast|evaluate|assess|design|architect(ure)?|plan|strategy|trade-?offs?|prove|proof|derive|reason(ing)?|implications?|step[- ]by[- ]step|pros and cons|optimi[sz]e|debug|refactor|critique|investigate|root cause|risks?|assessments?|failure modes?)\b/gi;
 const CODE_LINE =
   /^\s*(def |class |function |import |from \S+ import|const |let |var |return |#include|public |fn |SELECT |CREATE TABLE)|[;{}]\s*$|=>/m;
 const IMAGE = /!\[[^\]]*\]\([^)]+\)|data:image\/|\bhttps?:\/\/\S+\.(png|jpe?g|gif|webp)\b/i;
@@ -36,8 +36,9 @@ export function classifyMessage(text: string): Classification {
   if (text.includes("```")) add(2, "code block");
   else if (CODE_LINE.test(text)) add(1, "code");
 
+  // Each distinct ask counts: a short request dense with analysis and planning is an expensive one.
   const words = new Set((text.match(REASONING) ?? []).map((w) => w.toLowerCase()));
-  if (words.size > 0) add(Math.min(3, words.size), `reasoning words: ${[...words].join(", ")}`);
+  if (words.size > 0) add(Math.min(5, words.size), `reasoning words: ${[...words].join(", ")}`);
 
   if ((text.match(/\?/g) ?? []).length >= 3) add(1, "several questions");
   if (IMAGE.test(text)) add(2, "image");

@@ -31,7 +31,8 @@ export function readSalt(saltPath: string, dbPath: string): Buffer {
     throw new SparError(
       "STORE_KEY_INVALID",
       `${dbPath} exists but its salt file ${saltPath} is missing, so its key cannot be derived. ` +
-        "Restore the salt file from a backup; Spar will not create a new database over the old one",
+        "Restore the salt file from a backup, or start afresh with: spar init --fresh (it moves the database " +
+        "aside, deleting nothing); Spar will not create a new database over the old one",
     );
   }
   const salt = readFileSync(saltPath);

@@ -121,7 +121,9 @@ function verifyError(dbPath: string, err: unknown): SparError {
     "STORE_KEY_INVALID",
     `cannot decrypt ${dbPath}: the master secret does not match the one it was created with. Either ` +
       `${join(dirname(dbPath), "master.key")} is not the original, or SPAR_MASTER_KEY is set to a different ` +
-      "value (it takes precedence over master.key). A damaged file fails the same way. The file was left untouched",
+      "value (it takes precedence over master.key). A damaged file fails the same way. The file was left untouched. " +
+      "To recover: restore the original secret (put the original master.key back, or set SPAR_MASTER_KEY to it), " +
+      "or start afresh with: spar init --fresh (it moves the database aside as spar.db.unreadable-<time>, deleting nothing, and makes a new one)",
     {},
     { cause: err },
   );

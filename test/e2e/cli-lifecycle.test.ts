@@ -35,7 +35,7 @@ describe("spar init", () => {
     expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/provider = "ollama"/);
 
     const again = await runCli(home, ["init"]);
-    expect(again.stdout).toBe(`Spar is already set up in ${home}\n`);
+    expect(again.stdout).toBe(`Spar is already set up in ${home} (default model: ollama / llama3.2)\n`);
   });
 
   it("picks the provider whose key it finds, in the environment or in .env", async () => {
@@ -107,6 +107,9 @@ describe("spar start --detach / stop", () => {
   it("prints one line and exits non-zero for an unknown command", async () => {
     const result = await runCli(newHome(), ["wrestle"]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('spar: unknown command "wrestle"; see spar --help\n');
+    expect(result.stderr).toBe(
+      'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, bout, fighter, key, sign, ' +
+        "doctor, plugin, move, security (VALIDATION_FAILED)\n",
+    );
   });
 });

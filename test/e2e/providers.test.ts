@@ -156,6 +156,17 @@ describe("providers end to end", () => {
         .map((c) => c.model),
     ).toEqual(["claude-routed"]);
     expect(fakeOf("default").calls()).toHaveLength(0);
+
+    // A short request dense with distinct analysis and planning asks is an expensive one too, and the
+    // log says which tier each message took, with its score and reasons.
+    const dense = await send(
+      "spar",
+      "Analyze and compare the architectural trade-offs of event sourcing versus CRUD for a payments ledger, evaluate failure modes, and design a migration strategy with a step-by-step plan and risk assessment.",
+    );
+    expect(dense.body.model).toBe("claude-routed");
+    expect(daemon.output()).toMatch(
+      /info routed fighter="spar" tier="expensive" score=\d+ reasons=reasoning words: analyze, compare, trade-offs/,
+    );
   });
 
   it("names the missing key variable at message time, and leaves the fighter idle with nothing stored", async () => {

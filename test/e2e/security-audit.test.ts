@@ -123,10 +123,12 @@ describe("spar security audit", () => {
     expect(json.result.code).toBe(1);
   });
 
-  it("refuses an unknown action with its usage", async () => {
+  it("refuses an unknown action, naming the actions", async () => {
     const result = await runCli(await initializedHome(), ["security", "scan"]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain("usage: spar security audit [--json]");
+    expect(result.stderr).toBe(
+      'spar: unknown action "scan" for security; actions: audit (VALIDATION_FAILED)\n',
+    );
   });
 });
 

@@ -161,8 +161,10 @@ describe("API security: signed requests only", () => {
     expect(added.stdout).toMatch(/^Authorized laptop \(SHA256:/);
     const laptop = { id: "laptop", privateKey: pair.privateKey };
     expect((await list(signed(port, "GET", "/api/v1/fighters", laptop))).status).toBe(200);
+    // A second key as a PEM file (the same key under a second name is refused: spar key add CONFLICT).
     const pemFile = join(home, "laptop.pem");
-    writeFileSync(pemFile, pair.publicKey.export({ type: "spki", format: "pem" }).toString());
+    const other = generateKeyPairSync("ed25519").publicKey;
+    writeFileSync(pemFile, other.export({ type: "spki", format: "pem" }).toString());
     expect((await runCli(home, ["key", "add", "laptop-pem", pemFile])).code).toBe(0);
     const listed = JSON.parse((await runCli(home, ["key", "list", "--json"])).stdout) as {
       keys: { name: string }[];

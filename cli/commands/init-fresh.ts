@@ -1,0 +1,69 @@
+import { existsSync, renameSync } from "node:fs";
+import { join } from "node:path";
+import { loadSparConfig } from "../../kernel/config-sections.js";
+import { SparError } from "../../kernel/errors.js";
+
+/** The database and the files that belong to it: SQLite's journal files and the key-derivation salt. */
+const DATABASE = "spar.db";
+const COMPANIONS = ["", "-wal", "-shm", ".salt"];
+
+export interface MovedFile {
+  from: string;
+  to: string;
+}
+
+/**
+ * `spar init --fresh`: moves a database that cannot be opened out of the way, so that `init` and
+ * `start` make a new one. Nothing is deleted: `spar.db` becomes `spar.db.unreadable-<time>` and its
+ * `-wal`, `-shm` and `.salt` follow under the same new name, so the set still opens, as SQLite and
+ * the store expect, with the original master secret once renamed back. Refused while a daemon runs
+ * on the data dir, and for a database that opens and passes its check (there is nothing to recover from).
+ */
+export async function moveDatabaseAside(home: string, now = new Date()): Promise<MovedFile[]> {
+  const { readPidFile } = await import("../daemon.js");
+  const pid = readPidFile(home);
+  if (pid) {
+    throw new SparError(
+      "CONFLICT",
+      `a Spar daemon (pid ${pid}) is running on ${home}; stop it first (spar stop), then run spar init --fresh`,
+    );
+  }
+  const present = COMPANIONS.map((suffix) => `${DATABASE}${suffix}`).filter((f) => existsSync(join(home, f)));
+  if (present.length === 0) return [];
+  if (await opensFine(home)) {
+    throw new SparError(
+      "CONFLICT",
+      `${join(home, DATABASE)} opens with the current master secret and passes its integrity check, so ` +
+        "--fresh leaves it alone. To start afresh anyway, stop the daemon and move spar.db, spar.db-wal, " +
+        `spar.db-shm and spar.db.salt out of ${home} yourself`,
+    );
+  }
+  const base = backupName(home, now);
+  return present.map((file) => {
+    const to = `${base}${file.slice(DATABASE.length)}`;
+    renameSync(join(home, file), join(home, to));
+    return { from: file, to };
+  });
+}
+
+/** True only when the database opens and its integrity check passes; any failure counts as unreadable. */
+async function opensFine(home: string): Promise<boolean> {
+  if (!existsSync(join(home, DATABASE))) return false;
+  const { checkStoreOffline } = await import("./store-check.js");
+  // A broken config is its own error, reported before anything moves.
+  const { config } = loadSparConfig(home);
+  try {
+    return (await checkStoreOffline(home, config)).status === "ok";
+  } catch {
+    return false;
+  }
+}
+
+/** `spar.db.unreadable-20250102-030405` (UTC), with `-2`, `-3` … should that name be taken. */
+function backupName(home: string, now: Date): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  const taken = (name: string) => COMPANIONS.some((suffix) => existsSync(join(home, `${name}${suffix}`)));
+  let name = `${DATABASE}.unreadable-${stamp}`;
+  for (let n = 2; taken(name); n++) name = `${DATABASE}.unreadable-${stamp}-${n}`;
+  return name;
+}

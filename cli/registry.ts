@@ -1,0 +1,210 @@
+/**
+ * Every `spar` command, as data: its arguments, options and, for a noun, its actions. The parser's
+ * errors (unknown command, unknown action, a missing argument, an option that does not belong) and
+ * `--help` both read this one list, so they cannot disagree. A command's code is imported only when
+ * it runs: nothing here imports a command module, which keeps `--help` and `--version` fast.
+ *
+ * New commands follow the same shape: `spar <noun> <action> [args] [options]`, one entry per noun.
+ */
+
+/** An option. `value` names what it takes (`--fighter <name|id>`); without it the option is a flag. */
+export interface OptionSpec {
+  flag: `--${string}`;
+  value?: string;
+  summary: string;
+  default?: string;
+}
+
+export interface ActionSpec {
+  name: string;
+  /** Its arguments as shown in help: `<name> <public-key>`, `[body]` when optional. */
+  args: string;
+  summary: string;
+  options?: OptionSpec[];
+  /** More for `--help`, computed only then (the fighter kinds come from the package's files). */
+  more?: () => Promise<Record<string, string[]>>;
+}
+
+/** What the parser hands a command: its action (nouns only), arguments and options, by declared type. */
+export interface Call {
+  action: string;
+  args: string[];
+  options: ParsedOptions;
+}
+
+/** Option values by camelCase name: a flag is a boolean, an option with a value a non-empty string. */
+export type ParsedOptions = Readonly<Record<string, string | boolean | undefined>> & { json?: boolean };
+
+export interface CommandSpec {
+  name: string;
+  summary: string;
+  /** A command without actions: its arguments, like an action's. */
+  args?: string;
+  /** A noun: `spar <name> <action>`. */
+  actions?: ActionSpec[];
+  /** Options for the command itself (or, for a noun, every action). */
+  options?: OptionSpec[];
+  run(call: Call): Promise<void>;
+}
+
+/** Accepted everywhere. */
+export const GLOBAL_OPTIONS: OptionSpec[] = [
+  { flag: "--json", summary: 'Machine-readable output; an error is {"error":{"code","message"}} on stdout' },
+  { flag: "--help", summary: "Show help: spar <command> --help lists its actions and options" },
+  { flag: "--version", summary: "Print the version" },
+];
+
+/** One-letter forms of global options. */
+export const SHORT_OPTIONS: Record<string, string> = { h: "help", v: "version" };
+
+const FIGHTER: OptionSpec = {
+  flag: "--fighter",
+  value: "name|id",
+  summary: "The fighter",
+  default: "spar",
+};
+
+/**
+ * The parser types every option as declared, so a command may read its options as its own shape.
+ * This is the one place that says so.
+ */
+const as = <T>(options: ParsedOptions) => options as unknown as T;
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: "init",
+    summary: "Create the data dir, config.toml, master key and CLI key pair (only what is missing)",
+    options: [
+      {
+        flag: "--fresh",
+        summary:
+          "Move a database that cannot be opened aside (spar.db.unreadable-<time>, nothing deleted) and start afresh",
+      },
+    ],
+    run: async ({ options }) => (await import("./commands/init.js")).init(as(options)),
+  },
+  {
+    name: "start",
+    summary: "Start the daemon in the foreground (runs init first when needed)",
+    options: [{ flag: "--detach", summary: "Run in the background; stop it with spar stop" }],
+    run: async ({ options }) => (await import("./commands/start.js")).start(as(options)),
+  },
+  {
+    name: "stop",
+    summary: "Stop a daemon started with --detach",
+    run: async ({ options }) => (await import("./commands/start.js")).stop(options),
+  },
+  {
+    name: "status",
+    summary: "Check that the daemon runs; show its fighters",
+    run: async ({ options }) => (await import("./commands/status.js")).status(options),
+  },
+  {
+    name: "chat",
+    args: "<text>",
+    summary: "Send a message to a fighter; it continues the fighter's latest bout unless --new or --bout",
+    options: [
+      { ...FIGHTER, summary: "The fighter to talk to" },
+      { flag: "--new", summary: "Start a new bout (conversation) with this message" },
+      { flag: "--bout", value: "id", summary: "Continue this bout (spar bout list shows them)" },
+      { flag: "--raw", summary: "Print the model's text as is, terminal control sequences included" },
+    ],
+    run: async ({ args, options }) =>
+      (await import("./commands/chat.js")).chat(args[0] as string, as(options)),
+  },
+  {
+    name: "bout",
+    summary: "A fighter's bouts (conversations)",
+    actions: [
+      {
+        name: "list",
+        args: "",
+        summary: "The fighter's bouts, the most recently active first",
+        options: [{ ...FIGHTER, summary: "Whose bouts" }],
+      },
+    ],
+    run: async ({ action, options }) => (await import("./commands/bout.js")).bout(action, as(options)),
+  },
+  {
+    name: "fighter",
+    summary: "Fighters",
+    actions: [
+      {
+        name: "spawn",
+        args: "<kind>",
+        summary: "Spawn a fighter of a bundled kind",
+        options: [{ flag: "--name", value: "name", summary: "Its name (default: the kind)" }],
+        more: async () => ({ kinds: (await import("../kernel/fighter-manifest.js")).templateNames() }),
+      },
+      { name: "list", args: "", summary: "Every fighter, its state and model" },
+      { name: "kill", args: "<name|id>", summary: "Stop a fighter and remove it" },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/fighter.js")).fighter(action, args[0], as(options)),
+  },
+  {
+    name: "key",
+    summary: "The public keys allowed to sign requests (a running daemon sees a change at once)",
+    actions: [
+      {
+        name: "add",
+        args: "<name> <public-key>",
+        summary:
+          "Authorize a public key: PEM, base64 of the raw 32 bytes, a file holding either, or - to read it from stdin",
+      },
+      { name: "list", args: "", summary: "The authorized keys and their fingerprints" },
+      {
+        name: "remove",
+        args: "<name>",
+        summary: "Stop accepting a key",
+        options: [
+          {
+            flag: "--force",
+            summary: 'Remove it even if it is "cli", the key this CLI signs its requests with',
+          },
+        ],
+      },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/key.js")).key(action, args, as(options)),
+  },
+  {
+    name: "sign",
+    args: "<method> <path> [body]",
+    summary: "Print the signature headers for one request (for curl); body - reads stdin",
+    options: [
+      { flag: "--key", value: "file", summary: "The private key (PEM) to sign with (default: the CLI's)" },
+      { flag: "--key-id", value: "name", summary: "The name the key is authorized under (default: cli)" },
+    ],
+    run: async ({ args, options }) => (await import("./commands/sign.js")).sign(args, as(options)),
+  },
+  {
+    name: "doctor",
+    summary: "Check the config, the data dir, the daemon and every configured provider",
+    run: async ({ options }) => (await import("./commands/doctor.js")).doctor(options),
+  },
+  {
+    name: "plugin",
+    summary: "Plugins, from their manifests (no plugin code runs)",
+    actions: [{ name: "list", args: "", summary: "Every plugin found, its kind, version and source" }],
+    run: async ({ options }) => (await import("./commands/plugin.js")).plugin(options),
+  },
+  {
+    name: "move",
+    summary: "The tools fighters can be granted (moves)",
+    actions: [{ name: "list", args: "", summary: "The moves plugins contribute (from their manifests)" }],
+    run: async ({ options }) => (await import("./commands/plugin.js")).move(options),
+  },
+  {
+    name: "security",
+    summary: "Security checks of this installation",
+    actions: [
+      {
+        name: "audit",
+        args: "",
+        summary: "Risky settings, file modes, a weak master key; exits 1 on a high finding",
+      },
+    ],
+    run: async ({ options }) => (await import("./commands/security.js")).security(options),
+  },
+];
