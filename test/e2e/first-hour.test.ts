@@ -176,4 +176,20 @@ describe("a new user's first hour", () => {
     const spaces = existsSync(join(home, "workspaces")) ? readdirSync(join(home, "workspaces")) : [];
     for (const dir of spaces) expect(dir).toMatch(/^[\p{L}\p{N}._-]+$/u);
   });
+
+  it("promises only what exists: templates say which of their moves are not installed yet", async () => {
+    const moves = (
+      await daemon.request<{ moves: { name: string }[] }>("GET", "/api/v1/moves")
+    ).body.moves.map((m) => m.name);
+    for (const kind of ["coder", "scout", "scribe"]) {
+      const spawned = await daemon.request<{ description: string }>("POST", "/api/v1/fighters", {
+        template: kind,
+        name: `${kind}-honest`,
+      });
+      expect(spawned.status).toBe(201);
+      // None of their shell, file or web moves exists yet, and their descriptions say so.
+      expect(moves.filter((m) => /^(shell|file|web)_/.test(m))).toEqual([]);
+      expect(spawned.body.description).toMatch(/arrive with the tool packs/);
+    }
+  });
 });
