@@ -47,15 +47,17 @@ export function createAftercare(deps: AftercareDeps) {
   async function compact(turn: TurnSummary): Promise<void> {
     const store = deps.store();
     const { strategy: name, threshold_percent, keep_recent } = config.memory.compaction;
-    const live = (await store.messages.list(turn.bout_id)).filter((m) => !m.compacted);
     const window = contextWindowFor(turn.model);
+    const threshold = (window * threshold_percent) / 100;
+    // The turn's own estimate first: most turns are far below, and need no second look.
+    if (turn.context_tokens <= threshold) return;
+    const live = await store.messages.tail(turn.bout_id);
     const previous = (await store.summaries.get(turn.bout_id))?.summary;
     // The prompt as the model would see it next, plugins' additions (the Creed) included.
     const prompt = await deps.hooks.turn.prepare.promise(
       { system: turn.fighter.manifest.system_prompt, messages: live },
       { fighter: turn.fighter, bout_id: turn.bout_id },
     );
-    const threshold = (window * threshold_percent) / 100;
     if (contextTokens(prompt.system, prompt.messages) <= threshold) return;
     // keep_recent alone may not be enough (a few huge messages): then fewer are kept.
     const through = compactionBoundary(live, keep_recent, threshold - estimateTokens(prompt.system));

@@ -1,4 +1,5 @@
 import { cancelledError } from "./cancel.js";
+import { contextTokens, messageTokens } from "./compaction.js";
 import type { EventBus } from "./events.js";
 import type { MoveOutcome, RingHooks } from "./hooks.js";
 import { runMove } from "./move-call.js";
@@ -63,6 +64,11 @@ export interface TurnOutput {
   final: ChatMessage[];
   /** Every message of the turn, the user's first, the final step included. */
   messages: ChatMessage[];
+  /**
+   * The estimated context of the bout's next prompt: the last prompt as prepared (system with the
+   * plugins' additions, history, this turn) and what the turn added after it.
+   */
+  context_tokens: number;
 }
 
 /**
@@ -79,6 +85,8 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
   const driver = await deps.driver(input.model);
   progress.model ||= input.model.model;
   let response = "";
+  /** The last prompt's estimate, and how many of the turn's messages it held. */
+  let prepared = { tokens: 0, seen: 0 };
   const finish = (stop_reason: FighterMessageResult["stop_reason"], final: ChatMessage[]): TurnOutput => ({
     result: {
       response,
@@ -90,6 +98,10 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
     },
     final,
     messages: [...turn, ...final.filter((m) => !turn.includes(m))],
+    context_tokens: [...turn.slice(prepared.seen), ...final.filter((m) => !turn.includes(m))].reduce(
+      (n, m) => n + messageTokens(m),
+      prepared.tokens,
+    ),
   });
 
   while (progress.iterations < input.maxIterations) {
@@ -99,6 +111,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
       { system: fighter.manifest.system_prompt, messages: [...input.history, ...turn] },
       { fighter, bout_id },
     );
+    prepared = { tokens: contextTokens(prompt.system, prompt.messages), seen: turn.length };
     const onDelta = (text: string) => {
       input.onDelta?.(text);
       deps.events.publish({

@@ -43,6 +43,8 @@ export interface TurnSummary extends TurnContext {
   model: ModelSettings;
   /** Whether the turn started its bout. */
   new_bout: boolean;
+  /** The estimated context of the bout's next prompt (system with plugins' additions, and history). */
+  context_tokens: number;
 }
 
 /** What `move.list` taps are asked for: the moves to offer one fighter, or all (no fighter: listing). */
@@ -146,7 +148,7 @@ export function createHooks() {
     turn: Object.freeze({
       /** Waterfall, called before each turn: taps add to the system prompt and context. */
       prepare: new AsyncSeriesWaterfallHook<[PromptParts, TurnContext]>(["prompt", "context"]),
-      /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters, decay. */
+      /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters. */
       end: new AsyncSeriesHook<[TurnSummary]>(["summary"]),
       /** Series, called after the reply, in the fighter's queue before its next turn: slow bookkeeping (reflection). */
       after: new AsyncSeriesHook<[TurnSummary]>(["summary"]),

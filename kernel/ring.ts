@@ -174,7 +174,6 @@ export function createRing(options: RingOptions): Ring {
       put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
       candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
       rescore: (updates, at) => requireStore().memories.rescore(updates, at),
-      decay: (fighterId, rate, at) => requireStore().memories.decay(fighterId, rate, at),
     },
     creeds: {
       get: (name) => requireStore().creeds.get(name),

@@ -111,7 +111,7 @@ export interface RingServices {
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
     turns(boutId: string): Promise<TurnRecord[]>;
   };
-  /** Each fighter's long-term memory, as stored: the memory moves rank, reinforce and decay it. */
+  /** Each fighter's long-term memory, as stored: the memory moves rank it by its decayed score and reinforce it. */
   readonly memory: Store["memories"];
   /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
   readonly creeds: Store["creeds"];

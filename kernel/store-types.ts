@@ -162,6 +162,10 @@ export interface TurnEnd {
  * The storage substrate. Every method but `health` returns a promise, so a store that talks to a
  * server (PostgreSQL) implements the same interface as the embedded one. `test/contract/store.test.ts`
  * is the suite every store plugin passes.
+ *
+ * Durability: a write's promise resolves once the write is durable (on disk, surviving a power
+ * loss), except a turn's own writes (`turns.begin`, `append`, `finish`), which resolve once
+ * committed; `durable()` then makes them durable. A store may share one flush among many writes.
  */
 export interface Store {
   /** Answered from memory, never by reading the database: health checks call it on every probe. */
@@ -171,6 +175,8 @@ export interface Store {
    * fast), once it has finished. Calling it again returns the same outcome; it does not check again.
    */
   integrity(): Promise<StoreCheck>;
+  /** Resolves once every write committed before the call is durable. */
+  durable(): Promise<void>;
   readonly fighters: {
     insert(row: FighterRow): Promise<void>;
     list(): Promise<FighterRow[]>;
@@ -188,25 +194,32 @@ export interface Store {
     /**
      * Starts a turn: the bout (created when none is named), the turn (`running`) and its user
      * message, with the idempotency record if any, in one transaction. A key already recorded is
-     * CONFLICT. Committed without waiting for the disk: the turn's end makes it durable.
+     * CONFLICT. Committed without waiting for the disk (see `durable()`).
      */
     begin(start: TurnStart): Promise<{ turn: TurnRecord; bout: BoutRecord; bout_created: boolean }>;
     /** A step of a running turn (an assistant message, a tool result), in order; no disk wait. */
     append(turnId: string, messages: ChatMessage[]): Promise<StoredMessage[]>;
     /**
-     * Ends a running turn durably (the commit waits for the disk, which makes its earlier steps
-     * durable too): final messages, status, usage and the idempotent reply, in one transaction.
+     * Ends a running turn: final messages, status, usage and the idempotent reply, in one
+     * transaction, committed without waiting for the disk (see `durable()`).
      */
     finish(turnId: string, end: TurnEnd): Promise<TurnRecord>;
     get(turnId: string): Promise<TurnRecord | undefined>;
     /** The bout's turns, oldest first. */
     list(boutId: string): Promise<TurnRecord[]>;
+    /** The bout's turns that did not complete (running, failed, cancelled), oldest first. */
+    unfinished(boutId: string): Promise<TurnRecord[]>;
     /** Turns a stopped daemon left `running` become `failed` with `error`; returns how many. */
     abandon(error: { code: string; message: string }): Promise<number>;
   };
   readonly messages: {
     /** Every message of the bout in order, compacted ones included (and marked). */
     list(boutId: string): Promise<StoredMessage[]>;
+    /**
+     * The messages compaction has not replaced, in order: what a prompt is built from. Reads only
+     * those, however long the bout.
+     */
+    tail(boutId: string): Promise<StoredMessage[]>;
     /**
      * Marks messages with `seq <= throughSeq` compacted and stores the summary that replaces them
      * (none for truncation), in one transaction. Returns how many were newly marked.
@@ -226,10 +239,11 @@ export interface Store {
     put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
     /** Memories containing any of `words` in key or value (all of them when `words` is empty). */
     candidates(fighterId: string, words: string[]): Promise<MemoryMatch[]>;
-    /** Sets each memory's score0 and scored_at (reinforcement on access). */
+    /**
+     * Sets each memory's score0 and scored_at (reinforcement on access). Decay is computed when
+     * read, from score0 and scored_at, so nothing rewrites scores as time passes.
+     */
     rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
-    /** Applies decay to every memory of the fighter up to `at`: score0 · e^(−rate · days). */
-    decay(fighterId: string, ratePerDay: number, at: string): Promise<void>;
   };
   readonly creeds: {
     get(fighterName: string): Promise<CreedDocument | undefined>;

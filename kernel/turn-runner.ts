@@ -1,6 +1,5 @@
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
 import { cancelledError } from "./cancel.js";
-import { contextTokens } from "./compaction.js";
 import type { SparConfig } from "./config.js";
 import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
@@ -73,8 +72,11 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     let output: Awaited<ReturnType<typeof runTurn>>;
     let history: ChatMessage[] = [];
     try {
-      const [messages, turns] = await Promise.all([db.messages.list(bout.id), db.turns.list(bout.id)]);
-      history = promptHistory(messages, turns, turn.id);
+      const [messages, unfinished] = await Promise.all([
+        db.messages.tail(bout.id),
+        db.turns.unfinished(bout.id),
+      ]);
+      history = promptHistory(messages, unfinished, turn.id);
       const moves = await movesFor(live);
       output = await runTurn(
         {
@@ -111,8 +113,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     }
 
     const result: FighterMessageResult = { bout_id: bout.id, turn_id: turn.id, ...output.result };
-    live.contextTokens = contextTokens(live.row.manifest.system_prompt, [...history, ...output.messages]);
-    // Durable before acknowledged: this commit's fsync covers every step before it.
+    live.contextTokens = output.context_tokens;
     await db.turns.finish(turn.id, {
       status: "completed",
       messages: output.final,
@@ -131,8 +132,11 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       new_messages: output.messages,
       usage: result.usage,
       iterations: result.iterations,
+      context_tokens: output.context_tokens,
     };
     await afterCommit(completed, turn.id);
+    // Durable before acknowledged: one flush covers the turn's steps, its end and what the taps wrote.
+    await db.durable();
     return { result, completed };
   }
 
@@ -162,6 +166,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       provider: { provider: request.model.provider, model: request.model.model },
       ...(request.idempotency ? { reply: { ok: false, error: error.toJSON().error } } : {}),
     });
+    await deps.store().durable();
     events.publish({
       kind: "message.failed",
       ...ids,
@@ -171,7 +176,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     return error;
   }
 
-  /** `turn.end` taps (the Creed's counters, memory decay): after the commit, so none can fail the reply. */
+  /** `turn.end` taps (the Creed's counters): after the commit, so none can fail the reply. */
   async function afterCommit(summary: TurnSummary, turnId: string): Promise<void> {
     try {
       await hooks.turn.end.promise(summary);

@@ -2,10 +2,11 @@ import { definePlugin, type MoveHandler } from "../../kernel/sdk.js";
 import { recallMemories } from "./recall.js";
 
 /**
- * The memory moves, and the decay of what a fighter remembers. Input arrives already validated
- * against the schemas in plugin.json, so the handlers only narrow types; capability checks happen
- * in the kernel before they run. After every committed turn the fighter's memories fade by
- * `[memory.decay] rate_per_day`; recall ranks and reinforces them.
+ * The memory moves. Input arrives already validated against the schemas in plugin.json, so the
+ * handlers only narrow types; capability checks happen in the kernel before they run. A memory fades
+ * by `[memory.decay] rate_per_day` from when it was last scored: recall computes its score as of now
+ * (decay is exponential, so nothing needs rewriting as time passes), ranks by it and reinforces what
+ * it returns.
  */
 export default definePlugin({
   id: "moves-memory",
@@ -30,8 +31,5 @@ export default definePlugin({
       },
     };
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
-    hooks.turn.end.tap(async ({ fighter }) => {
-      await ring.memory.decay(fighter.id, decay.rate_per_day, new Date().toISOString());
-    });
   },
 });

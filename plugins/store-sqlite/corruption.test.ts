@@ -8,6 +8,7 @@ import { SparError } from "../../kernel/sdk.js";
 import { damageTablePage } from "../../test/helpers/store-damage.js";
 import { keyConnection } from "./cipher.js";
 import { guardStore } from "./corruption.js";
+import { createGroupSync } from "./durability.js";
 import { quickCheck, type RunningCheck, startIntegrityCheck } from "./integrity.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
 import { openRetained } from "./retain.js";
@@ -42,6 +43,13 @@ const NO_CHECK: RunningCheck = {
   outcome: new Promise(() => undefined),
   ref: () => undefined,
   stop: () => undefined,
+};
+
+/** Nothing is ever written (every call throws first), so nothing is flushed. */
+const NO_WRITES = {
+  sync: createGroupSync({ flush: async () => undefined, close: async () => undefined }),
+  changes: () => 0,
+  deferred: new Set<string>(),
 };
 
 /** A data layer whose every method throws `err`: the translation is all that is under test. */
@@ -83,6 +91,7 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
         dbPath,
         log,
         check: NO_CHECK,
+        durability: NO_WRITES,
       });
       expect(store.health()).toEqual({ status: "ok" });
       const err = await rejection(() => store.nonces.claim("cli", "n", 2, 1));
@@ -107,7 +116,12 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
     const conflict = new SparError("CONFLICT", "a fighter named ada already exists");
     const busy = new Database.SqliteError("database is locked", "SQLITE_BUSY");
     for (const err of [conflict, busy, new TypeError("bad")]) {
-      const store = guardStore(throwing(err), { dbPath, log: recordingLog(), check: NO_CHECK });
+      const store = guardStore(throwing(err), {
+        dbPath,
+        log: recordingLog(),
+        check: NO_CHECK,
+        durability: NO_WRITES,
+      });
       expect(await rejection(() => store.fighters.list())).toBe(err);
       expect(store.health().status).toBe("ok");
     }
@@ -123,7 +137,7 @@ describe("guardStore: corruption becomes STORE_CORRUPT", () => {
       ref: () => undefined,
       stop: () => undefined,
     };
-    const store = guardStore(throwing(new Error("unused")), { dbPath, log, check });
+    const store = guardStore(throwing(new Error("unused")), { dbPath, log, check, durability: NO_WRITES });
     const result = await store.integrity();
     expect(result).toMatchObject({ status: "corrupt", checked: true });
     expect(result.detail).toContain(

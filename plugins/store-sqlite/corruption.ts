@@ -2,11 +2,13 @@
  * A damaged database, found by any call or by the integrity check at open, becomes one catalog
  * error: STORE_CORRUPT (503), naming the file and how to recover. The store remembers it, so its
  * health says so until the daemon restarts. Translated in one place: every Store method is wrapped
- * once, here, instead of a try/catch at each call site.
+ * once, here, instead of a try/catch at each call site. The same wrapper holds back a call that
+ * wrote until its commit is on disk (durability.ts).
  */
 import { basename } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
+import type { GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
 import type { StoreData } from "./sync-store.js";
 
@@ -35,15 +37,24 @@ export interface GuardOptions {
   log: Logger;
   /** The integrity check started at open; its outcome marks the store as soon as it arrives. */
   check: RunningCheck;
+  /** How writes reach the disk: a call that changed rows resolves once that change is durable. */
+  durability: {
+    sync: GroupSync;
+    /** Rows changed on the connection so far (SQLite's `total_changes()`). */
+    changes(): number;
+    /** Methods ("group.method") that commit without waiting: `durable()` covers them. */
+    deferred: ReadonlySet<string>;
+  };
 }
 
 /**
  * Turns the synchronous data layer into the kernel's asynchronous Store: every method of `data` is
- * wrapped once, so it returns a promise and a corruption error becomes STORE_CORRUPT and marks the
- * store corrupt (logged once, naming the file); and adds `health()` and `integrity()`.
+ * wrapped once, so it returns a promise, resolved once what it wrote is on disk (but for the
+ * deferred ones), and a corruption error becomes STORE_CORRUPT and marks the store corrupt (logged
+ * once, naming the file); and adds `health()`, `integrity()` and `durable()`.
  */
 export function guardStore(data: StoreData, options: GuardOptions): Store {
-  const { dbPath, log, check } = options;
+  const { dbPath, log, check, durability } = options;
   let health: StoreHealth = { status: "ok" };
   let closed = false;
 
@@ -73,47 +84,61 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
     };
   }
 
+  const { sync, changes, deferred } = durability;
+  const wrap = (name: string, fn: (...args: unknown[]) => unknown, self: object) => {
+    if (deferred.has(name)) {
+      return (...args: unknown[]): Promise<unknown> => {
+        try {
+          const result = fn.apply(self, args);
+          sync.wrote();
+          return Promise.resolve(result);
+        } catch (err) {
+          return Promise.reject(translate(err));
+        }
+      };
+    }
+    return (...args: unknown[]): Promise<unknown> => {
+      try {
+        const before = changes();
+        const result = fn.apply(self, args);
+        if (changes() === before) return Promise.resolve(result);
+        sync.wrote();
+        return sync.durable().then(() => result);
+      } catch (err) {
+        return Promise.reject(translate(err));
+      }
+    };
+  };
+
   const guarded: Record<string, unknown> = {};
   for (const [name, member] of Object.entries(data)) {
-    guarded[name] =
-      typeof member === "function"
-        ? guardCall(member as (...args: unknown[]) => unknown, data, translate)
-        : guardGroup(member as object, translate);
+    if (name === "close") continue;
+    if (typeof member === "function") {
+      guarded[name] = wrap(name, member as (...args: unknown[]) => unknown, data);
+      continue;
+    }
+    const group: Record<string, unknown> = {};
+    for (const [method, fn] of Object.entries(member as object)) {
+      group[method] =
+        typeof fn === "function"
+          ? wrap(`${name}.${method}`, fn as (...args: unknown[]) => unknown, member)
+          : fn;
+    }
+    guarded[name] = group;
   }
-  const close = guarded.close as () => Promise<void>;
   return {
-    ...(guarded as unknown as Omit<Store, "health" | "integrity" | "close">),
+    ...(guarded as unknown as Omit<Store, "health" | "integrity" | "durable" | "close">),
     health: () => health,
     integrity() {
       check.ref();
       return integrity;
     },
+    durable: () => sync.durable(),
     async close() {
       closed = true;
       check.stop();
-      await close();
+      await sync.close();
+      data.close();
     },
-  };
-}
-
-function guardGroup(group: object, translate: (err: unknown) => unknown): object {
-  const out: Record<string, unknown> = {};
-  for (const [name, member] of Object.entries(group)) {
-    out[name] =
-      typeof member === "function"
-        ? guardCall(member as (...args: unknown[]) => unknown, group, translate)
-        : member;
-  }
-  return out;
-}
-
-/** The call runs at once, as it always did; its result (or its translated error) comes as a promise. */
-function guardCall(fn: (...args: unknown[]) => unknown, self: object, translate: (err: unknown) => unknown) {
-  return (...args: unknown[]): Promise<unknown> => {
-    try {
-      return Promise.resolve(fn.apply(self, args));
-    } catch (err) {
-      return Promise.reject(translate(err));
-    }
   };
 }

@@ -40,13 +40,6 @@ export function createMemories(
     rescore: db.prepare<[number, string, string, string], void>(
       "UPDATE memories SET score0 = ?, scored_at = ?, accessed_at = ? WHERE id = ?",
     ),
-    // A memory scored at or after `at` is left alone: a negative age would raise its score and move
-    // scored_at back in time.
-    decay: db.prepare<[{ fighter_id: string; rate: number; at: string }], void>(
-      `UPDATE memories
-       SET score0 = score0 * exp(-@rate * (julianday(@at) - julianday(scored_at))), scored_at = @at
-       WHERE fighter_id = @fighter_id AND julianday(scored_at) < julianday(@at)`,
-    ),
   };
   const candidatesFor = statementsByWordCount<MemoryMatch>(db, candidatesSql);
 
@@ -66,9 +59,6 @@ export function createMemories(
       return candidatesFor(bound.length).all(fighterId, ...bound);
     },
     rescore: (updates, at) => rescore.immediate(updates, at),
-    decay(fighterId, ratePerDay, at) {
-      s.decay.run({ fighter_id: fighterId, rate: ratePerDay, at });
-    },
   };
 }
 

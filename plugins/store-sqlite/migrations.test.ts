@@ -58,6 +58,7 @@ describe("migrate", () => {
       [3, "7053011e25e8422cac2f8f7baea623986ff09df073cd00499200d767736ea825"],
       [4, "9fd716acb463c2b8235e1e7c516672aede75d735576c53f1946ab4ac18c11f09"],
       [5, "9df41fe93f1e5387e66c2f6689e2236df496f867356d8d992f1123e3b6817e32"],
+      [6, "f99877f43d88ce3b4a57469d321d2fa86a13b667eb6587a362f8884b6bde8d13"],
     ]);
   });
 
@@ -199,6 +200,33 @@ describe("store-sqlite upgrade", () => {
         turn_id: turn.id,
       });
       expect(await store.idempotency.get("k1")).toMatchObject({ turn_id: turn.id });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("applies migration 6 to a database made by migrations 1–5: bouts count their messages and know what was compacted", async () => {
+    const { home, old } = await oldDatabase(5);
+    const at = "2025-12-01T00:00:00.000Z";
+    const bout = old.prepare(
+      "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    );
+    bout.run("b1", ada.id, at, at);
+    bout.run("b2", ada.id, at, at);
+    const insert = old.prepare(
+      "INSERT INTO messages (id, bout_id, seq, role, content, created_at, compacted) VALUES (?, 'b1', ?, 'user', ?, ?, ?)",
+    );
+    for (let seq = 1; seq <= 4; seq++) insert.run(`m${seq}`, seq, `m${seq}`, at, seq <= 2 ? 1 : 0);
+    old.close();
+
+    const store = await open(home);
+    try {
+      expect((await store.bouts.list(ada.id)).map((b) => [b.id, b.message_count]).sort()).toEqual([
+        ["b1", 4],
+        ["b2", 0],
+      ]);
+      expect((await store.messages.tail("b1")).map((m) => m.content)).toEqual(["m3", "m4"]);
+      expect(await store.messages.tail("b2")).toEqual([]);
     } finally {
       await store.close();
     }

@@ -196,6 +196,22 @@ CREATE TABLE idempotency (
 CREATE INDEX idempotency_created ON idempotency(created_at);
 `,
   },
+  {
+    version: 6,
+    name: "bout-counters",
+    sql: `
+-- Kept as messages are added and compacted, so that neither finding a fighter's latest bout nor
+-- building a prompt reads more of a bout than its uncompacted tail.
+ALTER TABLE bouts ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE bouts ADD COLUMN compacted_through INTEGER NOT NULL DEFAULT 0;
+UPDATE bouts SET
+  message_count = (SELECT count(*) FROM messages m WHERE m.bout_id = bouts.id),
+  compacted_through = coalesce((SELECT max(seq) FROM messages m WHERE m.bout_id = bouts.id AND m.compacted = 1), 0);
+
+-- The turns a prompt's history has to know about: few, however many turns a bout has.
+CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

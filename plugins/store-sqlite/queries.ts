@@ -23,8 +23,7 @@ interface FighterDbRow {
   created_at: string;
 }
 
-const BOUT_COLUMNS = `b.id, b.fighter_id, b.created_at, b.updated_at,
-  (SELECT count(*) FROM messages m WHERE m.bout_id = b.id) AS message_count`;
+const BOUT_COLUMNS = "b.id, b.fighter_id, b.created_at, b.updated_at, b.message_count";
 
 /** Wraps `db` (open, keyed and migrated) as the Store's data methods; `close()` closes the connection. */
 export function createSqliteStore(db: Database.Database): StoreData {
@@ -58,8 +57,17 @@ export function createSqliteStore(db: Database.Database): StoreData {
     messages: db.prepare<[string], ListedMessageDbRow>(
       `SELECT ${MESSAGE_COLUMNS}, compacted FROM messages WHERE bout_id = ? ORDER BY seq`,
     ),
+    // A range of the (bout_id, seq) index: only the tail is read, however long the bout.
+    tail: db.prepare<[string, string], ListedMessageDbRow>(
+      `SELECT ${MESSAGE_COLUMNS}, compacted FROM messages
+       WHERE bout_id = ? AND seq > (SELECT compacted_through FROM bouts WHERE id = ?) AND compacted = 0
+       ORDER BY seq`,
+    ),
     compact: db.prepare<[string, number], void>(
       "UPDATE messages SET compacted = 1 WHERE bout_id = ? AND seq <= ? AND compacted = 0",
+    ),
+    compactedThrough: db.prepare<[number, string], void>(
+      "UPDATE bouts SET compacted_through = max(compacted_through, ?) WHERE id = ?",
     ),
     putSummary: db.prepare<[BoutSummary], void>(
       `INSERT INTO bout_summaries (bout_id, summary, through_seq, updated_at)
@@ -85,6 +93,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
   const compact = db.transaction((boutId: string, throughSeq: number, summary: string | undefined) => {
     requireBout(boutId);
     const marked = s.compact.run(boutId, throughSeq).changes;
+    s.compactedThrough.run(throughSeq, boutId);
     if (summary !== undefined) {
       s.putSummary.run({ bout_id: boutId, summary, through_seq: throughSeq, updated_at: now() });
     }
@@ -127,6 +136,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     },
     messages: {
       list: (boutId) => s.messages.all(boutId).map(toStoredMessage),
+      tail: (boutId) => s.tail.all(boutId, boutId).map(toStoredMessage),
       compact: (boutId, throughSeq, summary) => compact.immediate(boutId, throughSeq, summary),
     },
     summaries: {

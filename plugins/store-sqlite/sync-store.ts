@@ -13,5 +13,5 @@ export type Synced<T> = {
       : Synced<T[K]>;
 };
 
-/** The data methods of a Store, synchronous; store.ts adds `health()` and `integrity()`. */
-export type StoreData = Synced<Omit<Store, "health" | "integrity">>;
+/** The data methods of a Store, synchronous; corruption.ts adds `health()`, `integrity()` and `durable()`. */
+export type StoreData = Synced<Omit<Store, "health" | "integrity" | "durable">>;

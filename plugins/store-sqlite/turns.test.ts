@@ -1,7 +1,7 @@
 /**
- * What this store does with turns beyond the contract suite (test/contract/store.test.ts): how it
- * commits them and what its schema refuses. Run on the synchronous data layer over an unencrypted
- * connection, so the test can watch the connection; encryption is store.test.ts's business.
+ * What this store does with turns beyond the contract suite (test/contract/store.test.ts): what its
+ * schema refuses, and how rows come back. Run on the synchronous data layer over an unencrypted
+ * connection; encryption is store.test.ts's business, durability durability.test.ts's.
  */
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,8 +15,6 @@ import { createSqliteStore } from "./queries.js";
 import { openRetained } from "./retain.js";
 import type { StoreData } from "./sync-store.js";
 
-const SYNCHRONOUS = { NORMAL: 1, FULL: 2 } as const;
-
 let home = "";
 let db: Database.Database;
 let data: StoreData;
@@ -26,7 +24,7 @@ beforeAll(() => {
   const path = join(home, "spar.db");
   db = openRetained(path, {});
   // As store.ts sets the connection up.
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON");
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
   migrate(db, path);
   data = createSqliteStore(db);
   ada = {
@@ -52,52 +50,6 @@ const ending = (end: Partial<TurnEnd> = {}): TurnEnd => ({
   usage: { input_tokens: 0, output_tokens: 0 },
   iterations: 1,
   ...end,
-});
-
-/**
- * Records, for each message row written, the connection's `synchronous` level at that moment. The
- * level can only change through `db.exec` (retain.ts rules out `db.pragma`), so it is read again
- * after each one; a trigger reports the rows (a function may not query the connection it runs in).
- */
-function watchSynchronous(): { seen: string[]; level: () => number } {
-  const read = db.prepare<[], number>("PRAGMA synchronous").pluck();
-  const level = () => read.get() as number;
-  let current = level();
-  const exec = db.exec.bind(db);
-  db.exec = ((sql: string) => {
-    exec(sql);
-    current = level();
-    return db;
-  }) as Database.Database["exec"];
-  const seen: string[] = [];
-  db.function("spar_test_seen", (content: unknown) => {
-    seen.push(`${String(content)}@${current}`);
-    return null;
-  });
-  exec(
-    "CREATE TEMP TRIGGER spar_test_seen AFTER INSERT ON messages BEGIN SELECT spar_test_seen(NEW.content); END",
-  );
-  return { seen, level };
-}
-
-describe("store-sqlite turns: durability", () => {
-  it("commits the start and the steps with synchronous=NORMAL, the end with FULL, and leaves FULL set", () => {
-    const watch = watchSynchronous();
-    const { turn } = begin("start");
-    data.turns.append(turn.id, [said("step")]);
-    expect(watch.level()).toBe(SYNCHRONOUS.FULL);
-    data.turns.finish(turn.id, ending({ messages: [said("end")] }));
-    expect(watch.seen).toEqual([
-      `start@${SYNCHRONOUS.NORMAL}`,
-      `step@${SYNCHRONOUS.NORMAL}`,
-      `end@${SYNCHRONOUS.FULL}`,
-    ]);
-    // A refused step puts the level back too.
-    expect(() => data.turns.append(turn.id, [said("late")])).toThrow(
-      expect.objectContaining({ code: "CONFLICT" }),
-    );
-    expect(watch.level()).toBe(SYNCHRONOUS.FULL);
-  });
 });
 
 describe("store-sqlite turns: all or nothing", () => {

@@ -1,9 +1,8 @@
 /**
- * Turns, their messages, and the Idempotency-Key records that point at them. A turn's steps are
- * committed as they happen with `synchronous = NORMAL` (the WAL frames are written, not fsynced);
- * its end commits with `synchronous = FULL`, whose fsync of the WAL makes every earlier frame
- * durable too, since WAL frames are appended in order. So each step costs a write, not a flush, and
- * an acknowledged reply is on disk with all of its steps.
+ * Turns, their messages, and the Idempotency-Key records that point at them. A turn's steps and its
+ * end are committed as they happen without waiting for the disk (store.ts lists them as deferred);
+ * the kernel awaits `store.durable()` before it acknowledges the turn, and that one flush of the WAL
+ * makes every one of them durable, since WAL frames are appended in order (durability.ts).
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
@@ -65,7 +64,9 @@ export function createTurns(
     insertBout: db.prepare<[string, string, string, string], void>(
       "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
     ),
-    touchBout: db.prepare<[string, string], void>("UPDATE bouts SET updated_at = ? WHERE id = ?"),
+    touchBout: db.prepare<[string, number, string], void>(
+      "UPDATE bouts SET updated_at = ?, message_count = message_count + ? WHERE id = ?",
+    ),
     maxSeq: db
       .prepare<[string], number>("SELECT coalesce(max(seq), 0) FROM messages WHERE bout_id = ?")
       .pluck(),
@@ -79,6 +80,9 @@ export function createTurns(
     turn: db.prepare<[string], TurnDbRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE id = ?`),
     turns: db.prepare<[string], TurnDbRow>(
       `SELECT ${TURN_COLUMNS} FROM turns WHERE bout_id = ? ORDER BY started_at, rowid`,
+    ),
+    unfinished: db.prepare<[string], TurnDbRow>(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE bout_id = ? AND status <> 'completed' ORDER BY started_at, rowid`,
     ),
     endTurn: db.prepare<
       [
@@ -130,7 +134,7 @@ export function createTurns(
       s.insertMessage.run(row);
       return toStoredMessage(row);
     });
-    s.touchBout.run(createdAt, turn.bout_id);
+    s.touchBout.run(createdAt, rows.length, turn.bout_id);
     return rows;
   }
 
@@ -216,29 +220,18 @@ export function createTurns(
     return running.length;
   });
 
-  /** Steps skip the fsync; `finish` (and everything else in the store) keeps FULL. */
-  function relaxed<A extends unknown[], R>(work: (...args: A) => R): (...args: A) => R {
-    return (...args) => {
-      db.exec("PRAGMA synchronous = NORMAL");
-      try {
-        return work(...args);
-      } finally {
-        db.exec("PRAGMA synchronous = FULL");
-      }
-    };
-  }
-
   return {
     turns: {
       // IMMEDIATE takes the write lock before reading max(seq), so the read cannot go stale.
-      begin: relaxed((start) => begin.immediate(start)),
-      append: relaxed((turnId, messages) => append.immediate(turnId, messages)),
+      begin: (start) => begin.immediate(start),
+      append: (turnId, messages) => append.immediate(turnId, messages),
       finish: (turnId, end) => finish.immediate(turnId, end),
       get: (turnId) => {
         const row = s.turn.get(turnId);
         return row ? toTurn(row) : undefined;
       },
       list: (boutId) => s.turns.all(boutId).map(toTurn),
+      unfinished: (boutId) => s.unfinished.all(boutId).map(toTurn),
       abandon: (error) => abandon.immediate(error),
     },
     idempotency: {

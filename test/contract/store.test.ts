@@ -442,6 +442,24 @@ for (const factory of FACTORIES) {
         ]);
         expect(await store.turns.list(randomUUID())).toEqual([]);
       });
+
+      it("lists only the turns that did not complete, oldest first", async () => {
+        const pia = await newFighter(store);
+        const done = await exchange(store, pia, "done");
+        const failed = await begin(store, pia, "fails", { bout_id: done.bout.id });
+        await store.turns.finish(
+          failed.turn.id,
+          ending({ status: "failed", error: { code: "X", message: "x" } }),
+        );
+        await exchange(store, pia, "done too", done.bout.id);
+        const running = await begin(store, pia, "runs", { bout_id: done.bout.id });
+
+        expect((await store.turns.unfinished(done.bout.id)).map((t) => [t.id, t.status])).toEqual([
+          [failed.turn.id, "failed"],
+          [running.turn.id, "running"],
+        ]);
+        expect(await store.turns.unfinished(randomUUID())).toEqual([]);
+      });
     });
 
     describe("concurrent calls", () => {
@@ -548,6 +566,22 @@ for (const factory of FACTORIES) {
         expect(await store.summaries.get(untouched.id)).toBeUndefined();
       });
 
+      it("the tail is every message after the last compacted one, in order", async () => {
+        const bout = await boutOfFive();
+        const seqs = async () => (await store.messages.tail(bout.id)).map((m) => m.seq);
+        expect(await seqs()).toEqual([1, 2, 3, 4, 5]);
+        await store.messages.compact(bout.id, 2, "two");
+        expect(await seqs()).toEqual([3, 4, 5]);
+        await store.messages.compact(bout.id, 4, undefined);
+        expect(await seqs()).toEqual([5]);
+        // An earlier boundary than one already applied changes nothing.
+        await store.messages.compact(bout.id, 1, undefined);
+        expect(await store.messages.tail(bout.id)).toEqual(
+          (await store.messages.list(bout.id)).filter((m) => !m.compacted),
+        );
+        expect(await store.messages.tail(randomUUID())).toEqual([]);
+      });
+
       it("refuses an unknown bout (BOUT_NOT_FOUND)", async () => {
         await expectCode(store.messages.compact(randomUUID(), 1, "nothing"), "BOUT_NOT_FOUND");
         expect(await store.summaries.get(randomUUID())).toBeUndefined();
@@ -588,7 +622,7 @@ for (const factory of FACTORIES) {
         expect(await store.memories.candidates(randomUUID(), [])).toEqual([]);
       });
 
-      it("rescores, and decays score0 by e^(−rate·days) since it was scored, restarting the clock", async () => {
+      it("rescores: score0 and scored_at are set per memory, and left alone for other fighters", async () => {
         const [uma, vic] = [await newFighter(store), await newFighter(store)];
         const a = await store.memories.put(uma.id, "a", "alpha");
         const b = await store.memories.put(uma.id, "b", "beta");
@@ -602,18 +636,11 @@ for (const factory of FACTORIES) {
         );
         await store.memories.rescore([{ id: b.id, score0: 4 }], day(3));
 
-        await store.memories.decay(uma.id, 0.5, day(2));
-        let memories = await byKey(uma.id);
-        expect(memories.get("a")?.score0).toBeCloseTo(2 * Math.exp(-0.5 * 2), 9);
-        expect(Date.parse(memories.get("a")?.scored_at ?? "")).toBe(Date.parse(day(2)));
-        // Scored after `at`: decay never raises a score.
+        const memories = await byKey(uma.id);
+        expect(memories.get("a")?.score0).toBe(2);
+        expect(Date.parse(memories.get("a")?.scored_at ?? "")).toBe(Date.parse(day(0)));
         expect(memories.get("b")?.score0).toBe(4);
         expect(Date.parse(memories.get("b")?.scored_at ?? "")).toBe(Date.parse(day(3)));
-
-        await store.memories.decay(uma.id, 0.5, day(3.5));
-        memories = await byKey(uma.id);
-        expect(memories.get("a")?.score0).toBeCloseTo(2 * Math.exp(-0.5 * 3.5), 9);
-        // Another fighter's memories keep their score.
         const other = (await byKey(vic.id)).get("c");
         expect(other?.score0).toBe(2);
         expect(Date.parse(other?.scored_at ?? "")).toBe(Date.parse(day(0)));

@@ -1,0 +1,166 @@
+/**
+ * Group commit: a write resolves once a flush that started after it has finished; concurrent writes
+ * share flushes; a turn's own writes wait for nobody until `durable()`. The last part runs the real
+ * store and counts the fdatasync calls on its WAL file.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import type { CreedDocument, FighterRow } from "../../kernel/sdk.js";
+import { createGroupSync } from "./durability.js";
+import { openSqliteStore } from "./store.js";
+
+/** A flush that finishes when the test says so, counting how often it was started. */
+function manualFlush() {
+  const started: { finish(): void; fail(err: Error): void }[] = [];
+  return {
+    started,
+    flush: () =>
+      new Promise<void>((resolve, reject) => {
+        started.push({ finish: resolve, fail: reject });
+      }),
+    close: async () => undefined,
+  };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+const settled = async <T>(promise: Promise<T>) => {
+  let state = "pending";
+  promise.then(
+    () => {
+      state = "resolved";
+    },
+    () => {
+      state = "rejected";
+    },
+  );
+  await new Promise((r) => setImmediate(r));
+  return state;
+};
+
+describe("createGroupSync", () => {
+  it("resolves at once when nothing was written, without flushing", async () => {
+    const target = manualFlush();
+    const sync = createGroupSync(target);
+    await sync.durable();
+    expect(target.started).toHaveLength(0);
+  });
+
+  it("makes one flush serve every write made before it started", async () => {
+    const target = manualFlush();
+    const sync = createGroupSync(target);
+    const waits = Array.from({ length: 20 }, () => {
+      sync.wrote();
+      return sync.durable();
+    });
+    await tick();
+    expect(target.started).toHaveLength(1);
+    expect(await settled(waits[0] as Promise<void>)).toBe("pending");
+    target.started[0]?.finish();
+    await Promise.all(waits);
+    expect(target.started).toHaveLength(1);
+  });
+
+  it("holds a write made during a flush for the next one, which then covers all that came meanwhile", async () => {
+    const target = manualFlush();
+    const sync = createGroupSync(target);
+    sync.wrote();
+    const first = sync.durable();
+    await tick();
+    sync.wrote(); // committed after the flush started: that flush may not cover it
+    const second = sync.durable();
+    sync.wrote();
+    const third = sync.durable();
+    target.started[0]?.finish();
+    await first;
+    expect(await settled(second)).toBe("pending");
+    await tick();
+    expect(target.started).toHaveLength(2);
+    target.started[1]?.finish();
+    await Promise.all([second, third]);
+    expect(target.started).toHaveLength(2);
+  });
+
+  it("fails the writes a failed flush was for, and tries again for the next", async () => {
+    const target = manualFlush();
+    const sync = createGroupSync(target);
+    sync.wrote();
+    const lost = sync.durable();
+    await tick();
+    target.started[0]?.fail(new Error("EIO"));
+    await expect(lost).rejects.toThrow("EIO");
+    const retried = sync.durable();
+    await tick();
+    expect(target.started).toHaveLength(2);
+    target.started[1]?.finish();
+    await retried;
+  });
+});
+
+describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
+  const home = mkdtempSync(join(tmpdir(), "spar-durability-"));
+  afterEach(() => vi.restoreAllMocks());
+  // Every FileHandle shares one prototype: spying on it sees the store's WAL handle.
+  const probe = await open(join(home, "probe"), "w");
+  const FileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+  await probe.close();
+
+  const store = await openSqliteStore({ home, masterSecret: Buffer.from("x".repeat(40)) });
+  afterAll(async () => {
+    await store.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+  const fighter: FighterRow = {
+    id: randomUUID(),
+    name: "dur",
+    manifest: { name: "dur", description: "", system_prompt: "" },
+    created_at: new Date().toISOString(),
+  };
+  await store.fighters.insert(fighter);
+  const creed = (n: number): CreedDocument => ({
+    identity: `v${n}`,
+    traits: [],
+    directives: [],
+    observations: [],
+    counters: { bouts: 0, conversations: n, messages: 0 },
+    updated_at: new Date().toISOString(),
+  });
+
+  it("a plain write resolves after a flush; a read flushes nothing", async () => {
+    const datasync = vi.spyOn(FileHandle, "datasync");
+    await store.fighters.list();
+    expect(datasync).not.toHaveBeenCalled();
+    await store.creeds.put("dur", creed(1));
+    expect(datasync).toHaveBeenCalledTimes(1);
+  });
+
+  it("a turn's writes commit without a flush, and durable() flushes them once", async () => {
+    const datasync = vi.spyOn(FileHandle, "datasync");
+    const { turn } = await store.turns.begin({
+      fighter_id: fighter.id,
+      user: { role: "user", content: "hi" },
+    });
+    await store.turns.append(turn.id, [{ role: "assistant", content: "step" }]);
+    await store.turns.finish(turn.id, {
+      status: "completed",
+      messages: [{ role: "assistant", content: "end" }],
+      usage: { input_tokens: 1, output_tokens: 1 },
+      iterations: 1,
+    });
+    expect(datasync).not.toHaveBeenCalled();
+    await store.durable();
+    expect(datasync).toHaveBeenCalledTimes(1);
+    await store.durable();
+    expect(datasync).toHaveBeenCalledTimes(1);
+  });
+
+  it("concurrent writes share flushes", async () => {
+    const datasync = vi.spyOn(FileHandle, "datasync");
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.creeds.put(`f${i}`, creed(i))));
+    expect(datasync).toHaveBeenCalledTimes(1);
+  });
+});
