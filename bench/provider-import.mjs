@@ -5,16 +5,10 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { fmtSpread, isMain, printRows, ROOT, row, spread } from "./lib.mjs";
 
-const runs = Number(process.argv[2] ?? 7);
-const root = join(import.meta.dirname, "..");
-const plugins = [
-  "provider-ollama",
-  "provider-openai",
-  "provider-openrouter",
-  "provider-anthropic",
-  "provider-google",
-];
+const root = ROOT;
+const plugins = ["provider-ollama", "provider-openai", "provider-anthropic", "provider-google"];
 
 // The kernel's SDK surface is already loaded in a running daemon: import it first, outside the timing.
 const sdk = pathToFileURL(join(root, "dist", "kernel", "sdk.js")).href;
@@ -25,15 +19,16 @@ function once(plugin) {
   return Number(execFileSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8" }));
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+export async function providerImport({ runs = 7 } = {}) {
+  return plugins.map((plugin) => {
+    const times = Array.from({ length: runs }, () => once(plugin));
+    return row(`import of ${plugin} on first use`, fmtSpread(spread(times), "ms"), "—", {
+      note: plugin === plugins[0] ? `median (min–max) of ${runs} fresh processes each` : undefined,
+    });
+  });
+}
 
-console.log(`node ${process.version}, ${runs} fresh processes per plugin\n`);
-for (const plugin of plugins) {
-  const times = Array.from({ length: runs }, () => once(plugin));
-  console.log(
-    `${plugin.padEnd(22)} import median ${median(times).toFixed(0).padStart(4)} ms (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)})`,
-  );
+if (isMain(import.meta)) {
+  console.log(`node ${process.version}\n`);
+  printRows(await providerImport({ runs: Number(process.argv[2] ?? 7) }));
 }

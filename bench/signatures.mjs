@@ -5,13 +5,12 @@
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { contentDigest, signRequest, verifyRequest } from "../dist/kernel/http-signatures.js";
-import { startDaemon, startMiniLlm } from "./lib.mjs";
+import { fmt, isMain, printRows, ROOT, row, startDaemon, startMiniLlm } from "./lib.mjs";
 
-const total = Number(process.argv[2] ?? 4000);
 const { privateKey, publicKey } = generateKeyPairSync("ed25519");
 
-function microbench(label, request) {
+/** µs per verifyRequest call for an already signed request. */
+function microbench({ signRequest, verifyRequest }, request) {
   const keys = () => publicKey;
   const signed = {
     ...request,
@@ -24,25 +23,10 @@ function microbench(label, request) {
   for (let i = 0; i < n; i++) {
     if (!verifyRequest(signed, { keys, hasBody }).ok) throw new Error("verification failed");
   }
-  const us = Number(process.hrtime.bigint() - started) / 1000 / n;
-  console.log(`  verifyRequest, ${label.padEnd(30)} ${us.toFixed(1).padStart(6)} µs per call`);
+  return Number(process.hrtime.bigint() - started) / 1000 / n;
 }
 
-console.log(`node ${process.version}\n`);
-const target = "http://127.0.0.1:6660/api/v1/fighters";
-microbench("GET /api/v1/fighters", { method: "GET", targetUri: target, headers: { host: "127.0.0.1:6660" } });
-const body = JSON.stringify({ message: "Summarize the last three messages, please." });
-microbench("POST with Content-Digest", {
-  method: "POST",
-  targetUri: `${target}/spar/message`,
-  headers: {
-    host: "127.0.0.1:6660",
-    "content-type": "application/json",
-    "content-digest": contentDigest(body),
-  },
-});
-
-async function load(url, sign) {
+async function load(url, sign, total, signRequest) {
   const concurrency = 32;
   let next = 0;
   let failed = 0;
@@ -63,28 +47,71 @@ async function load(url, sign) {
   return { rps: total / ((performance.now() - started) / 1000), failed };
 }
 
-const llm = await startMiniLlm();
-const daemon = await startDaemon(llm.url, "[api]\nrate_limit_per_minute = 100000000\n", (home) =>
-  writeFileSync(
-    join(home, "keys", "authorized", "bench.pub"),
-    publicKey.export({ type: "spki", format: "pem" }),
-    {
-      mode: 0o600,
-    },
-  ),
-);
-try {
-  console.log(`\n${total} requests per run, 32 at a time, over loopback`);
-  for (const path of ["/api/v1/health", "/api/v1/fighters"]) {
-    for (const sign of [false, true]) {
-      await load(`${daemon.url}${path}`, sign); // warm-up
-      const { rps, failed } = await load(`${daemon.url}${path}`, sign);
-      console.log(
-        `  ${path.padEnd(18)} ${sign ? "signed  " : "unsigned"} ${rps.toFixed(0).padStart(6)} req/s${failed ? ` (${failed} failed)` : ""}`,
+export async function signatures({ total = 4000 } = {}) {
+  const sig = await import(join(ROOT, "dist", "lib", "http-signatures.js"));
+  const target = "http://127.0.0.1:6660/api/v1/fighters";
+  const body = JSON.stringify({ message: "Summarize the last three messages, please." });
+  const rows = [
+    row(
+      "verifyRequest, GET /api/v1/fighters",
+      fmt(microbench(sig, { method: "GET", targetUri: target, headers: { host: "127.0.0.1:6660" } }), "µs"),
+      "—",
+    ),
+    row(
+      "verifyRequest, POST with Content-Digest",
+      fmt(
+        microbench(sig, {
+          method: "POST",
+          targetUri: `${target}/spar/message`,
+          headers: {
+            host: "127.0.0.1:6660",
+            "content-type": "application/json",
+            "content-digest": sig.contentDigest(body),
+          },
+        }),
+        "µs",
+      ),
+      "—",
+    ),
+  ];
+  const llm = await startMiniLlm();
+  const daemon = await startDaemon(llm.url, {
+    toml: "[api]\nrate_limit_per_minute = 100000000\n",
+    prepare: (home) =>
+      writeFileSync(
+        join(home, "keys", "authorized", "bench.pub"),
+        publicKey.export({ type: "spki", format: "pem" }),
+        { mode: 0o600 },
+      ),
+  });
+  try {
+    for (const path of ["/api/v1/health", "/api/v1/fighters"]) {
+      const rates = {};
+      for (const sign of [false, true]) {
+        await load(`${daemon.url}${path}`, sign, total, sig.signRequest); // warm-up
+        rates[sign] = await load(`${daemon.url}${path}`, sign, total, sig.signRequest);
+      }
+      const failed = rates.true.failed + rates.false.failed;
+      rows.push(
+        row(
+          `GET ${path}, signed vs unsigned`,
+          fmt(rates.true.rps, "req/s", 0),
+          fmt(rates.false.rps, "req/s", 0),
+          {
+            ratio: rates.true.rps / rates.false.rps,
+            note: `${total} requests per run, 32 at a time, over loopback${failed ? `; ${failed} failed` : ""}`,
+          },
+        ),
       );
     }
+    return rows;
+  } finally {
+    await daemon.stop();
+    llm.close();
   }
-} finally {
-  await daemon.stop();
-  llm.close();
+}
+
+if (isMain(import.meta)) {
+  console.log(`node ${process.version}\n`);
+  printRows(await signatures({ total: Number(process.argv[2] ?? 4000) }));
 }
