@@ -100,7 +100,7 @@ const int = (minimum: number, value: number, maximum?: number) => ({
 const num = (value: number, bounds: object) => ({ type: "number", ...bounds, default: value });
 const strings = (item: object = { type: "string" }) => ({ type: "array", items: item, default: [] });
 
-const CONFIG_SCHEMA = {
+export const CONFIG_SCHEMA = {
   type: "object",
   additionalProperties: false,
   properties: {

@@ -1,29 +1,72 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
+import type { Ajv, ErrorObject, Options, ValidateFunction } from "ajv";
 
-// `verbose` keeps the failing schema on each error, so a pattern's `description` can say what is allowed.
-const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false, verbose: true });
-// Config tables get their schema's `default`s filled in as they are checked; request bodies never do.
-const filling = new Ajv({ allErrors: false, strict: false, useDefaults: true, verbose: true });
-const cache = new WeakMap<object, ValidateFunction>();
-const fillingCache = new WeakMap<object, ValidateFunction>();
+/**
+ * JSON Schema validation, in two modes: `plain` (request bodies, manifests, move input) and
+ * `defaults` (config tables, completed with their schema's `default`s as they are checked).
+ *
+ * Compiling a schema with Ajv costs milliseconds, and the daemon checks its config, every plugin
+ * manifest and every bundled plugin's config tables at each start. So `npm run build` compiles those
+ * schemas ahead of time into standalone validators (scripts/compile-schemas.mjs), found here by a
+ * hash of mode and schema; any other schema (a user's plugin, a route body) is compiled with Ajv on
+ * first use, and Ajv itself is only loaded then.
+ */
+export type SchemaMode = "plain" | "defaults";
 
-function compiled(engine: Ajv, store: WeakMap<object, ValidateFunction>, schema: object): ValidateFunction {
-  let validate = store.get(schema);
+/** The options of each mode; the build's precompiled validators are generated with the same ones. */
+export const AJV_OPTIONS: Record<SchemaMode, Options> = {
+  // `verbose` keeps the failing schema on each error, so a pattern's `description` can say what is allowed.
+  plain: { allErrors: false, strict: false, useDefaults: false, verbose: true },
+  defaults: { allErrors: false, strict: false, useDefaults: true, verbose: true },
+};
+
+const require = createRequire(import.meta.url);
+const engines: Partial<Record<SchemaMode, Ajv>> = {};
+const caches: Record<SchemaMode, WeakMap<object, ValidateFunction>> = {
+  plain: new WeakMap(),
+  defaults: new WeakMap(),
+};
+let built: Record<string, ValidateFunction> | null | undefined;
+
+/** The name a schema's precompiled validator is exported under: mode and a hash of its JSON. */
+export function schemaKey(mode: SchemaMode, schema: object): string {
+  return `${mode}_${createHash("sha256").update(JSON.stringify(schema)).digest("hex").slice(0, 32)}`;
+}
+
+function precompiled(key: string): ValidateFunction | undefined {
+  if (built === undefined) {
+    try {
+      built = require("./validators.generated.cjs") as Record<string, ValidateFunction>;
+    } catch {
+      built = null; // running from sources (tests): everything is compiled on first use
+    }
+  }
+  return built?.[key];
+}
+
+function compiled(mode: SchemaMode, schema: object): ValidateFunction {
+  const cache = caches[mode];
+  let validate = cache.get(schema);
   if (!validate) {
-    validate = engine.compile(schema);
-    store.set(schema, validate);
+    validate = precompiled(schemaKey(mode, schema));
+    if (!validate) {
+      engines[mode] ??= new (require("ajv") as typeof import("ajv")).Ajv(AJV_OPTIONS[mode]);
+      validate = engines[mode].compile(schema);
+    }
+    cache.set(schema, validate);
   }
   return validate;
 }
 
-/** Compiles (once per schema object) a JSON Schema validator. */
+/** A JSON Schema validator for `schema`, made once per schema object. */
 export function validatorFor(schema: object): ValidateFunction {
-  return compiled(ajv, cache, schema);
+  return compiled("plain", schema);
 }
 
 /** Like validatorFor, but the value is completed with the schema's `default`s as it is checked. */
 export function validatorWithDefaults(schema: object): ValidateFunction {
-  return compiled(filling, fillingCache, schema);
+  return compiled("defaults", schema);
 }
 
 /**

@@ -3,10 +3,10 @@
  * responses, security headers, and one log line per request (method, path without query, status,
  * time, peer, key: never a body or a secret). Rate limiting sits with authentication (security.ts).
  */
-import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "../../kernel/sdk.js";
+import { registerGzip } from "./gzip.js";
 import type { ArenaSettings } from "./settings.js";
 
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -29,7 +29,7 @@ export function registerCors(app: FastifyInstance, config: Readonly<ArenaSetting
 }
 
 export function registerMiddleware(app: FastifyInstance, log: Logger): void {
-  app.register(compress, { global: true, threshold: 1024, encodings: ["gzip"] });
+  registerGzip(app, 1024);
   app.addHook("onSend", async (request, reply) => {
     // A public asset carries its own policy (public-assets.ts); everything else gets none at all.
     const assetPolicy = reply.getHeader("x-spar-csp");

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import type { FastifyValidationResult } from "fastify/types/schema.js";
 import type { EventBus, Logger, RingServices } from "../../kernel/sdk.js";
 import { validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler, toSparError } from "./errors.js";
@@ -41,8 +42,8 @@ export function buildServer(
   // Past this many open connections Node closes new ones on arrival, so memory stays bounded.
   app.server.maxConnections = config.api.max_connections;
   // The kernel's validator: unknown fields are refused, never stripped, and types never coerced, as
-  // for config and manifests. One Ajv instance for everything also keeps start-up short.
-  app.setValidatorCompiler(({ schema }) => validatorFor(schema));
+  // for config and manifests. Compiled on a route's first request, not at start.
+  app.setValidatorCompiler(({ schema }) => lazyValidator(schema));
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send(notFound(request).toJSON());
@@ -77,4 +78,16 @@ export function buildServer(
     handler: async (request, reply) => serveAsset(routes, request, reply),
   });
   return app;
+}
+
+/** A validator compiled the first time it is called; fastify reads `errors` off it after each call. */
+function lazyValidator(schema: object): FastifyValidationResult {
+  let compiled: ReturnType<typeof validatorFor> | undefined;
+  const validate: FastifyValidationResult = (data: unknown): boolean => {
+    compiled ??= validatorFor(schema);
+    const ok = compiled(data) as boolean;
+    validate.errors = compiled.errors;
+    return ok;
+  };
+  return validate;
 }

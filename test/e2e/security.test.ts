@@ -254,8 +254,14 @@ describe("API security: the default loopback trust", () => {
     expect(response.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(response.headers["content-encoding"]).toBe("gzip");
     expect(JSON.parse(gunzipSync(response.body).toString()).moves.length).toBeGreaterThan(0);
+    expect(response.headers.vary).toMatch(/accept-encoding/i);
     const small = await raw(port, "GET", "/api/v1/health", { "accept-encoding": "gzip" });
     expect(small.headers["content-encoding"]).toBeUndefined();
+    for (const refused of ["gzip;q=0", "br", ""]) {
+      const plain = await raw(port, "GET", "/api/v1/moves", { "accept-encoding": refused });
+      expect(plain.headers["content-encoding"]).toBeUndefined();
+      expect(JSON.parse(plain.body.toString()).moves.length).toBeGreaterThan(0);
+    }
   });
 
   it("writes one log line per request, without bodies", async () => {
