@@ -1,5 +1,6 @@
 import { providerError } from "../lib/provider-errors.js";
 import type { CredentialCheck } from "../lib/provider-keys.js";
+import { anySignal } from "../lib/signals.js";
 import { createAdmission } from "./admission.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
@@ -67,8 +68,14 @@ export function createMessagePath(deps: MessagePathDeps) {
 
   /** One model call under the provider policy, for the kernel's and plugins' own uses (reflection, summaries). */
   async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse> {
-    const signal = request.signal ? AbortSignal.any([request.signal, shutdown.signal]) : shutdown.signal;
-    return callProvider(await resolveDriver(model), { ...request, model, signal }, policyFor(model));
+    const { signal, unlink } = anySignal(
+      request.signal ? [request.signal, shutdown.signal] : [shutdown.signal],
+    );
+    try {
+      return await callProvider(await resolveDriver(model), { ...request, model, signal }, policyFor(model));
+    } finally {
+      unlink();
+    }
   }
 
   const aftercare = createAftercare({

@@ -1,3 +1,4 @@
+import { anySignal } from "../lib/signals.js";
 import { cancelledError } from "./cancel.js";
 import { isSparError, SparError } from "./errors.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
@@ -41,7 +42,9 @@ export async function callProvider(
   const timer = setTimeout(() => overall.abort(), policy.timeoutMs);
   // The caller's cancellation joins the deadline; it never replaces it.
   const caller = request.signal;
-  const signal = caller ? AbortSignal.any([caller, overall.signal]) : overall.signal;
+  const { signal, unlink } = caller
+    ? anySignal([caller, overall.signal])
+    : { signal: overall.signal, unlink() {} };
   let streamed = false;
   const onDelta = request.onDelta
     ? (text: string) => {
@@ -68,6 +71,7 @@ export async function callProvider(
     }
   } finally {
     clearTimeout(timer);
+    unlink();
   }
 }
 

@@ -34,10 +34,13 @@ export interface Scheduler {
   forget(fighterId: string): void;
 }
 
+/** Running sums beside the lists, so an admission costs the same however busy the window is. */
 interface Window {
   requests: number[];
   tokens: { at: number; count: number }[];
+  tokenSum: number;
   reserved: Set<Reservation>;
+  reservedSum: number;
 }
 
 /**
@@ -53,13 +56,19 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
   function windowOf(fighterId: string): Window {
     let w = windows.get(fighterId);
     if (!w) {
-      w = { requests: [], tokens: [], reserved: new Set() };
+      w = { requests: [], tokens: [], tokenSum: 0, reserved: new Set(), reservedSum: 0 };
       windows.set(fighterId, w);
     }
     const since = now() - options.windowMs;
     while (w.requests.length > 0 && (w.requests[0] ?? 0) <= since) w.requests.shift();
-    while (w.tokens.length > 0 && (w.tokens[0]?.at ?? 0) <= since) w.tokens.shift();
+    while (w.tokens.length > 0 && (w.tokens[0]?.at ?? 0) <= since) w.tokenSum -= w.tokens.shift()?.count ?? 0;
     return w;
+  }
+
+  function release(w: Window, reservation: Reservation): boolean {
+    if (!w.reserved.delete(reservation)) return false;
+    w.reservedSum -= reservation.tokens;
+    return true;
   }
 
   function blocked(
@@ -72,8 +81,8 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
       const oldest = w.requests[w.requests.length - limits.requests_per_minute] ?? now();
       return { reason: "requests", freeAt: oldest + options.windowMs };
     }
-    const reserved = [...w.reserved].reduce((n, r) => n + r.tokens, 0);
-    let used = w.tokens.reduce((n, t) => n + t.count, 0) + reserved;
+    const reserved = w.reservedSum;
+    let used = w.tokenSum + reserved;
     if (used === 0 || used + wanted <= limits.tokens_per_minute) return undefined;
     // Reservations will be settled into the window, so count them as spent now.
     const held = [...w.tokens, ...(reserved > 0 ? [{ at: now(), count: reserved }] : [])];
@@ -99,15 +108,16 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
       w.requests.push(now());
       const reservation: Reservation = { fighterId, tokens: Math.max(0, reserveTokens) };
       w.reserved.add(reservation);
+      w.reservedSum += reservation.tokens;
       return { ok: true, reservation };
     },
     start(reservation, limits) {
       const w = windowOf(reservation.fighterId);
-      const settled = w.tokens.reduce((n, t) => n + t.count, 0);
+      const settled = w.tokenSum;
       if (settled === 0 || settled + reservation.tokens <= limits.tokens_per_minute) {
         return { ok: true, reservation };
       }
-      w.reserved.delete(reservation);
+      release(w, reservation);
       let left = settled;
       let freeAt = now() + options.windowMs;
       for (const t of w.tokens) {
@@ -121,8 +131,12 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
     },
     settle(reservation, tokens) {
       const w = windows.get(reservation.fighterId);
-      if (!w?.reserved.delete(reservation)) return;
-      if (tokens > 0) windowOf(reservation.fighterId).tokens.push({ at: now(), count: tokens });
+      if (!w || !release(w, reservation)) return;
+      if (tokens > 0) {
+        const current = windowOf(reservation.fighterId);
+        current.tokens.push({ at: now(), count: tokens });
+        current.tokenSum += tokens;
+      }
     },
     freesInMs(fighterId, limits) {
       // Free means room for at least one more token, as a new admission needs.

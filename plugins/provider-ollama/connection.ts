@@ -7,9 +7,11 @@
  * drops: an error response's `retry-after`, and whether a failure came from reaching the server or from
  * reading its reply.
  */
+
 import { Ollama } from "ollama";
 import type { SparError } from "../../kernel/sdk.js";
 import { isSparError, parseRetryAfter, providerError } from "../../kernel/sdk.js";
+import { anySignal } from "../../lib/signals.js";
 
 export const PROVIDER = "ollama";
 
@@ -41,7 +43,8 @@ export function openCall(
   const signals = signal ? [local.signal, signal] : [local.signal];
   let retryAfter: string | null = null;
   const callFetch: typeof fetch = async (input, init) => {
-    const combined = AbortSignal.any(init?.signal ? [...signals, init.signal] : signals);
+    // Every source lives as long as this call, so nothing needs unlinking.
+    const combined = anySignal(init?.signal ? [...signals, init.signal] : signals).signal;
     let response: Response;
     try {
       response = await baseFetch(input, { ...init, signal: combined });
