@@ -45,10 +45,12 @@ const NO_CHECK: RunningCheck = {
   stop: () => undefined,
 };
 
-/** Nothing is ever written (every call throws first), so nothing is flushed. */
+/** Nothing is ever written (every call throws first), so nothing is flushed or committed. */
 const NO_WRITES = {
   sync: createGroupSync({ flush: async () => undefined, close: async () => undefined }),
+  db: { prepare: () => ({ run: () => undefined }), inTransaction: false },
   changes: () => 0,
+  reads: new Set<string>(),
   deferred: new Set<string>(),
 };
 

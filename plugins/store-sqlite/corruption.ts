@@ -8,7 +8,7 @@
 import { basename } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import type { GroupSync } from "./durability.js";
+import { createWriteBatch, type GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
 import type { StoreData } from "./sync-store.js";
 
@@ -40,9 +40,13 @@ export interface GuardOptions {
   /** How writes reach the disk: a call that changed rows resolves once that change is durable. */
   durability: {
     sync: GroupSync;
+    /** The connection, for the batched transactions writes share (see createWriteBatch). */
+    db: Parameters<typeof createWriteBatch>[0];
     /** Rows changed on the connection so far (SQLite's `total_changes()`). */
     changes(): number;
-    /** Methods ("group.method") that commit without waiting: `durable()` covers them. */
+    /** Methods ("group.method") that only read: they run at once, outside any batch they find none of. */
+    reads: ReadonlySet<string>;
+    /** Methods that resolve once committed, without waiting for the disk: `durable()` covers them. */
     deferred: ReadonlySet<string>;
   };
 }
@@ -84,26 +88,20 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
     };
   }
 
-  const { sync, changes, deferred } = durability;
+  const { sync, changes, reads, deferred } = durability;
+  const batch = createWriteBatch(durability.db, { committed: () => sync.wrote(), translate });
   const wrap = (name: string, fn: (...args: unknown[]) => unknown, self: object) => {
-    if (deferred.has(name)) {
-      return (...args: unknown[]): Promise<unknown> => {
-        try {
-          const result = fn.apply(self, args);
-          sync.wrote();
-          return Promise.resolve(result);
-        } catch (err) {
-          return Promise.reject(translate(err));
-        }
-      };
-    }
+    const read = reads.has(name);
+    const waits = !deferred.has(name);
     return (...args: unknown[]): Promise<unknown> => {
       try {
         const before = changes();
-        const result = fn.apply(self, args);
+        const result = read ? fn.apply(self, args) : batch.run(() => fn.apply(self, args));
+        // Checked for reads too: a method that wrote is held back like any write.
         if (changes() === before) return Promise.resolve(result);
-        sync.wrote();
-        return sync.durable().then(() => result);
+        if (!batch.open) sync.wrote(); // committed on its own, outside a batch
+        const committed = batch.committed();
+        return (waits ? committed.then(() => sync.durable()) : committed).then(() => result);
       } catch (err) {
         return Promise.reject(translate(err));
       }
@@ -133,10 +131,13 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
       check.ref();
       return integrity;
     },
-    durable: () => sync.durable(),
+    durable: () => batch.committed().then(() => sync.durable()),
     async close() {
       closed = true;
       check.stop();
+      batch.end();
+      // Everything committed is flushed before the file is let go.
+      await sync.durable().catch(() => undefined);
       await sync.close();
       data.close();
     },

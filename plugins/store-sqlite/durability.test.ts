@@ -8,9 +8,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import type { CreedDocument, FighterRow } from "../../kernel/sdk.js";
-import { createGroupSync } from "./durability.js";
+import { createGroupSync, createWriteBatch } from "./durability.js";
+import { openRetained } from "./retain.js";
 import { openSqliteStore } from "./store.js";
 
 /** A flush that finishes when the test says so, counting how often it was started. */
@@ -101,6 +103,57 @@ describe("createGroupSync", () => {
   });
 });
 
+describe("createWriteBatch", () => {
+  function setup() {
+    const db = openRetained(":memory:", {});
+    db.exec("CREATE TABLE t (k TEXT PRIMARY KEY)");
+    const prepare = db.prepare.bind(db);
+    let commits = 0;
+    const counting = {
+      get inTransaction() {
+        return db.inTransaction;
+      },
+      prepare(sql: string) {
+        const statement = prepare(sql);
+        if (sql !== "COMMIT") return statement;
+        return {
+          run: () => {
+            commits += 1;
+            return statement.run();
+          },
+        };
+      },
+    };
+    let announced = 0;
+    const batch = createWriteBatch(counting, { committed: () => (announced += 1), translate: (e) => e });
+    const insert = db.prepare<[string], void>("INSERT INTO t (k) VALUES (?)");
+    const keys = () => db.prepare<[], string>("SELECT k FROM t ORDER BY k").pluck().all();
+    return { batch, insert, keys, commits: () => commits, announced: () => announced };
+  }
+
+  it("puts the writes of one turn of the event loop in one transaction, committed when it moves on", async () => {
+    const { batch, insert, keys, commits, announced } = setup();
+    for (const k of ["a", "b", "c"]) batch.run(() => insert.run(k));
+    expect(batch.open).toBe(true);
+    expect(keys()).toEqual(["a", "b", "c"]); // visible on the connection at once
+    expect(commits()).toBe(0);
+    await batch.committed();
+    expect([commits(), announced(), batch.open]).toEqual([1, 1, false]);
+    batch.run(() => insert.run("d"));
+    await batch.committed();
+    expect(commits()).toBe(2);
+  });
+
+  it("a failing write undoes only itself; the batch still commits the others", async () => {
+    const { batch, insert, keys } = setup();
+    batch.run(() => insert.run("a"));
+    expect(() => batch.run(() => insert.run("a"))).toThrow(Database.SqliteError);
+    batch.run(() => insert.run("b"));
+    await batch.committed();
+    expect(keys()).toEqual(["a", "b"]);
+  });
+});
+
 describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
   const home = mkdtempSync(join(tmpdir(), "spar-durability-"));
   afterEach(() => vi.restoreAllMocks());
@@ -156,6 +209,19 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
     expect(datasync).toHaveBeenCalledTimes(1);
     await store.durable();
     expect(datasync).toHaveBeenCalledTimes(1);
+  });
+
+  it("a write refused in a batch fails alone: the others in its turn of the loop are kept", async () => {
+    const twin = { ...fighter, id: randomUUID() }; // same name: CONFLICT
+    const results = await Promise.allSettled([
+      store.creeds.put("kept-1", creed(1)),
+      store.fighters.insert(twin),
+      store.creeds.put("kept-2", creed(2)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(results[1]).toMatchObject({ reason: { code: "CONFLICT" } });
+    expect((await store.creeds.get("kept-1"))?.identity).toBe("v1");
+    expect((await store.creeds.get("kept-2"))?.identity).toBe("v2");
   });
 
   it("concurrent writes share flushes", async () => {

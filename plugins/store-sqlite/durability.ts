@@ -124,3 +124,98 @@ export async function openWalFlush(dbPath: string): Promise<Flusher> {
     close: () => wal.close(),
   };
 }
+
+/**
+ * Batched transactions. Committing costs far more than writing (each commit encrypts and appends
+ * every page it touched, and pages like a table's last leaf are touched by every turn), so the
+ * writes made in one turn of the event loop share one transaction: the first opens it (`BEGIN
+ * IMMEDIATE`), each runs inside it at once and in call order (a write that is itself a transaction
+ * becomes a savepoint, so its failure undoes only itself), and it commits when the loop moves on
+ * (`setImmediate`). A write's promise waits for that commit. If the commit fails, or an error rolls
+ * the whole transaction back, every write it held fails with that error.
+ */
+export interface WriteBatch {
+  /** Runs `write` now, inside the open batch (opening one if none is). */
+  run<T>(write: () => T): T;
+  /** Whether a batch is open (a call made now runs inside it). */
+  readonly open: boolean;
+  /** Resolves once the open batch (if any) has committed; rejects with its failure. */
+  committed(): Promise<void>;
+  /** Commits the open batch now (the store is closing). */
+  end(): void;
+}
+
+interface Batch {
+  done: Promise<void>;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+export function createWriteBatch(
+  db: { prepare(sql: string): { run(): unknown }; readonly inTransaction: boolean },
+  options: {
+    /** Told after each commit, before its writers hear of it (the group sync counts it). */
+    committed(): void;
+    /** How a failure reaches the writers (corruption becomes STORE_CORRUPT). */
+    translate(err: unknown): unknown;
+  },
+): WriteBatch {
+  const begin = db.prepare("BEGIN IMMEDIATE");
+  const commit = db.prepare("COMMIT");
+  const rollback = db.prepare("ROLLBACK");
+  let current: Batch | undefined;
+
+  const fail = (batch: Batch, err: unknown) => {
+    if (current === batch) current = undefined;
+    batch.reject(options.translate(err));
+  };
+
+  function end(): void {
+    const batch = current;
+    current = undefined;
+    if (!batch) return;
+    try {
+      if (db.inTransaction) commit.run();
+      options.committed();
+      batch.resolve();
+    } catch (err) {
+      try {
+        if (db.inTransaction) rollback.run();
+      } catch {
+        // the connection already rolled back, or cannot: the commit's error is the one to report
+      }
+      fail(batch, err);
+    }
+  }
+
+  return {
+    run(write) {
+      if (!current) {
+        begin.run();
+        let resolve: () => void = () => undefined;
+        let reject: (err: unknown) => void = () => undefined;
+        const done = new Promise<void>((ok, no) => {
+          resolve = ok;
+          reject = no;
+        });
+        // A batch whose writes changed nothing has nobody waiting on it; its failure is not unhandled.
+        done.catch(() => undefined);
+        current = { done, resolve, reject };
+        setImmediate(end);
+      }
+      const batch = current;
+      try {
+        return write();
+      } catch (err) {
+        // Some errors (a full disk, I/O) roll back the whole transaction, not just this write.
+        if (!db.inTransaction) fail(batch, err);
+        throw err;
+      }
+    },
+    get open() {
+      return current !== undefined;
+    },
+    committed: () => current?.done ?? Promise.resolve(),
+    end,
+  };
+}

@@ -27,6 +27,28 @@ export interface SqliteStoreSettings {
   integrityWorker?: URL;
 }
 
+/** The methods that only read. Every other method is a write, and writes share transactions. */
+const READS: ReadonlySet<string> = new Set([
+  "fighters.list",
+  "fighters.get",
+  "fighters.getByName",
+  "bouts.get",
+  "bouts.latest",
+  "bouts.list",
+  "turns.get",
+  "turns.list",
+  "turns.unfinished",
+  "messages.list",
+  "messages.tail",
+  "summaries.get",
+  "idempotency.get",
+  "memories.candidates",
+  "creeds.get",
+  "relationships.list",
+  "knowledge.query",
+  "usage.summary",
+]);
+
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */
 const DEFERRED: ReadonlySet<string> = new Set(["turns.begin", "turns.append", "turns.finish"]);
 
@@ -82,7 +104,7 @@ export async function openSqliteStore(
       dbPath,
       log: settings.log ?? SILENT,
       check,
-      durability: { sync, changes: () => totalChanges.get() as number, deferred: DEFERRED },
+      durability: { sync, db, changes: () => totalChanges.get() as number, reads: READS, deferred: DEFERRED },
     });
   } catch (err) {
     checkKey.fill(0);
