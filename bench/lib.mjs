@@ -2,7 +2,7 @@
 // at once, the built daemon started in a temporary data dir, memory readings from /proc, a client
 // pool, and the statistics every part reports (medians with their spread, percentiles).
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -197,32 +197,7 @@ export async function startDaemon(llmUrl, options = {}) {
 }
 
 /** Resident memory in MiB of a process and all its descendants (VmRSS from /proc). */
-export function rssMiB(pid) {
-  const children = new Map();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command name is in parentheses and may hold spaces: the ppid is the 2nd field after it.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  let kib = 0;
-  const stack = [pid];
-  while (stack.length) {
-    const p = stack.pop();
-    try {
-      kib += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
-    } catch {
-      // Gone.
-    }
-    stack.push(...(children.get(p) ?? []));
-  }
-  return kib / 1024;
-}
+export { treeRssMiB as rssMiB } from "./suite/proc.mjs";
 
 export async function post(url, body, headers = {}) {
   const res = await fetch(url, {
@@ -235,28 +210,7 @@ export async function post(url, body, headers = {}) {
   return text;
 }
 
-/** Runs `task(i)` for i in [0, total) on `clients` concurrent workers; resolves with the elapsed ms. */
-export async function pool(total, clients, task) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(clients, total) }, async () => {
-      for (let i = next++; i < total; i = next++) await task(i);
-    }),
-  );
-  return performance.now() - started;
-}
-
-/** Sequential calls of `once(i)`; the time of each in ms. */
-export async function roundTrips(n, once) {
-  const times = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await once(i);
-    times.push(performance.now() - t);
-  }
-  return times;
-}
+export { pool, timed as roundTrips } from "./suite/http.mjs";
 
 /** Creates fighters `${prefix}0` … over HTTP, `clients` at a time; resolves with their names. */
 export async function createFighters(url, prefix, count, clients = 16) {
