@@ -2,12 +2,15 @@ import { compactionBoundary, contextTokens, contextWindowFor, estimateTokens } f
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
+import type { HistoryCache } from "./history-cache.js";
 import type { RingHooks, TurnSummary } from "./hooks.js";
 import type { Logger } from "./sdk.js";
 import type { Store } from "./store-types.js";
 import type { FighterRow } from "./types.js";
 
 export interface AftercareDeps {
+  /** Compacting a bout drops its kept history: the next turn reads what compaction left. */
+  histories: HistoryCache;
   store: () => Store;
   events: EventBus;
   hooks: RingHooks;
@@ -75,6 +78,7 @@ export function createAftercare(deps: AftercareDeps) {
       summary_budget_tokens: Math.floor(window / 4),
     });
     const compacted = await store.messages.compact(turn.bout_id, through, summary);
+    deps.histories.drop(turn.bout_id);
     events.publish({
       kind: "compaction.applied",
       fighter_id: turn.fighter.id,

@@ -9,6 +9,7 @@ import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
+import { createHistoryCache } from "./history-cache.js";
 import type { RingHooks } from "./hooks.js";
 import { createIdempotency, requestHash } from "./idempotency.js";
 import type { PluginHost } from "./plugin-host.js";
@@ -78,7 +79,10 @@ export function createMessagePath(deps: MessagePathDeps) {
     }
   }
 
+  // About 2 MB of text: enough for the bouts of the fighters in use, never a store's worth.
+  const histories = createHistoryCache(500_000);
   const aftercare = createAftercare({
+    histories,
     store: deps.store,
     events,
     hooks,
@@ -95,6 +99,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     log: deps.log,
     store: deps.store,
     declaredMoves: deps.declaredMoves,
+    histories,
     driver: resolveDriver,
     move: async (name) => {
       await host.activate(`onMove:${name}`);

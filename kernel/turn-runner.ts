@@ -5,6 +5,7 @@ import { isSparError, SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import { matchGrants, workspaceOf } from "./fighter-manifest.js";
 import type { LiveFighter } from "./fighter-registry.js";
+import type { HistoryCache } from "./history-cache.js";
 import type { RingHooks, TurnSummary } from "./hooks.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
@@ -26,6 +27,8 @@ export interface TurnRunnerDeps {
   declaredMoves: ReadonlyMap<string, MoveListing>;
   driver: TurnDeps["driver"];
   move: TurnDeps["move"];
+  /** Histories of recent bouts, kept after each completed turn (history-cache.ts). */
+  histories: HistoryCache;
 }
 
 export interface TurnRequest {
@@ -72,11 +75,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     let output: Awaited<ReturnType<typeof runTurn>>;
     let history: ChatMessage[] = [];
     try {
-      const [messages, unfinished] = await Promise.all([
-        db.messages.tail(bout.id),
-        db.turns.unfinished(bout.id),
-      ]);
-      history = promptHistory(messages, unfinished, turn.id);
+      history = deps.histories.take(bout.id, bout.message_count) ?? (await storedHistory(bout.id, turn.id));
       const moves = await movesFor(live);
       output = await runTurn(
         {
@@ -109,6 +108,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         progress,
       );
     } catch (err) {
+      deps.histories.drop(bout.id);
       throw await fail(turn.id, ids, err, request, progress);
     }
 
@@ -137,7 +137,19 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     await afterCommit(completed, turn.id);
     // Durable before acknowledged: one flush covers the turn's steps, its end and what the taps wrote.
     await db.durable();
+    // The user's message is counted in bout.message_count already; the rest of the turn is not.
+    deps.histories.put(bout.id, bout.message_count + output.messages.length - 1, [
+      ...history,
+      ...output.messages,
+    ]);
     return { result, completed };
+  }
+
+  /** The bout's history as stored: its uncompacted tail, and the turns in it that did not complete. */
+  async function storedHistory(boutId: string, turnId: string): Promise<ChatMessage[]> {
+    const db = deps.store();
+    const [messages, unfinished] = await Promise.all([db.messages.tail(boutId), db.turns.unfinished(boutId)]);
+    return promptHistory(messages, unfinished, turnId);
   }
 
   /** Records how the turn ended, and returns the error its caller gets. */

@@ -204,6 +204,37 @@ describe("durable steps", () => {
   });
 });
 
+describe("the history a turn is prompted with", () => {
+  it("is the bout as stored, tool calls and all, whether kept from the last turn or read again", async () => {
+    const { spawn, send, llm, addMove, store } = await setup();
+    await spawn("hana");
+    addMove("note", async () => "noted");
+    let n = 0;
+    llm.answer((call) => {
+      n += 1;
+      if (n === 1) return { tool_calls: [{ id: "c1", name: "note", arguments: { text: "x" } }] };
+      return { text: `re: ${call.lastUser}` };
+    });
+    await send("hana", "one");
+    await send("hana", "two");
+    const third = await send("hana", "three");
+
+    const expected = [
+      { role: "user", content: "one" },
+      { role: "assistant", content: "", tool_calls: [{ id: "c1", name: "note", arguments: { text: "x" } }] },
+      { role: "tool", tool_call_id: "c1", name: "note", content: "noted" },
+      { role: "assistant", content: "re: one" },
+      { role: "user", content: "two" },
+      { role: "assistant", content: "re: two" },
+      { role: "user", content: "three" },
+    ];
+    expect(llm.calls.at(-1)?.request.messages).toEqual(expected);
+    // What the store holds gives the same prompt (the kept history is only a shortcut).
+    const stored = (await store.messages.tail(third.bout_id)).map((m) => m.content);
+    expect(stored).toEqual([...expected.map((m) => m.content), "re: three"]);
+  });
+});
+
 describe("Idempotency-Key", () => {
   it("answers a retry with the first attempt's result and runs one turn", async () => {
     const { spawn, path, llm, history } = await setup();
