@@ -64,6 +64,7 @@ function input(overrides: Partial<TurnInput> = {}): TurnInput {
     maxIterations: 5,
     loopGuardRepeats: 3,
     toolTimeoutMs: 1000,
+    maxToolResultChars: 20_000,
     cancelGraceMs: 50,
     signal: new AbortController().signal,
     chain: ["f1"],
@@ -199,6 +200,29 @@ describe("agent loop", () => {
     const { driver } = scriptedDriver([{ tool_calls: [a] }, { tool_calls: [b] }]);
     const out = await run(input({ loopGuardRepeats: 2 }), deps(driver, echoHandler));
     expect(out.result.stop_reason).toBe("loop_guard");
+  });
+
+  it("cuts a tool result past max_tool_result_chars, saying how much the model was shown", async () => {
+    const result = async (value: string) => {
+      const { driver, requests } = scriptedDriver([{ tool_calls: [call({ text: "x" })] }, { text: "done" }]);
+      const d = deps(driver, { name: "echo", run: async () => value });
+      await run(input({ maxToolResultChars: 1000 }), d);
+      return {
+        seen: String(requests[1]?.messages.at(-1)?.content),
+        stored: String(d.committed.at(-1)?.content),
+      };
+    };
+    const short = await result("é".repeat(1000));
+    expect(short.seen).toBe("é".repeat(1000));
+    const long = await result("a".repeat(1500));
+    expect(long.seen.startsWith("a".repeat(1000))).toBe(true);
+    expect(long.seen.slice(1000)).toBe(
+      "\n[truncated: the first 1000 of 1500 characters; ask for less (a range, a filter, a smaller page) to see the rest]",
+    );
+    expect(long.stored).toBe(long.seen); // the bout keeps what the model saw
+    // Never half a surrogate pair: an emoji straddling the cut goes whole to the next page.
+    const emoji = await result(`${"a".repeat(999)}😀${"b".repeat(600)}`);
+    expect(emoji.seen.startsWith(`${"a".repeat(999)}\n[truncated: the first 999 of 1601`)).toBe(true);
   });
 
   it("times out a slow move as MOVE_TIMEOUT, with the move's signal aborted", async () => {

@@ -29,6 +29,8 @@ export interface TurnInput {
   maxIterations: number;
   loopGuardRepeats: number;
   toolTimeoutMs: number;
+  /** A tool result longer than this reaches the model (and the bout) cut, with a marker. */
+  maxToolResultChars: number;
   /** How long a move that ignores cancellation is waited for before it is abandoned. */
   cancelGraceMs: number;
   /** The turn's cancellation: reaches the provider call and every move. */

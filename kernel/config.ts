@@ -47,6 +47,8 @@ export interface SparConfig {
     loop_guard_repeats: number;
     /** Turns in one fighter-to-fighter call chain at most (the first message's included). */
     max_call_depth: number;
+    /** A tool result longer than this many characters reaches the model cut, with a marker saying so. */
+    max_tool_result_chars: number;
   };
   memory: { compaction: CompactionConfig; decay: DecayConfig };
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
@@ -122,6 +124,7 @@ export const CONFIG_SCHEMA = {
       tool_timeout_s: num(120, { exclusiveMinimum: 0 }),
       loop_guard_repeats: int(2, 4),
       max_call_depth: int(1, 4, 32),
+      max_tool_result_chars: int(1000, 20_000, 1_000_000),
     }),
     quotas: table({
       requests_per_minute: int(1, 60),

@@ -44,7 +44,23 @@ async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Pr
     ...(declaration.server ? { server: declaration.server } : {}),
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
-  return deps.hooks.move.afterCall.promise(await execute(call, declaration, info, input, deps), info);
+  const outcome = await deps.hooks.move.afterCall.promise(
+    await execute(call, declaration, info, input, deps),
+    info,
+  );
+  return { ...outcome, content: capped(outcome.content, input.maxToolResultChars) };
+}
+
+/**
+ * A result past `max` characters is cut, and says so in words the model can act on; the bout keeps
+ * what the model saw. Cut on a code-point boundary, never inside a surrogate pair.
+ */
+export function capped(content: string, max: number): string {
+  if (content.length <= max) return content;
+  let end = max;
+  const last = content.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${content.slice(0, end)}\n[truncated: the first ${end} of ${content.length} characters; ask for less (a range, a filter, a smaller page) to see the rest]`;
 }
 
 async function execute(

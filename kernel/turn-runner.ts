@@ -89,6 +89,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           maxIterations: live.row.manifest.max_iterations ?? config.agent.max_iterations,
           loopGuardRepeats: config.agent.loop_guard_repeats,
           toolTimeoutMs: config.agent.tool_timeout_s * 1000,
+          maxToolResultChars: config.agent.max_tool_result_chars,
           cancelGraceMs: CANCEL_GRACE_MS,
           signal: request.signal,
           chain: [...(options.chain ?? []), live.row.id],
