@@ -179,6 +179,12 @@ export function createRing(options: RingOptions): Ring {
       get: (name) => requireStore().creeds.get(name),
       put: (name, creed) => requireStore().creeds.put(name, creed),
     },
+    schedules: {
+      add: (record) => requireStore().schedules.add(record),
+      list: (fighterId) => requireStore().schedules.list(fighterId),
+      ran: (id, run) => requireStore().schedules.ran(id, run),
+      remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
+    },
     knowledge: {
       add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
       query: (fighterId, words, limit) => requireStore().knowledge.query(fighterId, words, limit),

@@ -115,6 +115,8 @@ export interface RingServices {
   readonly memory: Store["memories"];
   /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
   readonly creeds: Store["creeds"];
+  /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
+  readonly schedules: Store["schedules"];
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {
     add(

@@ -15,6 +15,26 @@ export interface MemoryRecord {
   created_at: string;
 }
 
+/**
+ * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
+ * `next_run_at` moves on after each run). Kept until removed, run once, or its fighter is gone.
+ */
+export interface ScheduleRecord {
+  id: string;
+  fighter_id: string;
+  message: string;
+  /** A five-field cron expression; absent for a one-time schedule. */
+  cron?: string;
+  /** IANA time zone the cron expression is read in (default UTC). */
+  timezone?: string;
+  /** When it runs next (ISO time). */
+  next_run_at: string;
+  created_at: string;
+  last_run_at?: string;
+  /** How the last run went: "completed", or the error code it failed with. */
+  last_status?: string;
+}
+
 /** A memory candidate for a query, with how many query words it contains. */
 export type MemoryMatch = MemoryRecord & { matches: number };
 
@@ -279,6 +299,16 @@ export interface Store {
      * has not expired. Forgets expired nonces as it goes.
      */
     claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean>;
+  };
+  readonly schedules: {
+    /** Adds a schedule for a live fighter (FIGHTER_NOT_FOUND otherwise). */
+    add(record: ScheduleRecord): Promise<void>;
+    /** One fighter's schedules, or everyone's; soonest first. */
+    list(fighterId?: string): Promise<ScheduleRecord[]>;
+    /** After a run: when it ran, how it went, and when it runs next (none: it is removed). */
+    ran(id: string, run: { at: string; status: string; next_run_at?: string }): Promise<void>;
+    /** Removes a schedule (only the fighter's own when `fighterId` is given); false when there was none. */
+    remove(id: string, fighterId?: string): Promise<boolean>;
   };
   readonly usage: {
     record(

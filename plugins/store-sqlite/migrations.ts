@@ -212,6 +212,26 @@ UPDATE bouts SET
 CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
 `,
   },
+  {
+    version: 7,
+    name: "schedules",
+    sql: `
+-- Messages fighters scheduled for themselves: once, or on a cron expression.
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  message TEXT NOT NULL,
+  cron TEXT,
+  timezone TEXT,
+  next_run_at TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  last_run_at TEXT,
+  last_status TEXT
+);
+CREATE INDEX schedules_fighter ON schedules(fighter_id, next_run_at);
+CREATE INDEX schedules_next ON schedules(next_run_at);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

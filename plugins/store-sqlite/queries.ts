@@ -11,6 +11,7 @@ import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
+import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
@@ -146,6 +147,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
+    schedules: createSchedules(db, requireLiveFighter),
     ...turns,
     usage,
     nonces: createNonces(db),

@@ -47,6 +47,7 @@ const READS: ReadonlySet<string> = new Set([
   "relationships.list",
   "knowledge.query",
   "usage.summary",
+  "schedules.list",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */

@@ -19,6 +19,7 @@ import type {
   FighterRow,
   KgEntity,
   KgRelation,
+  ScheduleRecord,
   Store,
   StoredReply,
   TurnEnd,
@@ -647,6 +648,60 @@ for (const factory of FACTORIES) {
       });
     });
 
+    describe("schedules", () => {
+      const schedule = (
+        fighter: FighterRow,
+        next: string,
+        extra: Partial<ScheduleRecord> = {},
+      ): ScheduleRecord => ({
+        id: randomUUID(),
+        fighter_id: fighter.id,
+        message: `wake up at ${next}`,
+        next_run_at: next,
+        created_at: day(0),
+        ...extra,
+      });
+
+      it("adds, lists soonest first per fighter, records runs, and removes", async () => {
+        const [ada, bo] = [await newFighter(store), await newFighter(store)];
+        const later = schedule(ada, day(3), { cron: "0 9 * * *", timezone: "Europe/Paris" });
+        const sooner = schedule(ada, day(1));
+        const theirs = schedule(bo, day(2));
+        for (const s of [later, sooner, theirs]) await store.schedules.add(s);
+
+        expect(await store.schedules.list(ada.id)).toEqual([sooner, later]);
+        const everyone = (await store.schedules.list()).map((s) => s.id);
+        expect(everyone.indexOf(sooner.id)).toBeLessThan(everyone.indexOf(theirs.id));
+        expect(everyone.indexOf(theirs.id)).toBeLessThan(everyone.indexOf(later.id));
+
+        await store.schedules.ran(later.id, { at: day(3), status: "completed", next_run_at: day(4) });
+        expect((await store.schedules.list(ada.id)).find((s) => s.id === later.id)).toEqual({
+          ...later,
+          next_run_at: day(4),
+          last_run_at: day(3),
+          last_status: "completed",
+        });
+        // A run with no next time ends the schedule.
+        await store.schedules.ran(sooner.id, { at: day(1), status: "completed" });
+        expect((await store.schedules.list(ada.id)).map((s) => s.id)).toEqual([later.id]);
+
+        expect(await store.schedules.remove(theirs.id, ada.id)).toBe(false); // not ada's
+        expect(await store.schedules.remove(theirs.id, bo.id)).toBe(true);
+        expect(await store.schedules.remove(theirs.id)).toBe(false);
+        expect(await store.schedules.list(bo.id)).toEqual([]);
+      });
+
+      it("refuses a schedule for an unknown or killed fighter (FIGHTER_NOT_FOUND)", async () => {
+        const cy = await newFighter(store);
+        await store.fighters.kill(cy.id);
+        await expectCode(store.schedules.add(schedule(cy, day(1))), "FIGHTER_NOT_FOUND");
+        await expectCode(
+          store.schedules.add({ ...schedule(cy, day(1)), fighter_id: randomUUID() }),
+          "FIGHTER_NOT_FOUND",
+        );
+      });
+    });
+
     describe("creeds", () => {
       it("round-trips a creed by fighter name, replaces it, and keeps it past a kill", async () => {
         const wes = await newFighter(store);
@@ -886,6 +941,7 @@ for (const factory of FACTORIES) {
           relationships: await s.relationships.list(gus.name),
           knowledge: await s.knowledge.query(gus.id, ["tea"], 10),
           usage: await s.usage.summary(gus.id),
+          schedules: await s.schedules.list(gus.id),
         };
       }
 
@@ -922,7 +978,16 @@ for (const factory of FACTORIES) {
           [{ from: "tea", to: "cup", type: "in" }],
         );
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
+        await first.schedules.add({
+          id: randomUUID(),
+          fighter_id: gus.id,
+          message: "tea time",
+          cron: "0 16 * * *",
+          next_run_at: day(2),
+          created_at: day(1),
+        });
         const before = await everything(first);
+        expect(before.schedules).toHaveLength(1);
         await first.close();
 
         reopened = await factory.open(home);

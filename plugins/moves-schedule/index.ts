@@ -1,0 +1,86 @@
+/**
+ * `schedule_add`, `schedule_list`, `schedule_remove` (capability `schedule`): a fighter schedules
+ * messages to itself, once or on a cron expression. Schedules live in the encrypted store and
+ * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout.
+ */
+import { randomUUID } from "node:crypto";
+import { definePlugin, type MoveHandler, SparError } from "../../kernel/sdk.js";
+import { createScheduleRunner } from "./runner.js";
+import { firstRun } from "./when.js";
+
+/** Schedules one fighter may hold at once. */
+export const MAX_PER_FIGHTER = 100;
+
+export default definePlugin({
+  id: "moves-schedule",
+  apply({ hooks, ring, log }) {
+    const runner = createScheduleRunner({ ring, log });
+    const view = (s: {
+      id: string;
+      message: string;
+      next_run_at: string;
+      cron?: string;
+      timezone?: string;
+      last_run_at?: string;
+      last_status?: string;
+    }) => ({
+      id: s.id,
+      message: s.message,
+      next_run_at: s.next_run_at,
+      ...(s.cron ? { cron: s.cron, timezone: s.timezone ?? "UTC" } : {}),
+      ...(s.last_run_at ? { last_run_at: s.last_run_at, last_status: s.last_status } : {}),
+    });
+
+    const handlers: Record<string, MoveHandler> = {
+      schedule_add: {
+        name: "schedule_add",
+        async run(input, { fighter }) {
+          const when = firstRun(input, new Date());
+          const mine = await ring.schedules.list(fighter.id);
+          if (mine.length >= MAX_PER_FIGHTER) {
+            throw new SparError(
+              "CONFLICT",
+              `you have ${mine.length} schedules already, the most a fighter may hold; remove one first`,
+            );
+          }
+          const record = {
+            id: randomUUID(),
+            fighter_id: fighter.id,
+            message: String(input.message),
+            next_run_at: when.next.toISOString(),
+            created_at: new Date().toISOString(),
+            ...(when.cron ? { cron: when.cron } : {}),
+            ...(when.timezone ? { timezone: when.timezone } : {}),
+          };
+          await ring.schedules.add(record);
+          await runner.changed();
+          return view(record);
+        },
+      },
+      schedule_list: {
+        name: "schedule_list",
+        async run(_input, { fighter }) {
+          return { schedules: (await ring.schedules.list(fighter.id)).map(view) };
+        },
+      },
+      schedule_remove: {
+        name: "schedule_remove",
+        async run(input, { fighter }) {
+          const id = String(input.id);
+          if (!(await ring.schedules.remove(id, fighter.id))) {
+            throw new SparError("NOT_FOUND", `you have no schedule with id ${id}`);
+          }
+          await runner.changed();
+          return { removed: id };
+        },
+      },
+    };
+    hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+    hooks.daemon.ready.tap(async () => {
+      await runner.start();
+    });
+    hooks.daemon.close.tap(async () => {
+      await runner.stop();
+    });
+  },
+});
