@@ -31,6 +31,7 @@ describe("config", () => {
       tool_timeout_s: 120,
       loop_guard_repeats: 4,
       max_call_depth: 4,
+      max_tool_result_chars: 20_000,
     });
     expect(config.quotas).toEqual({ requests_per_minute: 60, tokens_per_minute: 200_000, window_s: 60 });
     expect(config.plugins.store).toBe("store-sqlite");
