@@ -1,0 +1,90 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../kernel/sdk.js";
+import { commandFolder } from "./cwd.js";
+import { policyOf, refusal } from "./patterns.js";
+import { runCommand } from "./run.js";
+import { maskSecrets, secretValues } from "./secrets.js";
+import { type ShellSettings, withDefaults } from "./settings.js";
+
+/** What `command` runs through: the move checks `[SHELL, "-c", command]` against the grant like any argv. */
+const SHELL = "/bin/sh";
+
+/**
+ * `shell_exec {argv | command, stdin?, cwd?, timeout_s?}`: one program in the fighter's workspace,
+ * allowed by a grant's pattern (patterns.ts), run with no shell and a cleared environment, stopped by
+ * its timeout or the call's signal together with everything it started (run.ts), its output capped
+ * and the daemon's secrets masked in it (secrets.ts).
+ */
+export default definePlugin<{ "moves.shell": Partial<ShellSettings> }>({
+  id: "moves-shell",
+  apply({ hooks, config, dir }, sections) {
+    const settings = withDefaults(dir, sections["moves.shell"]);
+    const keyNames = configuredKeyNames(config);
+
+    const shellExec: MoveHandler = {
+      name: "shell_exec",
+      async run(input, { grants, workspace, signal }) {
+        const argv = commandOf(input);
+        const denied = refusal(policyOf(grants), argv, input.command !== undefined);
+        if (denied) throw new SparError("CAPABILITY_DENIED", denied);
+        const cwd = commandFolder(workspace, optionalString(input.cwd, "cwd"));
+        const home = commandFolder(workspace);
+        const tmp = join(home, ".tmp");
+        mkdirSync(tmp, { recursive: true, mode: 0o700 });
+        const limit = settings.timeout_s;
+        const asked = typeof input.timeout_s === "number" ? input.timeout_s : limit;
+        const secrets = secretValues(process.env, keyNames);
+        return runCommand({
+          argv,
+          cwd,
+          env: { PATH: settings.path, HOME: home, LANG: "C.UTF-8", TMPDIR: tmp },
+          ...(typeof input.stdin === "string" ? { stdin: input.stdin } : {}),
+          timeoutMs: Math.min(asked, limit) * 1000,
+          maxOutputBytes: settings.max_output_bytes,
+          signal,
+          transform: (text, cut) => maskSecrets(text, secrets, cut),
+        });
+      },
+    };
+    hooks.move.resolve.tap((name) => (name === shellExec.name ? shellExec : undefined));
+  },
+});
+
+/** The argv to run: `argv` as given, or `command` as `/bin/sh -c <command>`; exactly one of them. */
+function commandOf(input: Record<string, unknown>): string[] {
+  const { argv, command } = input;
+  if ((argv === undefined) === (command === undefined)) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      "shell_exec needs exactly one of argv (the program and its arguments) and command (a line for /bin/sh -c)",
+    );
+  }
+  const list = Array.isArray(argv) ? argv.map(String) : [SHELL, "-c", String(command)];
+  if (list[0] === "") throw new SparError("VALIDATION_FAILED", "argv[0], the program, is empty");
+  if (list.some((arg) => arg.includes("\0"))) {
+    throw new SparError("VALIDATION_FAILED", "arguments cannot contain the NUL character");
+  }
+  return list;
+}
+
+function optionalString(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value);
+  if (text.includes("\0")) throw new SparError("VALIDATION_FAILED", `${name} cannot contain NUL`);
+  return text;
+}
+
+/** Variables the config names as holding provider keys, whatever they are called. */
+function configuredKeyNames(config: Readonly<SparConfig>): Set<string> {
+  const routing = config.model_routing;
+  return new Set(
+    [
+      config.default_model.api_key_env,
+      routing.cheap?.api_key_env,
+      routing.mid?.api_key_env,
+      routing.expensive?.api_key_env,
+      ...config.providers.endpoints.map((e) => e.api_key_env),
+    ].filter((name): name is string => typeof name === "string"),
+  );
+}
