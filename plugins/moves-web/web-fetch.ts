@@ -1,0 +1,63 @@
+/**
+ * The `web_fetch` move: the grant's host allowlist and the address rules on every hop (policy.ts),
+ * the guarded GET (fetch.ts), and the body made readable (content.ts).
+ */
+import { type Capability, SparError } from "../../kernel/sdk.js";
+import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
+import { guardedGet, type Resolver, systemResolver } from "./fetch.js";
+import { addressRefusal, grantedHosts, hostKey, hostMatches, isMetadataName, urlPort } from "./policy.js";
+import type { WebSettings } from "./settings.js";
+
+export const MAX_REDIRECTS = 5;
+
+export interface FetchCall {
+  settings: WebSettings;
+  grants: readonly Capability[];
+  signal: AbortSignal;
+  /** Tests play DNS with this; the move uses the system resolver. */
+  resolve?: Resolver;
+  /** Tests trust a local TLS server's certificate with this. */
+  ca?: string;
+}
+
+const ACCEPT =
+  "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,text/*;q=0.8,*/*;q=0.1";
+
+export async function webFetch(
+  input: { url: string; max_bytes?: number },
+  call: FetchCall,
+): Promise<FetchResult> {
+  const { settings } = call;
+  const hosts = grantedHosts(call.grants);
+  const checkHost = (url: URL) => {
+    const key = hostKey(url.hostname);
+    if (isMetadataName(key))
+      throw new SparError("FORBIDDEN", `refused ${url.href}: ${key} is a cloud metadata service`);
+    const port = urlPort(url);
+    if (hosts && !hosts.patterns.some((p) => hostMatches(key, p, port))) {
+      const listed = hosts.listed.length > 0 ? hosts.listed.join(", ") : "none";
+      const shown = `${key.includes(":") ? `[${key}]` : key}${url.port ? `:${url.port}` : ""}`;
+      throw new SparError(
+        "CAPABILITY_DENIED",
+        `${shown} is not among the hosts this fighter's network grant allows (${listed})`,
+      );
+    }
+  };
+  let media: Media | undefined;
+  const response = await guardedGet(input.url, {
+    resolve: call.resolve ?? systemResolver,
+    checkHost,
+    refuseAddress: (url, ip) => addressRefusal(hostKey(url.hostname), ip, settings.allow, urlPort(url)),
+    maxRedirects: MAX_REDIRECTS,
+    maxBytes: Math.min(input.max_bytes ?? settings.maxBytes, settings.maxBytes),
+    timeoutMs: settings.timeoutMs,
+    signal: call.signal,
+    headers: { "user-agent": settings.userAgent, accept: ACCEPT, "accept-encoding": "gzip, deflate, br" },
+    onHeaders: (final) => {
+      media = mediaOf(final.url, final.headers);
+    },
+    label: "web_fetch",
+    ...(call.ca ? { ca: call.ca } : {}),
+  });
+  return readableResult(response, media as Media);
+}
