@@ -17,8 +17,10 @@ export type SchemaMode = "plain" | "defaults";
 /** The options of each mode; the build's precompiled validators are generated with the same ones. */
 export const AJV_OPTIONS: Record<SchemaMode, Options> = {
   // `verbose` keeps the failing schema on each error, so a pattern's `description` can say what is allowed.
-  plain: { allErrors: false, strict: false, useDefaults: false, verbose: true },
-  defaults: { allErrors: false, strict: false, useDefaults: true, verbose: true },
+  // `format` is a hint, not a check (no format library is loaded): an MCP tool's `date-time` is
+  // shown to the model and checked by its server, and Ajv stays quiet about formats it does not know.
+  plain: { allErrors: false, strict: false, useDefaults: false, verbose: true, validateFormats: false },
+  defaults: { allErrors: false, strict: false, useDefaults: true, verbose: true, validateFormats: false },
 };
 
 const require = createRequire(import.meta.url);

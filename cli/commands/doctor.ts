@@ -15,6 +15,7 @@ import {
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
+import { checkMcpServers } from "./doctor-mcp.js";
 import { checkProviders, configuredModels } from "./doctor-providers.js";
 
 interface Check {
@@ -24,8 +25,9 @@ interface Check {
 }
 
 /**
- * `spar doctor`: the config, the data dir, the daemon, and every configured provider (reachable or
- * not, key present or not: the variable's name, never the key). Exits 1 when something is wrong.
+ * `spar doctor`: the config, the data dir, the daemon, every configured provider (reachable or
+ * not, key present or not: the variable's name, never the key) and every MCP server (started or
+ * not, its tools, its last failure). Exits 1 when something is wrong.
  */
 export async function doctor(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
@@ -39,9 +41,10 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   checks.push(...(await daemonChecks(home, config, models)));
 
   const providers = await checkProviders(home, config, models);
-  const failed = checks.some((c) => !c.ok) || providers.some((p) => !p.reachable);
+  const mcp = await checkMcpServers(config);
+  const failed = checks.some((c) => !c.ok) || providers.some((p) => !p.reachable) || mcp.some((m) => !m.ok);
   if (failed) process.exitCode = 1;
-  if (options.json) return printJson({ ok: !failed, checks, providers });
+  if (options.json) return printJson({ ok: !failed, checks, providers, mcp });
 
   const mark = (ok: boolean) => (ok ? "ok  " : "FAIL");
   const lines = [
@@ -61,6 +64,8 @@ export async function doctor(options: GlobalOptions): Promise<void> {
       `  ${mark(p.reachable)} ${p.provider} ${p.model}${where} (${p.used_by.join(", ")}): ${key}; ${p.detail}`,
     );
   }
+  if (mcp.length > 0)
+    lines.push("MCP servers:", ...mcp.map((m) => `  ${mark(m.ok)} ${m.server}: ${m.detail}`));
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
