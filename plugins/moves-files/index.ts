@@ -1,0 +1,126 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { definePlugin, type MoveContext, type MoveHandler } from "../../kernel/sdk.js";
+import { type Access, Confinement, fsFailure } from "./confine.js";
+import { listFolder } from "./list.js";
+import { readText } from "./read.js";
+import { editFile, type WriteMode, writeFile } from "./write.js";
+
+export interface FilesSettings {
+  max_read_bytes: number;
+  max_write_bytes: number;
+  max_list_entries: number;
+}
+
+/**
+ * The file moves. Input arrives validated against plugin.json's schemas and the kernel has checked
+ * the capability; each call opens its own confinement (the workspace plus the scope folders of the
+ * grants that allow this move) and every path goes through it (confine.ts says how).
+ */
+export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
+  id: "moves-files",
+  apply({ hooks, home, dir, config }, sections) {
+    const settings = withDefaults(sections["moves.files"], dir);
+    const resultChars = config.agent.max_tool_result_chars;
+
+    const confined =
+      (
+        access: Access,
+        work: (c: Confinement, input: Record<string, unknown>, context: MoveContext) => Promise<unknown>,
+      ) =>
+      async (input: Record<string, unknown>, context: MoveContext): Promise<unknown> => {
+        let confinement: Confinement | undefined;
+        try {
+          confinement = await Confinement.open({
+            workspace: context.workspace,
+            grants: context.grants,
+            home,
+            access,
+          });
+          return await work(confinement, input, context);
+        } catch (err) {
+          throw fsFailure(err, typeof input.path === "string" ? input.path : ".");
+        } finally {
+          await confinement?.close();
+        }
+      };
+
+    const handlers: Record<string, MoveHandler> = {
+      file_read: {
+        name: "file_read",
+        run: confined("read", (c, input) =>
+          readText(
+            c,
+            {
+              path: String(input.path),
+              offset: input.offset as number | undefined,
+              length: input.length as number | undefined,
+            },
+            { maxBytes: settings.max_read_bytes, resultChars },
+          ),
+        ),
+      },
+      file_write: {
+        name: "file_write",
+        run: confined("write", (c, input) =>
+          writeFile(
+            c,
+            {
+              path: String(input.path),
+              content: String(input.content),
+              mode: input.mode as WriteMode | undefined,
+            },
+            settings.max_write_bytes,
+          ),
+        ),
+      },
+      file_edit: {
+        name: "file_edit",
+        run: confined("write", (c, input) =>
+          editFile(
+            c,
+            {
+              path: String(input.path),
+              old: String(input.old),
+              new: String(input.new),
+              count: input.count as number | undefined,
+            },
+            settings.max_write_bytes,
+          ),
+        ),
+      },
+      file_list: {
+        name: "file_list",
+        run: confined("read", (c, input, { signal }) =>
+          listFolder(
+            c,
+            {
+              path: input.path as string | undefined,
+              recursive: input.recursive === true,
+              limit: input.limit as number | undefined,
+            },
+            { maxEntries: settings.max_list_entries, resultChars },
+            signal,
+          ),
+        ),
+      },
+    };
+    hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+  },
+});
+
+/**
+ * The table with the manifest's defaults for what it leaves out: a nested table such as
+ * `[moves.files]` that config.toml does not mention reaches the plugin empty.
+ */
+export function withDefaults(table: Partial<FilesSettings> | undefined, pluginDir: string): FilesSettings {
+  const manifest = JSON.parse(readFileSync(join(pluginDir, "plugin.json"), "utf8")) as {
+    sections: { "moves.files": { properties: Record<keyof FilesSettings, { default: number }> } };
+  };
+  const properties = manifest.sections["moves.files"].properties;
+  return {
+    max_read_bytes: table?.max_read_bytes ?? properties.max_read_bytes.default,
+    max_write_bytes: table?.max_write_bytes ?? properties.max_write_bytes.default,
+    max_list_entries: table?.max_list_entries ?? properties.max_list_entries.default,
+  };
+}
