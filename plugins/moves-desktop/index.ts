@@ -1,0 +1,18 @@
+import { definePlugin } from "../../kernel/sdk.js";
+import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./desktop.js";
+
+/**
+ * The desktop moves (`desktop_screenshot`, `desktop_type`, `desktop_click`, `desktop_open_app`),
+ * behind the `desktop` capability; the kernel refuses a fighter without the grant before a move
+ * runs. The session (X11, Wayland, macOS) is chosen per call from `[moves.desktop] display` or the
+ * daemon's environment, so a display that comes up after the daemon started is found.
+ */
+export default definePlugin<{ "moves.desktop": Partial<DesktopSettings> }>({
+  id: "moves-desktop",
+  apply({ hooks }, sections) {
+    // The kernel fills in a dotted table's defaults only when the table is in config.toml.
+    const settings: DesktopSettings = { ...DEFAULT_SETTINGS, ...sections["moves.desktop"] };
+    const handlers = createDesktopMoves(settings, process.env, process.platform);
+    hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+  },
+});
