@@ -177,19 +177,33 @@ describe("a new user's first hour", () => {
     for (const dir of spaces) expect(dir).toMatch(/^[\p{L}\p{N}._-]+$/u);
   });
 
-  it("promises only what exists: templates say which of their moves are not installed yet", async () => {
+  it("promises only what exists: every capability a template grants is backed by a move", async () => {
     const moves = (
-      await daemon.request<{ moves: { name: string }[] }>("GET", "/api/v1/moves")
-    ).body.moves.map((m) => m.name);
-    for (const kind of ["coder", "scout", "scribe"]) {
-      const spawned = await daemon.request<{ description: string }>("POST", "/api/v1/fighters", {
-        template: kind,
-        name: `${kind}-honest`,
-      });
+      await daemon.request<{ moves: { name: string; capability: string }[] }>("GET", "/api/v1/moves")
+    ).body.moves;
+    const wanted: Record<string, string[]> = {
+      coder: ["file_read", "file_write", "file_edit", "file_list", "shell_exec", "memory_store"],
+      scout: ["web_fetch", "web_search", "memory_store"],
+      scribe: ["file_read", "file_edit", "memory_store"],
+      oracle: ["memory_store", "memory_recall"],
+    };
+    for (const [kind, names] of Object.entries(wanted)) {
+      const spawned = await daemon.request<{ id: string; description: string; capabilities: { type: string }[] }>(
+        "POST",
+        "/api/v1/fighters",
+        { template: kind, name: `${kind}-honest` },
+      );
       expect(spawned.status).toBe(201);
-      // None of their shell, file or web moves exists yet, and their descriptions say so.
-      expect(moves.filter((m) => /^(shell|file|web)_/.test(m))).toEqual([]);
-      expect(spawned.body.description).toMatch(/arrive with the tool packs/);
+      expect(spawned.body.description).not.toMatch(/tool packs|today it has/);
+      for (const grant of spawned.body.capabilities) {
+        expect(moves.some((m) => m.capability === grant.type), `${kind}: ${grant.type}`).toBe(true);
+      }
+      const types = new Set(spawned.body.capabilities.map((g) => g.type));
+      for (const name of names) {
+        const move = moves.find((m) => m.name === name);
+        expect(move && types.has(move.capability), `${kind} may use ${name}`).toBe(true);
+      }
+      if (kind === "oracle") expect([...types]).toEqual(["memory"]);
     }
   });
 });
