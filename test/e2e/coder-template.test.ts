@@ -46,12 +46,25 @@ describe("the coder template does real work from the CLI", () => {
     expect(spawned.code, spawned.stderr).toBe(0);
 
     fake.enqueue(
-      { tool_calls: [{ name: "file_write", arguments: { path: "greet.sh", content: 'echo "hello from coder"\n' } }] },
-      { tool_calls: [{ name: "file_edit", arguments: { path: "greet.sh", old: "from coder", new: "from the coder" } }] },
+      {
+        tool_calls: [
+          { name: "file_write", arguments: { path: "greet.sh", content: 'echo "hello from coder"\n' } },
+        ],
+      },
+      {
+        tool_calls: [
+          { name: "file_edit", arguments: { path: "greet.sh", old: "from coder", new: "from the coder" } },
+        ],
+      },
       { tool_calls: [{ name: "shell_exec", arguments: { argv: ["sh", "greet.sh"] } }] },
       { text: "greet.sh prints: hello from the coder" },
     );
-    const chat = await daemon.cli(["chat", "--fighter", "coder", "write greet.sh, fix its wording and run it"]);
+    const chat = await daemon.cli([
+      "chat",
+      "--fighter",
+      "coder",
+      "write greet.sh, fix its wording and run it",
+    ]);
     expect(chat.stderr).toBe("");
     expect(chat.stdout).toBe("greet.sh prints: hello from the coder\n");
 
@@ -77,12 +90,15 @@ describe("the coder template does real work from the CLI", () => {
       bouts: { id: string }[];
     };
     const bout = bouts.bouts[0]?.id ?? "";
-    const messages = (await daemon.request<{ messages: Message[] }>("GET", `/api/v1/bouts/${bout}/messages`)).body
-      .messages;
+    const messages = (await daemon.request<{ messages: Message[] }>("GET", `/api/v1/bouts/${bout}/messages`))
+      .body.messages;
     const called = messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.name));
     expect(called).toEqual(["file_write", "file_edit", "shell_exec"]);
     expect(messages.filter((m) => m.role === "tool")).toHaveLength(3);
-    expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "greet.sh prints: hello from the coder" });
+    expect(messages.at(-1)).toMatchObject({
+      role: "assistant",
+      content: "greet.sh prints: hello from the coder",
+    });
   });
 
   it("spar move list shows every tool with its capability", async () => {

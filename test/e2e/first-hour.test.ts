@@ -188,15 +188,18 @@ describe("a new user's first hour", () => {
       oracle: ["memory_store", "memory_recall"],
     };
     for (const [kind, names] of Object.entries(wanted)) {
-      const spawned = await daemon.request<{ id: string; description: string; capabilities: { type: string }[] }>(
-        "POST",
-        "/api/v1/fighters",
-        { template: kind, name: `${kind}-honest` },
-      );
+      const spawned = await daemon.request<{
+        id: string;
+        description: string;
+        capabilities: { type: string }[];
+      }>("POST", "/api/v1/fighters", { template: kind, name: `${kind}-honest` });
       expect(spawned.status).toBe(201);
       expect(spawned.body.description).not.toMatch(/tool packs|today it has/);
       for (const grant of spawned.body.capabilities) {
-        expect(moves.some((m) => m.capability === grant.type), `${kind}: ${grant.type}`).toBe(true);
+        expect(
+          moves.some((m) => m.capability === grant.type),
+          `${kind}: ${grant.type}`,
+        ).toBe(true);
       }
       const types = new Set(spawned.body.capabilities.map((g) => g.type));
       for (const name of names) {
