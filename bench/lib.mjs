@@ -7,6 +7,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { pool } from "./suite/http.mjs";
 
 export const ROOT = join(import.meta.dirname, "..");
 /** The CLI of this checkout; a benchmark may take another (an older build) to compare in one run. */
@@ -210,7 +211,8 @@ export async function post(url, body, headers = {}) {
   return text;
 }
 
-export { pool, timed as roundTrips } from "./suite/http.mjs";
+export { pool };
+export { timed as roundTrips } from "./suite/http.mjs";
 
 /** Creates fighters `${prefix}0` … over HTTP, `clients` at a time; resolves with their names. */
 export async function createFighters(url, prefix, count, clients = 16) {
