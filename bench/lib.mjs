@@ -211,8 +211,8 @@ export async function post(url, body, headers = {}) {
   return text;
 }
 
-export { pool };
 export { timed as roundTrips } from "./suite/http.mjs";
+export { pool };
 
 /** Creates fighters `${prefix}0` … over HTTP, `clients` at a time; resolves with their names. */
 export async function createFighters(url, prefix, count, clients = 16) {
