@@ -5,7 +5,7 @@ import { webFetch } from "./web-fetch.js";
 
 /**
  * The web moves, behind the `network` capability (the kernel refuses a fighter without it before a
- * handler runs). `web_fetch` reads a page the model names, under the address rules of policy.ts on
+ * handler runs). `web_fetch` reads a page the model names, under the address rules of lib/web/ on
  * every hop; `web_search` asks the operator's search backend. Input arrives validated against
  * plugin.json's schemas, so the handlers only narrow types.
  */

@@ -7,7 +7,7 @@
  * the exemption reaches that one address and nothing it points to.
  */
 import { SparError } from "../../kernel/sdk.js";
-import { guardedGet, type Resolver, systemResolver } from "./fetch.js";
+import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
 import type { SearchBackend, WebSettings } from "./settings.js";
 
 export interface SearchResult {

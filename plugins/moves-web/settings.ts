@@ -3,7 +3,8 @@
  * config.toml; when it is absent the kernel hands over `{}` (it fills defaults only for top-level
  * tables), so the same defaults are applied here. A test in web-fetch.test.ts keeps the two in step.
  */
-import { type AllowPrivate, parseAllowPrivate } from "./policy.js";
+import { type AllowPrivate, parseAllowPrivate } from "../../lib/web/policy.js";
+import { WEB_ALLOW } from "./policy.js";
 
 export interface WebTable {
   allow_private?: string[];
@@ -49,7 +50,7 @@ export interface SearchBackend {
 export function webSettings(table: WebTable = {}): WebSettings {
   const t = { ...DEFAULTS, ...table };
   return {
-    allow: parseAllowPrivate(t.allow_private),
+    allow: parseAllowPrivate(t.allow_private, WEB_ALLOW),
     ...(t.search_url
       ? {
           search: {

@@ -10,7 +10,7 @@ import type { TLSSocket } from "node:tls";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type Capability, isSparError } from "../../kernel/sdk.js";
-import type { Resolver } from "./fetch.js";
+import type { Resolver } from "../../lib/web/fetch.js";
 import { DEFAULTS, webSettings } from "./settings.js";
 import { webFetch } from "./web-fetch.js";
 

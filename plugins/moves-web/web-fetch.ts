@@ -1,11 +1,12 @@
 /**
- * The `web_fetch` move: the grant's host allowlist and the address rules on every hop (policy.ts),
- * the guarded GET (fetch.ts), and the body made readable (content.ts).
+ * The `web_fetch` move: the grant's host allowlist (policy.ts) and the address rules on every hop
+ * (lib/web/policy.ts), the guarded GET (lib/web/fetch.ts), and the body made readable (content.ts).
  */
 import { type Capability, SparError } from "../../kernel/sdk.js";
+import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
+import { addressRefusal, hostKey, hostMatches, isMetadataName, urlPort } from "../../lib/web/policy.js";
 import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
-import { guardedGet, type Resolver, systemResolver } from "./fetch.js";
-import { addressRefusal, grantedHosts, hostKey, hostMatches, isMetadataName, urlPort } from "./policy.js";
+import { grantedHosts } from "./policy.js";
 import type { WebSettings } from "./settings.js";
 
 export const MAX_REDIRECTS = 5;

@@ -1,9 +1,10 @@
 /**
- * IP addresses as bytes, and what kind of place each one is. web_fetch refuses every kind but
- * `public` unless `[moves.web] allow_private` lets it through (policy.ts); this file only names the
- * kind. Literals are parsed strictly (dotted quads and RFC 4291 IPv6); the odd spellings a URL may
- * carry (2130706433, 0177.0.0.1, 0x7f.1, 127.1, fullwidth digits) are normalized by the WHATWG URL
- * parser first, see `hostLiteral`.
+ * IP addresses as bytes, and what kind of place each one is. The fetch guard (fetch.ts) refuses
+ * every kind but `public` unless an operator's `allow_private` list lets it through (policy.ts);
+ * this file only names the kind. Literals are parsed strictly (dotted quads and RFC 4291 IPv6); the
+ * odd spellings a URL may carry (2130706433, 0177.0.0.1, 0x7f.1, 127.1, fullwidth digits) are
+ * normalized by the WHATWG URL parser first, see `hostLiteral`. Shared by web_fetch (moves-web) and
+ * the skill installer (lib/skills/source.ts).
  */
 import { isIPv4, isIPv6 } from "node:net";
 

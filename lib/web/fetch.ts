@@ -4,7 +4,9 @@
  * every resolved address; then the connection is made to the very address that was checked (the
  * socket gets an IP, with the Host header and the TLS server name set to the URL's host), so a DNS
  * answer that changes between the check and the connection (rebinding) changes nothing. The body is
- * read up to a byte cap, decompressed under the same cap, within a time cap and the move's signal.
+ * read up to a byte cap, decompressed under the same cap, within a time cap and the caller's signal.
+ * What may be fetched is the caller's rule (`checkHost`, `refuseAddress`, usually policy.ts's
+ * `addressRefusal`): web_fetch (moves-web) and the skill installer (lib/skills/source.ts) share this.
  */
 import { lookup } from "node:dns/promises";
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
@@ -12,7 +14,7 @@ import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { isSparError, SparError } from "../../kernel/sdk.js";
+import { isSparError, SparError } from "../../kernel/errors.js";
 import { formatIp, hostLiteral, type Ip, parseIp, unmapped } from "./address.js";
 
 /** Every address a name resolves to. Injectable so tests can play DNS. */
@@ -36,12 +38,12 @@ export interface GuardedGet {
   maxRedirects: number;
   maxBytes: number;
   timeoutMs: number;
-  /** The move's signal: cancellation of the turn, or the kernel's tool timeout. */
+  /** The caller's signal: for a move, cancellation of the turn or the kernel's tool timeout. */
   signal: AbortSignal;
   headers: Record<string, string>;
   /** Sees the final response's headers before its body is read; throw to refuse it. */
   onHeaders?(response: FinalHeaders): void;
-  /** What to call the request in errors ("web_fetch", "the search backend"). */
+  /** What to call the request in errors ("web_fetch", "the search backend", "skill install"). */
   label: string;
   /** How a URL appears in errors; default in full (the search backend shows its origin only). */
   shown?: (url: URL) => string;
