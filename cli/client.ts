@@ -1,5 +1,5 @@
 import { loadConfig } from "../kernel/config.js";
-import { type ErrorCode, SparError } from "../kernel/errors.js";
+import { type ErrorCode, type ErrorExtra, SparError } from "../kernel/errors.js";
 import { loadDotEnv, resolveHome } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
@@ -101,15 +101,17 @@ function replay(response: Response, text: string): Response {
 
 async function failure(response: Response): Promise<SparError> {
   const text = await response.text();
-  let error: { code?: string; message?: string } | undefined;
+  let error: { code?: string; message?: string; [key: string]: unknown } | undefined;
   try {
-    error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+    error = (JSON.parse(text) as { error?: typeof error }).error;
   } catch {
     // Not our error shape: report the status.
   }
+  const { code, message, ...extra } = error ?? {};
   return new SparError(
-    (error?.code as ErrorCode | undefined) ?? "INTERNAL",
-    error?.message ?? `the daemon answered ${response.status}`,
+    (code as ErrorCode | undefined) ?? "INTERNAL",
+    message ?? `the daemon answered ${response.status}`,
+    extra as ErrorExtra,
   );
 }
 

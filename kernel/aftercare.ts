@@ -58,7 +58,7 @@ export function createAftercare(deps: AftercareDeps) {
     const previous = (await store.summaries.get(turn.bout_id))?.summary;
     // The prompt as the model would see it next, plugins' additions (the Creed) included.
     const prompt = await deps.hooks.turn.prepare.promise(
-      { system: turn.fighter.manifest.system_prompt, messages: live },
+      { system: turn.fighter.manifest.system_prompt, messages: live, tools: [] },
       { fighter: turn.fighter, bout_id: turn.bout_id },
     );
     if (contextTokens(prompt.system, prompt.messages) <= threshold) return;

@@ -110,7 +110,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
     if (signal.aborted) throw cancelledError(signal);
     progress.iterations += 1;
     const prompt = await deps.hooks.turn.prepare.promise(
-      { system: fighter.manifest.system_prompt, messages: [...input.history, ...turn] },
+      { system: fighter.manifest.system_prompt, messages: [...input.history, ...turn], tools: input.offered },
       { fighter, bout_id },
     );
     prepared = { tokens: contextTokens(prompt.system, prompt.messages), seen: turn.length };
@@ -130,7 +130,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
         model: input.model,
         system: prompt.system,
         messages: prompt.messages,
-        tools: input.offered.map((m) => ({
+        tools: prompt.tools.map((m) => ({
           name: m.name,
           description: m.description,
           input_schema: m.input_schema,

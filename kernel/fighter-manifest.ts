@@ -7,6 +7,9 @@ import { formatSchemaErrors, validatorFor } from "./schema.js";
 import type { Capability, FighterManifest, MoveDeclaration } from "./types.js";
 import { PACKAGE_ROOT } from "./version.js";
 
+/** The capability of moves every fighter may use, granted or not. */
+export const OPEN_CAPABILITY = "none";
+
 /** The kernel's own capability types; an installed plugin's move may declare more. */
 export const CAPABILITY_TYPES = [
   "memory",
@@ -113,6 +116,8 @@ export function matchGrants(
   grants: readonly Capability[],
   move: Pick<MoveDeclaration, "capability" | "server">,
 ): Capability[] {
+  // A move declared with capability "none" (reading skills, finding moves) is every fighter's.
+  if (move.capability === OPEN_CAPABILITY) return [{ type: OPEN_CAPABILITY }];
   return grants.filter(
     (g) =>
       g.type === "full_access" ||

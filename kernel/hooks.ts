@@ -12,6 +12,7 @@ import type {
   ProviderCredential,
   PublicAssets,
   RouteRegistry,
+  SkillListing,
   StoredMessage,
   ToolCall,
   Usage,
@@ -24,10 +25,15 @@ export interface StoreOpenOptions {
   masterSecret: Buffer;
 }
 
-/** The prompt as it is being built: taps of `turn.prepare` add to it and pass it on. */
+/**
+ * The prompt as it is being built: taps of `turn.prepare` add to it and pass it on. `tools` starts as
+ * every move the fighter holds a grant for; a tap may offer fewer (the model can still call any of
+ * them: a call is checked against the fighter's grants, not against this list).
+ */
 export interface PromptParts {
   system: string;
   messages: ChatMessage[];
+  tools: MoveDeclaration[];
 }
 
 export interface TurnContext {
@@ -140,6 +146,8 @@ export function createHooks() {
        * offer at run time (MCP tools) to the list and pass it on; a tap must also resolve them.
        */
       list: new AsyncSeriesWaterfallHook<[MoveDeclaration[], MoveListContext]>(["moves", "context"]),
+      /** Waterfall, called per listing: taps add the skills they know (a skills plugin). */
+      skills: new AsyncSeriesWaterfallHook<[SkillListing[]]>(["skills"]),
     }),
     compaction: Object.freeze({
       /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */

@@ -88,6 +88,8 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
 
   async function load(plugin: DiscoveredPlugin): Promise<void> {
     const { manifest, dir } = plugin;
+    // A skill pack has no code: activating it is only marking it active.
+    if (manifest.entry === undefined) return;
     let mod: { default?: SparPlugin };
     try {
       mod = (await import(pathToFileURL(join(dir, manifest.entry)).href)) as { default?: SparPlugin };
@@ -123,7 +125,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
   return {
     eligible,
     async activate(event) {
-      const matching = eligible.filter((p) => p.manifest.activation.includes(event));
+      const matching = eligible.filter((p) => p.manifest.activation?.includes(event));
       await Promise.all(matching.map((p) => activateOne(p, [])));
     },
     activatePlugin(id) {

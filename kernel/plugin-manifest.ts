@@ -34,8 +34,9 @@ export interface PluginManifest {
   kernel: string;
   kind: PluginKind;
   description: string;
-  entry: string;
-  activation: string[];
+  /** Absent only for a skill pack, which is data: nothing of it is imported. */
+  entry?: string;
+  activation?: string[];
   contributes?: {
     providers?: ProviderDeclaration[];
     channels?: string[];

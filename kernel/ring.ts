@@ -196,6 +196,7 @@ export function createRing(options: RingOptions): Ring {
         const dynamic = await hooks.move.list.promise([], {});
         return [...declaredMoves.values(), ...dynamic.filter((m) => !declaredMoves.has(m.name))];
       },
+      skills: () => hooks.move.skills.promise([]),
     },
     auth: {
       key: async (keyId) => keyRing.get(keyId),
@@ -212,6 +213,7 @@ export function createRing(options: RingOptions): Ring {
           description: p.manifest.description,
           source: p.source,
           active: host.isActive(p.manifest.id),
+          dir: p.dir,
         })),
       manifest: async (id) => host.manifestFor(id),
     },

@@ -16,6 +16,7 @@ export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { EventBus, SparEvent, SparEventKind, SparEventMap, SparEventPayload } from "./events.js";
+export { OPEN_CAPABILITY } from "./fighter-manifest.js";
 export type {
   CompactionInput,
   CompactionStrategy,
@@ -37,6 +38,7 @@ export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { FighterMessageResult, MessageOptions, RingServices } from "./services.js";
 export type * from "./store-types.js";
 export type * from "./types.js";
+export { PACKAGE_ROOT } from "./version.js";
 
 /** Options a tap may give: a lower `stage` runs earlier; equal stages keep activation order. */
 export interface TapOptions {

@@ -18,6 +18,7 @@ import type {
   LlmResponse,
   ModelSettings,
   MoveDeclaration,
+  SkillListing,
   StoredMessage,
   Usage,
 } from "./types.js";
@@ -76,6 +77,8 @@ export interface PluginListing {
   description: string;
   source: "bundled" | "user";
   active: boolean;
+  /** The plugin's folder (a skill pack's skill folders are relative to it). */
+  dir: string;
 }
 
 /**
@@ -136,7 +139,11 @@ export interface RingServices {
     complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
   };
   /** The declared moves and those plugins offer at run time (`move.list`, without a fighter). */
-  readonly moves: { list(): Promise<(MoveDeclaration & { plugin?: string })[]> };
+  readonly moves: {
+    list(): Promise<(MoveDeclaration & { plugin?: string })[]>;
+    /** The skills plugins know (`move.skills`). */
+    skills(): Promise<SkillListing[]>;
+  };
   /** Request signing: the authorized public keys and the nonces already used. */
   readonly auth: {
     key(keyId: string): Promise<KeyObject | undefined>;

@@ -202,6 +202,19 @@ export interface MoveDeclaration {
   server?: string;
 }
 
+/** A skill as listings show it (`GET /api/v1/moves`, `spar move list`): its front matter and origin. */
+export interface SkillListing {
+  name: string;
+  description: string;
+  version: string;
+  category: string;
+  tags: string[];
+  moves: string[];
+  capabilities: string[];
+  /** `bundled` (a skill pack) or `installed` (`<data dir>/skills/`). */
+  source: "bundled" | "installed";
+}
+
 /** A request to a route a plugin added through `hooks.arena.routes`. */
 export interface RouteRequest {
   method: string;

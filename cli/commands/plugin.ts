@@ -26,18 +26,3 @@ export async function plugin(options: GlobalOptions): Promise<void> {
   const rows = plugins.map((p) => [p.id, p.kind, p.version, p.source, p.description]);
   process.stdout.write(`${table([["ID", "KIND", "VERSION", "SOURCE", "DESCRIPTION"], ...rows])}\n`);
 }
-
-/** `spar move list`; `search`, `install` and `scan` are to come, declared in cli/registry.ts. */
-export async function move(options: GlobalOptions): Promise<void> {
-  const moves = discover().flatMap(({ manifest }) =>
-    (manifest.contributes?.moves ?? []).map((m) => ({
-      name: m.name,
-      capability: m.capability,
-      plugin: manifest.id,
-      description: m.description,
-    })),
-  );
-  if (options.json) return printJson({ moves });
-  const rows = moves.map((m) => [m.name, m.capability, m.plugin, m.description]);
-  process.stdout.write(`${table([["NAME", "CAPABILITY", "PLUGIN", "DESCRIPTION"], ...rows])}\n`);
-}

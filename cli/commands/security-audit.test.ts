@@ -23,6 +23,7 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
     api_listen_from_env: false,
     allow_unsigned_loopback: true,
     cors_origins: [],
+    forced_skills: [],
     manifest_base_urls: [],
     authorized_keys: ["cli"],
     human_accounts: ["ada"],
@@ -72,6 +73,7 @@ describe("auditSecurity", () => {
       "provider_keys",
       "manifest_base_urls",
       "channel_allowlists",
+      "forced_skills",
       "full_access",
     ]);
   });
@@ -554,5 +556,22 @@ describe("gatherAuditInput", () => {
       expect.arrayContaining(["api_listen", "channel_allowlists:slack", "dotenv", "master_secret"]),
     );
     expect(JSON.stringify(findings)).not.toContain("sk-secret");
+  });
+
+  it("flags a skill installed past high-severity findings", () => {
+    const findings = auditSecurity(
+      facts({
+        forced_skills: [
+          { name: "sketchy", source: "https://example.com/s.zip", findings: ["pipe-to-shell at SKILL.md:9"] },
+        ],
+      }),
+    );
+    expect(findings).toContainEqual(
+      expect.objectContaining({
+        id: "forced_skills:sketchy",
+        severity: "high",
+        message: expect.stringContaining("pipe-to-shell at SKILL.md:9"),
+      }),
+    );
   });
 });

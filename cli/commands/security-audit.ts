@@ -31,7 +31,8 @@ export type CheckName =
   | "provider_keys"
   | "manifest_base_urls"
   | "channel_allowlists"
-  | "full_access";
+  | "full_access"
+  | "forced_skills";
 
 export interface AuditReport {
   /** False when any finding is high: the CLI exits 1. */
@@ -88,6 +89,8 @@ export interface AuditInput {
   channels: { platform: string; allowlist: unknown }[];
   /** The daemon's fighters, or why they could not be listed (the check is then skipped). */
   fighters: FighterFact[] | { unavailable: string };
+  /** Installed skills that `spar move install --force` put in despite high-severity scan findings. */
+  forced_skills: { name: string; source: string; findings: string[] }[];
 }
 
 interface CheckResult {
@@ -133,6 +136,7 @@ const CHECKS: Record<CheckName, Check> = {
   provider_keys: checkProviderKeys,
   manifest_base_urls: checkManifestBaseUrls,
   channel_allowlists: checkChannels,
+  forced_skills: checkForcedSkills,
   full_access: checkFullAccess,
 };
 
@@ -346,6 +350,19 @@ function checkFullAccess(input: AuditInput): CheckResult {
       severity: "medium" as const,
       message: `fighter ${f.name} has full_access: every move installed now or later (shell and files once their tool packs are installed), with no narrower grant`,
       fix: `spar fighter kill ${shellWord(f.name)}, then spawn it again with only the capabilities it needs`,
+    })),
+  };
+}
+
+function checkForcedSkills(input: AuditInput): CheckResult {
+  if (input.forced_skills.length === 0)
+    return { passed: "no skill was installed past a high-severity scan finding" };
+  return {
+    findings: input.forced_skills.map((s) => ({
+      id: `forced_skills:${s.name}`,
+      severity: "high" as const,
+      message: `skill ${s.name} (from ${s.source}) was installed with --force past ${s.findings.length} high or medium scan finding(s): ${s.findings.slice(0, 3).join("; ")}`,
+      fix: `spar move scan ${shellWord(s.name)} to read them; spar move remove ${shellWord(s.name)} unless you have checked every one`,
     })),
   };
 }

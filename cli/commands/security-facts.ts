@@ -33,7 +33,28 @@ export function gatherAuditInput(
     },
     manifest_base_urls: config.providers.allow_manifest_base_url,
     channels: readChannels(config),
+    forced_skills: readForcedSkills(home),
   };
+}
+
+/** Entries of the installed skills' lock file marked `forced`. */
+function readForcedSkills(home: string): AuditInput["forced_skills"] {
+  let lock: { skills?: Record<string, { source?: string; forced?: boolean; findings?: unknown[] }> };
+  try {
+    lock = JSON.parse(readFileSync(join(home, "skills", "skills.lock.json"), "utf8"));
+  } catch {
+    return [];
+  }
+  return Object.entries(lock.skills ?? {})
+    .filter(([, entry]) => entry.forced === true)
+    .map(([name, entry]) => ({
+      name,
+      source: String(entry.source ?? "?"),
+      findings: (entry.findings ?? []).map((f) => {
+        const x = f as { rule?: string; file?: string; line?: number };
+        return `${x.rule ?? "?"} at ${x.file ?? "?"}:${x.line ?? "?"}`;
+      }),
+    }));
 }
 
 function listDir(dir: string): string[] {

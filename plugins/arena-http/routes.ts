@@ -153,7 +153,10 @@ export function fighterRoutes(ring: RingServices) {
       async (request) => ring.fighters.usage(request.params.id),
     );
 
-    app.get("/moves", async () => ({ moves: await ring.moves.list() }));
+    app.get("/moves", async () => {
+      const [moves, skills] = await Promise.all([ring.moves.list(), ring.moves.skills()]);
+      return { moves, skills };
+    });
 
     app.get("/plugins", async () => ({ plugins: await ring.plugins.list() }));
 

@@ -20,7 +20,10 @@ describe("spar's command line", () => {
   afterAll(() => removeHome(home));
 
   const refusals: [string[], string][] = [
-    [["move", "search", "web"], 'unknown action "search" for move; actions: list'],
+    [
+      ["move", "serch", "web"],
+      'unknown action "serch" for move; actions: list, search, install, scan, remove',
+    ],
     [["security"], "security needs an action; actions: audit"],
     [["key", "add", "laptop"], "key add needs <public-key>; usage: spar key add <name> <public-key>"],
     [["move", "list", "web"], 'unexpected argument "web" for move list; usage: spar move list'],
@@ -43,11 +46,14 @@ describe("spar's command line", () => {
   });
 
   it("prints the same errors as JSON on stdout with --json", async () => {
-    const result = await runCli(home, ["move", "search", "web", "--json"]);
+    const result = await runCli(home, ["move", "serch", "web", "--json"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe("");
     expect(JSON.parse(result.stdout)).toEqual({
-      error: { code: "VALIDATION_FAILED", message: 'unknown action "search" for move; actions: list' },
+      error: {
+        code: "VALIDATION_FAILED",
+        message: 'unknown action "serch" for move; actions: list, search, install, scan, remove',
+      },
     });
     const unknown = await runCli(home, ["--json", "wrestle"]);
     expect(JSON.parse(unknown.stdout).error.message).toMatch(/^unknown command "wrestle"; commands: init, /);

@@ -216,12 +216,14 @@ describe("spar daemon end to end", () => {
     expect(stored.body.tool_calls).toEqual([{ name: "memory_store", ok: true }]);
     expect(stored.body.iterations).toBe(2);
     expect(stored.body.response).toBe('done: {"stored":"favourite tea"}');
-    // The model was offered the moves of the `memory` capability (not the example's `dice`), and got
-    // the tool result back with its call id.
+    // The model was offered the moves of the `memory` capability (not the example's `dice`) and the
+    // skill moves every fighter has, and got the tool result back with its call id.
     const firstRequest = fake.requests[0]?.body;
     expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual([
       "memory_recall",
       "memory_store",
+      "skill_load",
+      "skill_search",
       "tripwire",
     ]);
     const second = fake.requests[1]?.body?.messages ?? [];
@@ -283,7 +285,11 @@ describe("spar daemon end to end", () => {
       message: "store something",
     });
     expect(body.tool_calls).toEqual([{ name: "memory_store", ok: false }]);
-    expect(fake.requests[0]?.body?.tools).toBeUndefined();
+    // Only the skill moves, which need no grant.
+    expect(fake.requests[0]?.body?.tools?.map((t) => t.function.name).sort()).toEqual([
+      "skill_load",
+      "skill_search",
+    ]);
     const toolMessage = fake.requests[1]?.body?.messages.at(-1);
     expect(toolMessage?.role).toBe("tool");
     expect(JSON.parse(String(toolMessage?.content)).error.code).toBe("CAPABILITY_DENIED");

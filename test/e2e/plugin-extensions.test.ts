@@ -110,7 +110,12 @@ describe("a user plugin written against spar/sdk", () => {
       message: "roll for initiative",
     });
     expect(reply.body.tool_calls).toEqual([{ name: "dice_roll_d20", ok: true }]);
-    expect(fake.calls()[0]?.tools.sort()).toEqual(["dice_roll", "dice_roll_d20"]);
+    expect(fake.calls()[0]?.tools.sort()).toEqual([
+      "dice_roll",
+      "dice_roll_d20",
+      "skill_load",
+      "skill_search",
+    ]);
     const log = join(home, "workspaces", "gambler", "dice.log");
     expect(existsSync(log)).toBe(true);
     expect(readFileSync(log, "utf8")).toMatch(/^1d20: \d+\n$/);

@@ -128,7 +128,12 @@ describe("providers end to end", () => {
       expect(tool.body.tool_calls).toEqual([{ name: "memory_store", ok: true }]);
       expect(tool.body.iterations).toBe(2);
       expect(tool.body.response).toContain('{"stored":"provider"}');
-      expect(fake.calls()[0]?.tools.sort()).toEqual(["memory_recall", "memory_store"]);
+      expect(fake.calls()[0]?.tools.sort()).toEqual([
+        "memory_recall",
+        "memory_store",
+        "skill_load",
+        "skill_search",
+      ]);
       expect(fake.calls()[1]?.tool_results.join("")).toContain('{"stored":"provider"}');
     },
   );

@@ -1,0 +1,227 @@
+import { existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { loadConfig } from "../../kernel/config.js";
+import { isSparError, SparError } from "../../kernel/errors.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
+import type { MoveDeclaration, SkillListing } from "../../kernel/types.js";
+import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { api } from "../client.js";
+import { type GlobalOptions, printable, printJson, table } from "../output.js";
+
+type MoveOptions = GlobalOptions & { force?: boolean; replace?: boolean; limit?: string };
+
+interface Finding {
+  rule: string;
+  severity: "high" | "medium" | "low";
+  file: string;
+  line: number;
+  message: string;
+  excerpt: string;
+}
+
+/**
+ * `spar move list|search|install|scan|remove`: the tools fighters can be granted and the skills they
+ * can load. `list` asks the running daemon (it also knows MCP servers' tools) and reads the plugin
+ * manifests and skill folders itself when none runs; the others are the daemon's work.
+ */
+export async function move(action: string, args: string[], options: MoveOptions): Promise<void> {
+  switch (action) {
+    case "list":
+      return list(options);
+    case "search":
+      return search(args.join(" "), options);
+    case "install":
+      return install(args[0] as string, options);
+    case "scan":
+      return scan(args[0] as string, options);
+    case "remove":
+      return remove(args[0] as string, options);
+    default:
+      throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for move`);
+  }
+}
+
+async function list(options: MoveOptions): Promise<void> {
+  let listed: { moves: (MoveDeclaration & { plugin?: string })[]; skills: SkillListing[] };
+  try {
+    listed = await api("GET", "/api/v1/moves");
+  } catch (err) {
+    if (!isSparError(err, "DAEMON_UNREACHABLE")) throw err;
+    listed = await offline();
+  }
+  const moves = listed.moves.map((m) => ({
+    name: m.name,
+    capability: m.capability,
+    plugin: m.plugin ?? "",
+    description: m.description,
+  }));
+  if (options.json) return printJson({ moves, skills: listed.skills });
+  const rows = moves.map((m) => [m.name, m.capability, m.plugin, m.description]);
+  process.stdout.write(`${table([["NAME", "CAPABILITY", "PLUGIN", "DESCRIPTION"], ...rows])}\n`);
+  const installed = listed.skills.filter((s) => s.source === "installed").length;
+  process.stdout.write(
+    `\nSkills: ${listed.skills.length} (${listed.skills.length - installed} bundled, ${installed} installed)\n`,
+  );
+  const skillRows = listed.skills.map((s) => [
+    s.name,
+    s.category,
+    s.source,
+    s.capabilities.join(",") || "-",
+    s.description,
+  ]);
+  process.stdout.write(
+    `${table([["SKILL", "CATEGORY", "SOURCE", "CAPABILITIES", "DESCRIPTION"], ...skillRows])}\n`,
+  );
+}
+
+/** Without a daemon: the moves plugin manifests declare, and the skills in their folders. */
+async function offline(): Promise<{
+  moves: (MoveDeclaration & { plugin: string })[];
+  skills: SkillListing[];
+}> {
+  const home = resolveHome();
+  loadDotEnv(home);
+  const config = loadConfig(home);
+  const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+  const moves = plugins.flatMap(({ manifest }) =>
+    (manifest.contributes?.moves ?? []).map((m) => ({ ...m, plugin: manifest.id })),
+  );
+  const { listing, loadSkills, skillRoots } = await import("../../lib/skills/catalog.js");
+  const { disabledNames } = await import("../../lib/skills/disabled.js");
+  const packs = plugins
+    .filter((p) => p.manifest.kind === "skill-pack")
+    .map((p) => ({
+      id: p.manifest.id,
+      source: p.source,
+      dir: p.dir,
+      folders: p.manifest.contributes?.skills ?? [],
+    }));
+  const off = disabledNames(home);
+  const skills = loadSkills(skillRoots(home, packs))
+    .skills.filter((s) => !(s.source === "bundled" && off.has(s.name)))
+    .map(listing);
+  return { moves, skills };
+}
+
+interface SearchResult {
+  kind: "skill" | "move";
+  name: string;
+  description: string;
+  score: number;
+  category?: string;
+  capability?: string;
+  source?: string;
+}
+
+async function search(query: string, options: MoveOptions): Promise<void> {
+  if (query.trim() === "")
+    throw new SparError("VALIDATION_FAILED", "say what to search for: spar move search <query>");
+  const limit = options.limit ?? "10";
+  const { results } = await api<{ results: SearchResult[] }>(
+    "GET",
+    `/api/v1/moves/search?q=${encodeURIComponent(query)}&limit=${encodeURIComponent(limit)}`,
+  );
+  if (options.json) return printJson({ query, results });
+  if (results.length === 0) {
+    process.stdout.write(`nothing matches "${printable(query)}"; spar move list shows everything\n`);
+    return;
+  }
+  const rows = results.map((r) => [
+    r.name,
+    r.kind === "skill" ? `skill (${r.source})` : "tool",
+    r.kind === "skill" ? (r.category ?? "") : (r.capability ?? ""),
+    r.description,
+  ]);
+  process.stdout.write(`${table([["NAME", "KIND", "CATEGORY/CAPABILITY", "DESCRIPTION"], ...rows])}\n`);
+}
+
+/**
+ * What to send for a source: a URL or a name as it is; a folder's files, read here (the daemon never
+ * reads a path a client names).
+ */
+async function sourceBody(source: string): Promise<{ source: string } | { files: Record<string, string> }> {
+  if (/^https?:\/\//i.test(source)) return { source };
+  const looksLikePath = source.includes("/") || source.startsWith(".") || source.startsWith("~");
+  const path = resolve(source.replace(/^~(?=\/|$)/, process.env.HOME ?? "~"));
+  if (looksLikePath || (existsSync(path) && statSync(path).isDirectory())) {
+    if (!existsSync(path)) throw new SparError("NOT_FOUND", `no folder at ${path}`);
+    const { readSkillFolder } = await import("../../lib/skills/source.js");
+    const files = await readSkillFolder(path);
+    return { files: Object.fromEntries([...files].map(([name, data]) => [name, data.toString("base64")])) };
+  }
+  return { source };
+}
+
+function printFindings(findings: readonly Finding[]): void {
+  for (const f of findings) {
+    process.stdout.write(
+      `${f.severity.toUpperCase().padEnd(6)} ${f.rule}  ${f.file}:${f.line}  ${printable(f.message)}\n`,
+    );
+    if (f.excerpt) process.stdout.write(`       ${printable(f.excerpt)}\n`);
+  }
+}
+
+async function install(source: string, options: MoveOptions): Promise<void> {
+  const body = {
+    ...(await sourceBody(source)),
+    ...(options.force ? { force: true } : {}),
+    ...(options.replace ? { replace: true } : {}),
+  };
+  let result: {
+    skill: { name: string; version: string; source: string; forced?: boolean };
+    findings: Finding[];
+    enabled?: boolean;
+  };
+  try {
+    result = await api("POST", "/api/v1/moves/install", body);
+  } catch (err) {
+    if (!options.json && isSparError(err) && Array.isArray(err.extra.findings)) {
+      for (const line of err.extra.findings) process.stdout.write(`${printable(String(line))}\n`);
+    }
+    throw err;
+  }
+  if (options.json) return printJson(result);
+  const { skill } = result;
+  if (skill.source === "bundled") {
+    process.stdout.write(
+      result.enabled
+        ? `${skill.name} ${skill.version} (bundled) is enabled again\n`
+        : `${skill.name} ${skill.version} is bundled and already enabled\n`,
+    );
+    return;
+  }
+  printFindings(result.findings);
+  process.stdout.write(
+    `installed ${skill.name} ${skill.version} from ${printable(skill.source)}${skill.forced ? " (forced past high findings: recorded)" : ""}\n`,
+  );
+}
+
+async function scan(source: string, options: MoveOptions): Promise<void> {
+  const result = await api<{ findings: Finding[]; high: number; medium: number; low: number }>(
+    "POST",
+    "/api/v1/moves/scan",
+    await sourceBody(source),
+  );
+  if (result.high > 0) process.exitCode = 1;
+  if (options.json) return printJson(result);
+  printFindings(result.findings);
+  process.stdout.write(
+    result.findings.length === 0
+      ? `${printable(source)}: no findings\n`
+      : `${printable(source)}: ${result.high} high, ${result.medium} medium, ${result.low} low\n`,
+  );
+}
+
+async function remove(name: string, options: MoveOptions): Promise<void> {
+  const result = await api<{ removed: string; source: string }>(
+    "DELETE",
+    `/api/v1/moves/${encodeURIComponent(name)}`,
+  );
+  if (options.json) return printJson(result);
+  process.stdout.write(
+    result.source === "bundled"
+      ? `${name} (bundled) is disabled; spar move install ${name} enables it again\n`
+      : `removed ${name}\n`,
+  );
+}

@@ -1,0 +1,441 @@
+/**
+ * The skill security scanner (issue 15, DESIGN §13): runs before every install (a high finding
+ * refuses it unless forced) and behind `spar move scan`. A skill is text a model will read and act
+ * on, so the scanner looks for what would turn that text against the user: downloads piped into a
+ * shell, phrasing aimed at the host model, credential harvesting, exfiltration, invisible
+ * characters, encoded payloads, moves used without being declared, destructive commands, and files
+ * that are too large or not text at all.
+ *
+ * Pure and synchronous: files in, findings out, nothing read from disk or network.
+ *
+ * @example
+ * const findings = scanSkill(new Map([["SKILL.md", readFileSync("skills/x/SKILL.md")]]), { moves });
+ * if (findings.some((f) => f.severity === "high")) refuse();
+ */
+import { isSparError } from "../../kernel/errors.js";
+import { scanEncoded } from "./scan-decode.js";
+import { scanPatterns } from "./scan-patterns.js";
+import {
+  excerpt,
+  type Hit,
+  lineOf,
+  lineStarts,
+  SEVERITY_RANK,
+  type Severity,
+  scanInvisible,
+} from "./scan-text.js";
+import { MAX_SKILL_BYTES, type ParsedSkill, parseSkill, SKILL_FILE } from "./skill.js";
+
+export type { Severity } from "./scan-text.js";
+
+export interface Finding {
+  /** A stable rule id from SCAN_RULES. */
+  rule: string;
+  severity: Severity;
+  /** Path relative to the skill's folder. */
+  file: string;
+  /** 1-based line in `file` (front matter lines count); 1 for findings about a whole file. */
+  line: number;
+  message: string;
+  /** The offending line, trimmed to 120 characters, invisible characters as \u{…}; "" for a whole file. */
+  excerpt: string;
+}
+
+export interface ScanOptions {
+  /** Known move name → its capability type ("none" for moves that need no grant). */
+  moves?: ReadonlyMap<string, string>;
+}
+
+/** Every rule, with its highest severity; the description says when a finding is graded lower. */
+export const SCAN_RULES: readonly { id: string; severity: Severity; description: string }[] = Object.freeze([
+  {
+    id: "pipe-to-shell",
+    severity: "high",
+    description:
+      'A download piped into sh/bash/zsh/python/node/perl/…, `bash <(curl …)`, `sh -c "$(curl …)"`, `iex (iwr …)`, eval/exec of fetched text. Medium: a script downloaded and run on one line with no digest check.',
+  },
+  {
+    id: "prompt-injection",
+    severity: "high",
+    description:
+      "Phrasing aimed at the host model: ignore/disregard/forget previous or system instructions, reveal the system prompt, developer/jailbreak/DAN mode, disable safety or guardrails, act without asking or confirmation, hide actions from the user. Case-insensitive, through filler words, punctuation, line breaks, Markdown emphasis, look-alike letters and digit-for-letter spellings. Medium: chat role markers, notes addressed to the AI reading the file, turning off sandboxes or confirmation prompts, erasing shell history.",
+  },
+  {
+    id: "credential-harvest",
+    severity: "high",
+    description:
+      "Cloud credential files (~/.aws/credentials, gcloud, azure, docker, git-credentials), SSH private keys and authorized_keys, .netrc, .env files being read, keychains and credential managers, browser profiles, cookies and Login Data, /etc/shadow, wallets, instance metadata, printenv/env/set dumps, /proc/*/environ, process.env and os.environ dumps. Medium: a bare mention of ~/.ssh or .env, kubeconfig/.npmrc, one printenv variable, shell history.",
+  },
+  {
+    id: "exfiltration",
+    severity: "high",
+    description:
+      "Sending local data out: curl -d @file/--data-binary @/-F x=@/-T, wget --post-file, uploads from PowerShell, Python or fetch; request catchers, paste sites and tunnels (webhook.site, requestbin, pipedream, ngrok, pastebin, transfer.sh, …), Discord/Slack/Telegram webhooks; URLs on public raw IP addresses; nc/netcat/socat, /dev/tcp; command output in DNS names or URLs; data piped into curl; image URLs built from data; telling the model to send the conversation or secrets somewhere. Medium: an upload whose every destination is a documentation or loopback host, tunnel commands.",
+  },
+  {
+    id: "invisible-unicode",
+    severity: "high",
+    description:
+      "Zero-width characters, bidirectional overrides and isolates, tag characters, variation-selector runs, invisible operators, terminal escapes. Medium: bidi marks, soft hyphens, fillers, other format or control characters, words mixing Latin with Cyrillic or Greek look-alikes. Emoji sequences and Indic or Arabic joiners are ordinary.",
+  },
+  {
+    id: "encoded-payload",
+    severity: "high",
+    description:
+      "base64 (also wrapped or URL-safe), hex, \\x/\\u/octal/% escapes, char codes, PowerShell -EncodedCommand, gzip/zlib inside them: decoded (three layers deep) and scanned again; high when the result is a command or trips another rule, or when decoded text is piped into a shell or evaluated. Medium: decoded readable text, opaque high-entropy blobs. Low: decoded structured data. Digests, public keys and images are not reported.",
+  },
+  {
+    id: "undeclared-move",
+    severity: "high",
+    description:
+      "A known move used in a body (in backticks, or as `name {…}` / `name(`) that front matter `moves` does not list; a listed move whose capability is not in `capabilities`. skill_search, skill_load and move_search are always available. Low: a listed move Spar does not know, a capability no listed move needs.",
+  },
+  {
+    id: "destructive-command",
+    severity: "high",
+    description:
+      "rm -r of /, ~, $HOME or system folders, --no-preserve-root, whole-drive deletes and formats on Windows, mkfs, dd of=/dev/…, writes to raw disks, fork bombs, kill -9 -1, chmod -R 777 / or ~, chown of /, find / -delete. Medium: rm -rf . or *, other chmod 777.",
+  },
+  {
+    id: "oversized",
+    severity: "high",
+    description: "SKILL.md over 64 KiB, any other file over 256 KiB, or all files together over 1 MiB.",
+  },
+  {
+    id: "binary",
+    severity: "high",
+    description:
+      "A file with NUL bytes or invalid UTF-8, an executable (ELF, Mach-O, PE, WebAssembly), an archive, or a resource starting with #! (a script). Medium: a resource named like a script or program (.sh, .py, .exe, …).",
+  },
+  {
+    id: "invalid-front-matter",
+    severity: "high",
+    description: "No SKILL.md, or SKILL.md's front matter fails to parse or validate (the parser's message).",
+  },
+]);
+
+const MAX_RESOURCE_BYTES = 256 * 1024;
+const MAX_TOTAL_BYTES = 1024 * 1024;
+/** Text of one file beyond this is not pattern-scanned (the file is oversized, so refused). */
+const MAX_SCANNED_CHARS = MAX_RESOURCE_BYTES;
+/** Moves every fighter may call to find and read skills: no capability, no declaration. */
+const META_MOVES = new Set(["skill_search", "skill_load", "move_search"]);
+/** A move called: its name followed by `{` or `(` (tested where the name ends). */
+const CALL = /\s*[{(]/y;
+const SCRIPT_EXTENSIONS =
+  /\.(?:sh|bash|zsh|fish|ps1|psm1|bat|cmd|exe|dll|so|dylib|py|pyc|js|mjs|cjs|rb|pl|php|jar|class|scr|vbs|vbe|wsf|msi|app|bin|com|elf|wasm|apk|deb|rpm)$/i;
+
+/** A finding before deduplication: `key` tells apart two findings of one rule on one line (two moves). */
+type Raw = Finding & { key: string };
+
+/** A file's text and where its lines start, for turning hits into findings. */
+interface TextFile {
+  file: string;
+  text: string;
+  starts: number[];
+}
+
+function finding(tf: TextFile, hit: Hit, line: number): Raw {
+  const start = tf.starts[line - 1] ?? 0;
+  const next = tf.starts[line];
+  const lineText = tf.text.slice(start, next === undefined ? undefined : next - 1);
+  return {
+    rule: hit.rule,
+    severity: hit.severity,
+    file: tf.file,
+    line,
+    message: hit.message,
+    excerpt: excerpt(lineText, hit.index - start),
+    key: hit.key ?? "",
+  };
+}
+
+const whole = (rule: string, severity: Severity, file: string, message: string, line = 1) => ({
+  rule,
+  severity,
+  file,
+  line,
+  message,
+  excerpt: "",
+  key: "",
+});
+
+/** The binary rule for one file; `text` is false when the file must not be read as text. */
+function binaryFindings(file: string, bytes: Buffer): { findings: Raw[]; text: boolean } {
+  const head = bytes.subarray(0, 8);
+  const magic = (sig: number[]) => sig.every((b, i) => head[i] === b);
+  const isResource = file !== SKILL_FILE;
+  let kind: string | undefined;
+  if (magic([0x7f, 0x45, 0x4c, 0x46])) kind = "an ELF executable";
+  else if (
+    [
+      [0xfe, 0xed, 0xfa, 0xce],
+      [0xfe, 0xed, 0xfa, 0xcf],
+      [0xce, 0xfa, 0xed, 0xfe],
+      [0xcf, 0xfa, 0xed, 0xfe],
+      [0xca, 0xfe, 0xba, 0xbe],
+    ].some(magic)
+  )
+    kind = "a Mach-O executable";
+  else if (magic([0x4d, 0x5a]) && (bytes.includes(0) || bytes.includes(Buffer.from("PE\0\0"))))
+    kind = "a Windows (PE) executable";
+  else if (magic([0x00, 0x61, 0x73, 0x6d])) kind = "a WebAssembly module";
+  else if (
+    magic([0x50, 0x4b, 0x03, 0x04]) ||
+    magic([0x1f, 0x8b]) ||
+    magic([0x37, 0x7a, 0xbc, 0xaf]) ||
+    magic([0x52, 0x61, 0x72, 0x21])
+  )
+    kind = "an archive";
+  else if (isResource && magic([0x23, 0x21])) kind = "a script (it starts with #!)";
+  if (kind) {
+    const script = kind.startsWith("a script");
+    const why = script ? "a skill carries documents, not programs" : "a skill holds text only";
+    return { findings: [whole("binary", "high", file, `${file} is ${kind}; ${why}`)], text: script };
+  }
+  const findings: Raw[] = [];
+  if (bytes.includes(0)) {
+    return {
+      findings: [whole("binary", "high", file, `${file} holds NUL bytes: binary data, not text`)],
+      text: false,
+    };
+  }
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    findings.push(whole("binary", "high", file, `${file} is not valid UTF-8 text`));
+  }
+  if (isResource && SCRIPT_EXTENSIONS.test(file)) {
+    findings.push(
+      whole(
+        "binary",
+        "medium",
+        file,
+        `${file} is named like a script or program; skills carry documents, not code`,
+      ),
+    );
+  }
+  return { findings, text: true };
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** Where a front-matter key (or a value after it) sits in SKILL.md, for pointing at it. */
+function frontMatterLine(text: string, key: string, value?: string): number {
+  const lines = text.split("\n");
+  const end = lines.findIndex((l, i) => i > 0 && /^---\s*$/.test(l));
+  const last = end === -1 ? lines.length : end;
+  const at = lines.findIndex((l, i) => i < last && new RegExp(`^${escapeRegExp(key)}\\s*:`).test(l));
+  if (at === -1) return 1;
+  if (value !== undefined) {
+    const word = new RegExp(`(?<![\\w-])${escapeRegExp(value)}(?![\\w-])`);
+    for (let i = at; i < last; i++) {
+      const line = lines[i] as string;
+      if (i > at && /^\S/.test(line)) break;
+      if (word.test(i === at ? line.slice(line.indexOf(":") + 1) : line)) return i + 1;
+    }
+  }
+  return at + 1;
+}
+
+function frontMatterError(text: string, err: unknown): Raw {
+  const message = err instanceof Error ? err.message : String(err);
+  let line = 1;
+  const yamlAt = /at line (\d+)/.exec(message);
+  if (yamlAt) line = Number(yamlAt[1]) + 1;
+  else if (isSparError(err) && typeof err.extra.key === "string") line = frontMatterLine(text, err.extra.key);
+  const lines = text.split("\n");
+  return {
+    rule: "invalid-front-matter",
+    severity: "high",
+    file: SKILL_FILE,
+    line,
+    message,
+    excerpt: excerpt(lines[line - 1] ?? ""),
+    key: "",
+  };
+}
+
+/** The undeclared-move rule: front matter against the known moves, and every body against front matter. */
+function moveFindings(skill: ParsedSkill, files: TextFile[], known: ReadonlyMap<string, string>): Raw[] {
+  const out: Raw[] = [];
+  const declared = new Set(skill.meta.moves);
+  const capabilities = new Set(skill.meta.capabilities);
+  const skillFile = files.find((f) => f.file === SKILL_FILE);
+  const at = (key: string, value?: string) => (skillFile ? frontMatterLine(skillFile.text, key, value) : 1);
+  const fmFinding = (severity: Severity, line: number, message: string, key: string) => {
+    const text = skillFile?.text.split("\n")[line - 1] ?? "";
+    out.push({
+      rule: "undeclared-move",
+      severity,
+      file: SKILL_FILE,
+      line,
+      message,
+      excerpt: excerpt(text),
+      key,
+    });
+  };
+  const needed = new Set<string>();
+  let allKnown = true;
+  for (const move of skill.meta.moves) {
+    if (META_MOVES.has(move)) continue;
+    const capability = known.get(move);
+    if (capability === undefined) {
+      allKnown = false;
+      fmFinding("low", at("moves", move), `moves lists "${move}", which is not a move Spar knows`, move);
+      continue;
+    }
+    if (capability === "none") continue;
+    needed.add(capability);
+    if (!capabilities.has(capability)) {
+      fmFinding(
+        "high",
+        at("moves", move),
+        `moves lists "${move}", which needs the "${capability}" capability, but capabilities does not declare it`,
+        move,
+      );
+    }
+  }
+  if (allKnown) {
+    for (const capability of skill.meta.capabilities) {
+      if (!needed.has(capability)) {
+        fmFinding(
+          "low",
+          at("capabilities", capability),
+          `capabilities declares "${capability}", which no listed move needs`,
+          `cap:${capability}`,
+        );
+      }
+    }
+  }
+  for (const tf of files) {
+    const first = tf.file === SKILL_FILE ? skill.bodyLine : 1;
+    let fence: string | undefined;
+    for (let n = first; n <= tf.starts.length; n++) {
+      const start = tf.starts[n - 1] as number;
+      const end = tf.text.indexOf("\n", start);
+      const line = tf.text.slice(start, end === -1 ? undefined : end);
+      const fenceMark = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
+      if (fenceMark && (fence === undefined || fenceMark.startsWith(fence))) {
+        fence = fence === undefined ? fenceMark : undefined;
+        continue;
+      }
+      // Inline code spans, in order; tokens come in order too, so one pointer walks both.
+      const spans =
+        fence === undefined
+          ? [...line.matchAll(/(`+)[^`]+?\1/g)].map((m) => [m.index, m.index + m[0].length])
+          : [];
+      let span = 0;
+      for (const m of line.matchAll(/(?<![\w-])[a-z][a-z0-9_]*(?![\w-])/g)) {
+        const move = m[0];
+        while (span < spans.length && (spans[span]?.[1] as number) <= m.index) span++;
+        if (META_MOVES.has(move) || declared.has(move)) continue;
+        const capability = known.get(move);
+        if (capability === undefined) continue;
+        CALL.lastIndex = m.index + move.length;
+        const called = CALL.test(line);
+        const quoted = span < spans.length && (spans[span]?.[0] as number) < m.index;
+        if (!called && !quoted) continue;
+        const missingCap = capability !== "none" && !capabilities.has(capability);
+        out.push({
+          rule: "undeclared-move",
+          severity: "high",
+          file: tf.file,
+          line: n,
+          message:
+            `uses the move "${move}", which front matter moves does not list` +
+            (missingCap ? ` (and its capability "${capability}" is not declared)` : ""),
+          excerpt: excerpt(line, m.index),
+          key: move,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Scans a skill's files. `files` maps a path relative to the skill's folder ("SKILL.md",
+ * "ref/template.md", …) to its bytes. Returns the findings sorted by file, line and rule (one per
+ * rule and line, the most severe kept). Without `options.moves` the undeclared-move rule cannot
+ * tell a move from a word and checks nothing.
+ */
+export function scanSkill(files: ReadonlyMap<string, Buffer>, options: ScanOptions = {}): Finding[] {
+  const raw: Raw[] = [];
+  const texts: TextFile[] = [];
+  let total = 0;
+  for (const [file, bytes] of files) {
+    total += bytes.length;
+    const cap = file === SKILL_FILE ? MAX_SKILL_BYTES : MAX_RESOURCE_BYTES;
+    if (bytes.length > cap) {
+      raw.push(
+        whole(
+          "oversized",
+          "high",
+          file,
+          `${file} is ${bytes.length} bytes, over the ${cap / 1024} KiB limit`,
+        ),
+      );
+    }
+    const binary = binaryFindings(file, bytes);
+    raw.push(...binary.findings);
+    if (!binary.text) continue;
+    const text = bytes.toString("utf8").replace(/\r\n?/g, "\n");
+    texts.push({ file, text, starts: lineStarts(text) });
+  }
+  if (total > MAX_TOTAL_BYTES) {
+    raw.push(
+      whole("oversized", "high", SKILL_FILE, `the skill's files total ${total} bytes, over the 1 MiB limit`),
+    );
+  }
+
+  let skill: ParsedSkill | undefined;
+  const skillText = texts.find((t) => t.file === SKILL_FILE);
+  if (!files.has(SKILL_FILE)) {
+    raw.push(whole("invalid-front-matter", "high", SKILL_FILE, "the skill has no SKILL.md at its root"));
+  } else if (skillText) {
+    try {
+      skill = parseSkill(skillText.text, SKILL_FILE);
+    } catch (err) {
+      // An oversized SKILL.md is reported once, as oversized.
+      if (!isSparError(err, "PAYLOAD_TOO_LARGE")) raw.push(frontMatterError(skillText.text, err));
+    }
+  }
+
+  // A skill over the size caps is refused as oversized anyway: scan no more than the total cap.
+  let budget = MAX_TOTAL_BYTES;
+  for (const tf of texts) {
+    if (budget <= 0) break;
+    const scanned = tf.text.slice(0, Math.min(MAX_SCANNED_CHARS, budget));
+    budget -= scanned.length;
+    // One hit per rule and line before excerpts are cut: a line may hold thousands of matches.
+    const best = new Map<string, { hit: Hit; line: number }>();
+    for (const hit of [...scanInvisible(scanned), ...scanPatterns(scanned), ...scanEncoded(scanned)]) {
+      const line = lineOf(tf.starts, hit.index);
+      const id = `${line}\0${hit.rule}\0${hit.key ?? ""}`;
+      const seen = best.get(id);
+      if (!seen || SEVERITY_RANK[hit.severity] > SEVERITY_RANK[seen.hit.severity])
+        best.set(id, { hit, line });
+    }
+    for (const { hit, line } of best.values()) raw.push(finding(tf, hit, line));
+  }
+  if (skill && options.moves) raw.push(...moveFindings(skill, texts, options.moves));
+
+  const kept = new Map<string, Raw>();
+  for (const f of raw) {
+    const id = `${f.file}\0${f.line}\0${f.rule}\0${f.key}`;
+    const seen = kept.get(id);
+    if (!seen || SEVERITY_RANK[f.severity] > SEVERITY_RANK[seen.severity]) kept.set(id, f);
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...kept.values()]
+    .sort(
+      (a, b) =>
+        cmp(a.file, b.file) ||
+        a.line - b.line ||
+        cmp(a.rule, b.rule) ||
+        SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity] ||
+        cmp(a.message, b.message),
+    )
+    .map(({ key: _key, ...f }) => f);
+}

@@ -1,0 +1,277 @@
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type ChatMessage,
+  definePlugin,
+  type FighterRow,
+  type MoveDeclaration,
+  type MoveHandler,
+  SparError,
+} from "../../kernel/sdk.js";
+import {
+  listing,
+  loadSkills,
+  missingCapabilities,
+  readSkillFile,
+  type Skill,
+  type SkillPack,
+  type SkillRoot,
+  skillRoots,
+  skillsFor,
+} from "../../lib/skills/catalog.js";
+import { disabledNames, disabledStamp } from "../../lib/skills/disabled.js";
+import { rankIndex } from "../../lib/skills/rank.js";
+import { installRoutes } from "./install-routes.js";
+import { calledMoves, deferredNote, offerTools } from "./offer.js";
+import { type SkillsSettings, withDefaults } from "./settings.js";
+
+declare module "../../kernel/sdk.js" {
+  interface SparEventMap {
+    /** A skill was installed, or a bundled one switched on again. */
+    "move.installed": { name: string; source: string; version: string; forced: boolean };
+    /** An installed skill was removed, or a bundled one switched off. */
+    "move.removed": { name: string; source: string };
+  }
+}
+
+/** Bouts whose activated moves are remembered in memory (the history keeps what was called). */
+const MAX_BOUTS = 1000;
+
+/**
+ * Skills on demand, and a prompt that stays small. A fighter's prompt never carries a skill's body:
+ * the few skills that match the current message are named beside it, `skill_search` finds others and
+ * `skill_load` reads one (and offers the moves it needs). When a fighter may use many moves, only a
+ * core set is offered; `move_search` finds the rest and offers them from then on in the bout.
+ */
+export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
+  id: "moves-skills",
+  apply({ hooks, ring, home, log, events }, sections) {
+    const settings = withDefaults(sections["moves.skills"]);
+    const installedDir = join(home, "skills");
+    const lockFile = join(installedDir, "skills.lock.json");
+
+    interface Catalog {
+      /** Every skill a fighter may be offered: enabled bundled ones and installed ones. */
+      skills: Skill[];
+      byName: Map<string, Skill>;
+      /** Every bundled skill, switched off or not. */
+      bundled: Map<string, Skill>;
+      stamp: string;
+    }
+    let catalog: Catalog | undefined;
+    let loading: Promise<Catalog> | undefined;
+    const stamp = () => `${existsSync(lockFile) ? statSync(lockFile).mtimeMs : 0}:${disabledStamp(home)}`;
+
+    let recovered = false;
+    /** The skill roots: every skill pack's folders, then the installed set. */
+    async function roots(): Promise<SkillRoot[]> {
+      if (!recovered) {
+        // An install or removal a crash interrupted is finished or undone before the set is read.
+        const { recoverInstalled } = await import("../../lib/skills/installed.js");
+        const report = await recoverInstalled(home);
+        for (const name of [...report.missing, ...report.modified]) {
+          log.warn("an installed skill's files are missing or changed since it was installed", {
+            skill: name,
+          });
+        }
+        recovered = true;
+      }
+      const packs: SkillPack[] = [];
+      for (const plugin of await ring.plugins.list()) {
+        if (plugin.kind !== "skill-pack") continue;
+        const folders = (await ring.plugins.manifest(plugin.id))?.contributes?.skills ?? [];
+        packs.push({ id: plugin.id, source: plugin.source, dir: plugin.dir, folders });
+      }
+      return skillRoots(home, packs, (plugin, folder) =>
+        log.warn("a skill pack's folder is outside it, ignored", { plugin, folder }),
+      );
+    }
+
+    /** The catalog, read on first need and again when the installed set (or the switched-off list) changes. */
+    async function skills(): Promise<Catalog> {
+      if (catalog && catalog.stamp === stamp()) return catalog;
+      loading ??= (async () => {
+        const now = stamp();
+        const { skills: all, problems } = loadSkills(await roots());
+        for (const p of problems) log.warn("a skill was not loaded", { file: p.file, error: p.error });
+        const off = disabledNames(home);
+        const enabled = all.filter((s) => !(s.source === "bundled" && off.has(s.name)));
+        catalog = {
+          skills: enabled,
+          byName: new Map(enabled.map((s) => [s.name, s])),
+          bundled: new Map(all.filter((s) => s.source === "bundled").map((s) => [s.name, s])),
+          stamp: now,
+        };
+        return catalog;
+      })().finally(() => {
+        loading = undefined;
+      });
+      return loading;
+    }
+    const reload = () => {
+      catalog = undefined;
+    };
+
+    /** Per bout: the moves activated by move_search or skill_load, in order, most recent bouts kept. */
+    const activated = new Map<string, Set<string>>();
+    /** Per bout: every tool the fighter may use, as its last prompt had them (what move_search looks in). */
+    const available = new Map<string, MoveDeclaration[]>();
+    const remember = <V>(map: Map<string, V>, bout: string, value: V) => {
+      map.delete(bout);
+      map.set(bout, value);
+      if (map.size > MAX_BOUTS) map.delete(map.keys().next().value as string);
+    };
+    const activate = (bout: string, names: readonly string[]) => {
+      const set = activated.get(bout) ?? new Set<string>();
+      for (const name of names) set.add(name);
+      remember(activated, bout, set);
+    };
+
+    const fighterSkills = async (fighter: FighterRow) =>
+      skillsFor((await skills()).skills, fighter.manifest.skills ?? []);
+
+    const handlers: Record<string, MoveHandler> = {
+      skill_search: {
+        name: "skill_search",
+        async run(input, { fighter }) {
+          const mine = await fighterSkills(fighter);
+          const limit = typeof input.limit === "number" ? input.limit : 5;
+          const grants = fighter.manifest.capabilities ?? [];
+          const results = rankIndex(mine)
+            .search(String(input.query), limit)
+            .map(({ item }) => {
+              const missing = missingCapabilities(item, grants);
+              return {
+                name: item.name,
+                description: item.description,
+                category: item.category,
+                ...(missing.length
+                  ? { unavailable: `needs ${missing.join(", ")}, which you do not hold` }
+                  : {}),
+              };
+            });
+          return { query: input.query, results };
+        },
+      },
+      skill_load: {
+        name: "skill_load",
+        async run(input, { fighter, bout_id }) {
+          const name = String(input.name);
+          const skill = (await fighterSkills(fighter)).find((s) => s.name === name);
+          if (!skill) {
+            const near = rankIndex(await fighterSkills(fighter)).search(name.replace(/-/g, " "), 3);
+            const hint = near.length ? `; did you mean ${near.map((n) => n.item.name).join(", ")}?` : "";
+            throw new SparError("NOT_FOUND", `no skill named "${name}" is available to you${hint}`);
+          }
+          const missing = missingCapabilities(skill, fighter.manifest.capabilities ?? []);
+          if (missing.length > 0) {
+            throw new SparError(
+              "CAPABILITY_DENIED",
+              `the skill "${name}" needs the ${missing.join(", ")} capabilit${missing.length > 1 ? "ies" : "y"}, which you do not hold: do the task without it, or tell the user what it would need`,
+            );
+          }
+          const file = typeof input.file === "string" ? input.file : undefined;
+          const text = readSkillFile(skill, file);
+          if (file === undefined) activate(bout_id, skill.moves);
+          return file === undefined
+            ? {
+                name: skill.name,
+                version: skill.version,
+                moves: skill.moves,
+                files: skill.resources,
+                instructions: text,
+              }
+            : { name: skill.name, file, content: text };
+        },
+      },
+      move_search: {
+        name: "move_search",
+        async run(input, { bout_id }) {
+          const tools = available.get(bout_id) ?? [];
+          const limit = typeof input.limit === "number" ? input.limit : 5;
+          const found = rankIndex(tools.filter((t) => !(t.name in handlers))).search(
+            String(input.query),
+            limit,
+          );
+          activate(
+            bout_id,
+            found.map((f) => f.item.name),
+          );
+          return {
+            query: input.query,
+            moves: found.map(({ item }) => ({
+              name: item.name,
+              description: item.description,
+              capability: item.capability,
+            })),
+            note: found.length
+              ? "These moves are now offered to you: call them directly."
+              : "No move matched; try other words.",
+          };
+        },
+      },
+    };
+    hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+
+    hooks.move.skills.tap(async (list) => [...list, ...(await skills()).skills.map(listing)]);
+
+    hooks.turn.prepare.tap(async (prompt, { fighter, bout_id }) => {
+      remember(available, bout_id, prompt.tools);
+      const used = calledMoves(prompt.messages);
+      const { offered, deferred } = offerTools(
+        prompt.tools,
+        [...used, ...(activated.get(bout_id) ?? [])],
+        settings,
+      );
+      const skillsNote = await relevantSkills(prompt.messages, fighter);
+      return { ...prompt, system: `${prompt.system}${deferredNote(deferred)}${skillsNote}`, tools: offered };
+    });
+
+    /**
+     * The few skills that match the current message (name and description only), when any do: at
+     * most `relevant`, each sharing at least two of the message's words with the skill, one of them
+     * in its name or tags, and scoring `min_score` or more, so that small talk names none.
+     */
+    async function relevantSkills(messages: ChatMessage[], fighter: FighterRow): Promise<string> {
+      if (settings.relevant === 0) return "";
+      const user = messages.findLast((m) => m.role === "user");
+      if (!user || typeof user.content !== "string") return "";
+      const matches = rankIndex(await fighterSkills(fighter))
+        .search(user.content, 20, settings.min_score)
+        .filter((r) => r.matched >= 2 && r.named)
+        .slice(0, settings.relevant);
+      if (matches.length === 0) return "";
+      const lines = matches.map(({ item }) => `- ${item.name}: ${item.description}`).join("\n");
+      return `\n\n## Skills for this message\nRead one with skill_load before following it:\n${lines}`;
+    }
+
+    hooks.arena.routes.tap((routes) => {
+      routes.add({
+        listener: "api",
+        method: "GET",
+        path: "/api/v1/moves/search",
+        async handler({ query }) {
+          const q = (query.q ?? "").trim();
+          if (q === "") throw new SparError("VALIDATION_FAILED", "give what to search for as ?q=");
+          const limit = Math.min(Math.max(Number.parseInt(query.limit ?? "10", 10) || 10, 1), 100);
+          const tools = await ring.moves.list();
+          const catalog = (await skills()).skills;
+          const entries = [
+            ...catalog.map((s) => ({ kind: "skill" as const, ...listing(s) })),
+            ...tools.map((m) => ({
+              kind: "move" as const,
+              name: m.name,
+              description: m.description,
+              capability: m.capability,
+            })),
+          ];
+          const results = rankIndex(entries)
+            .search(q, limit)
+            .map(({ item, score }) => ({ ...item, score }));
+          return { body: { query: q, results } };
+        },
+      });
+      installRoutes(routes, { home, settings, events, log, reload, skills, moves: () => ring.moves.list() });
+    });
+  },
+});

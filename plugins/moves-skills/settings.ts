@@ -1,0 +1,31 @@
+/** `[moves.skills]` with its defaults (plugin.json holds the same defaults and the schema). */
+export interface SkillsSettings {
+  /** Skills named beside a message, at most. 0: none. */
+  relevant: number;
+  /** The least ranking score a skill needs to be named beside a message. */
+  min_score: number;
+  /** Past this many tools a fighter may use, only `core` and the meta moves are offered at first. */
+  defer_above: number;
+  /** The moves always offered when the rest are deferred. */
+  core: string[];
+  /** Private addresses a skill URL may be installed from (`127.0.0.1:8080`, `intranet.local`). */
+  allow_private: string[];
+  /** The most bytes a skill download may have. */
+  max_download_bytes: number;
+  download_timeout_s: number;
+}
+
+export const DEFAULTS: SkillsSettings = {
+  relevant: 3,
+  min_score: 3,
+  defer_above: 12,
+  core: ["memory_store", "memory_recall"],
+  allow_private: [],
+  max_download_bytes: 2 * 1024 * 1024,
+  download_timeout_s: 30,
+};
+
+/** The kernel fills in a dotted table's defaults only when the table is in config.toml. */
+export function withDefaults(table: Partial<SkillsSettings> | undefined): SkillsSettings {
+  return { ...DEFAULTS, ...table };
+}
