@@ -127,6 +127,19 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
       remember(activated, bout, set);
     };
 
+    /** The search index of what a fighter may use: the whole catalog's is built once per catalog. */
+    const indexes = new WeakMap<Catalog, ReturnType<typeof rankIndex<Skill>>>();
+    async function skillIndexFor(fighter: FighterRow) {
+      const current = await skills();
+      const allowed = fighter.manifest.skills ?? [];
+      if (allowed.length > 0) return rankIndex(skillsFor(current.skills, allowed));
+      let index = indexes.get(current);
+      if (!index) {
+        index = rankIndex(current.skills);
+        indexes.set(current, index);
+      }
+      return index;
+    }
     const fighterSkills = async (fighter: FighterRow) =>
       skillsFor((await skills()).skills, fighter.manifest.skills ?? []);
 
@@ -134,10 +147,9 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
       skill_search: {
         name: "skill_search",
         async run(input, { fighter }) {
-          const mine = await fighterSkills(fighter);
           const limit = typeof input.limit === "number" ? input.limit : 5;
           const grants = fighter.manifest.capabilities ?? [];
-          const results = rankIndex(mine)
+          const results = (await skillIndexFor(fighter))
             .search(String(input.query), limit)
             .map(({ item }) => {
               const missing = missingCapabilities(item, grants);
@@ -236,7 +248,7 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
       if (settings.relevant === 0) return "";
       const user = messages.findLast((m) => m.role === "user");
       if (!user || typeof user.content !== "string") return "";
-      const matches = rankIndex(await fighterSkills(fighter))
+      const matches = (await skillIndexFor(fighter))
         .search(user.content, 20, settings.min_score)
         .filter((r) => r.matched >= 2 && r.named)
         .slice(0, settings.relevant);
