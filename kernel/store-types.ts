@@ -35,6 +35,58 @@ export interface ScheduleRecord {
   last_status?: string;
 }
 
+/** What a gorilla's operator asked for; the gorilla itself is a GORILLA.toml file, not a row. */
+export type GorillaDesired = "caged" | "unleashed";
+
+/** A gorilla's persisted state, kept by name so it survives restarts (and edits of its file). */
+export interface GorillaState {
+  name: string;
+  desired: GorillaDesired;
+  /** When `desired` last changed (ISO time). */
+  changed_at: string;
+  /** The last fire recorded with `recordFire`: where catch-up after a restart counts from. */
+  last_fire_at?: string;
+}
+
+/** What started a run: the schedule, an operator (`run` now), or the catch-up after a restart. */
+export type GorillaRunTrigger = "schedule" | "manual" | "catch_up";
+
+/** `running` until it ends; `skipped` runs are recorded ended (a fire that ran no cycle). */
+export type GorillaRunOutcome = "running" | "ok" | "failed" | "aborted" | "skipped";
+
+/**
+ * One gorilla cycle, or one fire that was skipped. Times are ISO 8601 in UTC with milliseconds
+ * (the store normalizes the times it is given).
+ */
+export interface GorillaRunRecord {
+  id: string;
+  gorilla: string;
+  trigger: GorillaRunTrigger;
+  started_at: string;
+  /** Absent while running. */
+  finished_at?: string;
+  outcome: GorillaRunOutcome;
+  usage: Usage;
+  /** The cycle's result, at most 256 KiB of UTF-8 (see `runs.finish`). */
+  output?: string;
+  /** Why it failed, was aborted or was skipped. */
+  error?: string;
+  /** The fighter bout the cycle ran in, given when the run finished. */
+  bout_id?: string;
+}
+
+/** How the runs of a gorilla end (`runs.finish`). */
+export interface GorillaRunEnd {
+  outcome: "ok" | "failed" | "aborted";
+  usage: Usage;
+  output?: string;
+  error?: string;
+  /** Default: now. */
+  finished_at?: string;
+  /** The bout the cycle ran in (BOUT_NOT_FOUND when there is no such bout). */
+  bout_id?: string;
+}
+
 /** A memory candidate for a query, with how many query words it contains. */
 export type MemoryMatch = MemoryRecord & { matches: number };
 
@@ -309,6 +361,56 @@ export interface Store {
     ran(id: string, run: { at: string; status: string; next_run_at?: string }): Promise<void>;
     /** Removes a schedule (only the fighter's own when `fighterId` is given); false when there was none. */
     remove(id: string, fighterId?: string): Promise<boolean>;
+  };
+  readonly gorillas: {
+    /** The state recorded for a gorilla name; undefined when none was (a gorilla starts caged). */
+    state(name: string): Promise<GorillaState | undefined>;
+    /** Every recorded state, by name. */
+    states(): Promise<GorillaState[]>;
+    /**
+     * Records what the operator asked for; `changed_at` moves only when `desired` changes. Returns
+     * the state.
+     */
+    setDesired(name: string, desired: GorillaDesired): Promise<GorillaState>;
+    /** Records a fire at `at` (a name with no state yet is recorded caged). Returns the state. */
+    recordFire(name: string, at: string): Promise<GorillaState>;
+    readonly runs: {
+      /**
+       * Starts a run (`running`, started now unless told). A gorilla has at most one running run:
+       * a second is CONFLICT (record the fire with `skipped` instead).
+       */
+      begin(start: {
+        gorilla: string;
+        trigger: GorillaRunTrigger;
+        started_at?: string;
+      }): Promise<GorillaRunRecord>;
+      /**
+       * Ends a running run. NOT_FOUND for an unknown id; CONFLICT when it has already ended (an
+       * ended run never changes). `output` and `error` longer than 256 KiB (262,144 bytes) of UTF-8
+       * are cut to fit that, marker included: they end with "\n[cut: N bytes in all]".
+       */
+      finish(id: string, end: GorillaRunEnd): Promise<GorillaRunRecord>;
+      /** Records a fire that ran no cycle: outcome `skipped`, started and finished at `at`, `reason` as its error. */
+      skipped(skip: {
+        gorilla: string;
+        at: string;
+        reason: string;
+        /** Default: "schedule". */
+        trigger?: GorillaRunTrigger;
+      }): Promise<GorillaRunRecord>;
+      get(id: string): Promise<GorillaRunRecord | undefined>;
+      /**
+       * A gorilla's runs, newest first (by started_at; runs started at the same time, the later
+       * recorded first), at most `limit` (an integer ≥ 1). `before` is a run id of that gorilla:
+       * the page after it, with no run skipped or repeated however many share a start time
+       * (NOT_FOUND once that run is gone).
+       */
+      list(gorilla: string, page: { limit: number; before?: string }): Promise<GorillaRunRecord[]>;
+      /** At start: runs a stopped daemon left `running` become `failed`, "daemon restarted", at `now`. Returns how many. */
+      abandon(now: string): Promise<number>;
+      /** Keeps the gorilla's newest `keep` runs (and any still running), deletes the rest; returns how many went. */
+      prune(gorilla: string, keep: number): Promise<number>;
+    };
   };
   readonly usage: {
     record(

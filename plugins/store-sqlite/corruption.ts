@@ -108,22 +108,21 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
     };
   };
 
-  const guarded: Record<string, unknown> = {};
-  for (const [name, member] of Object.entries(data)) {
-    if (name === "close") continue;
-    if (typeof member === "function") {
-      guarded[name] = wrap(name, member as (...args: unknown[]) => unknown, data);
-      continue;
-    }
+  // Groups nest (`gorillas.runs.begin`): each method is named by its whole path, as `reads` lists it.
+  const guard = (members: object, prefix: string): Record<string, unknown> => {
     const group: Record<string, unknown> = {};
-    for (const [method, fn] of Object.entries(member as object)) {
-      group[method] =
-        typeof fn === "function"
-          ? wrap(`${name}.${method}`, fn as (...args: unknown[]) => unknown, member)
-          : fn;
+    for (const [key, member] of Object.entries(members)) {
+      const name = prefix === "" ? key : `${prefix}.${key}`;
+      if (typeof member === "function") {
+        group[key] = wrap(name, member as (...args: unknown[]) => unknown, members);
+      } else {
+        group[key] = typeof member === "object" && member !== null ? guard(member, name) : member;
+      }
     }
-    guarded[name] = group;
-  }
+    return group;
+  };
+  const { close: _close, ...methods } = data;
+  const guarded = guard(methods, "");
   return {
     ...(guarded as unknown as Omit<Store, "health" | "integrity" | "durable" | "close">),
     health: () => health,

@@ -224,6 +224,25 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
     expect((await store.creeds.get("kept-2"))?.identity).toBe("v2");
   });
 
+  it("a gorilla's writes, in the nested runs group too, resolve after a flush; its reads flush nothing", async () => {
+    const datasync = vi.spyOn(FileHandle, "datasync");
+    await store.gorillas.setDesired("dur-gorilla", "unleashed");
+    expect(datasync).toHaveBeenCalledTimes(1);
+    const run = await store.gorillas.runs.begin({ gorilla: "dur-gorilla", trigger: "manual" });
+    expect(datasync).toHaveBeenCalledTimes(2);
+    // Both writes of one turn of the loop share a transaction and a flush.
+    await Promise.all([
+      store.gorillas.runs.finish(run.id, { outcome: "ok", usage: { input_tokens: 1, output_tokens: 1 } }),
+      store.gorillas.recordFire("dur-gorilla", new Date().toISOString()),
+    ]);
+    expect(datasync).toHaveBeenCalledTimes(3);
+    await store.gorillas.state("dur-gorilla");
+    await store.gorillas.states();
+    await store.gorillas.runs.get(run.id);
+    await store.gorillas.runs.list("dur-gorilla", { limit: 5 });
+    expect(datasync).toHaveBeenCalledTimes(3);
+  });
+
   it("concurrent writes share flushes", async () => {
     const datasync = vi.spyOn(FileHandle, "datasync");
     await Promise.all(Array.from({ length: 50 }, (_, i) => store.creeds.put(`f${i}`, creed(i))));

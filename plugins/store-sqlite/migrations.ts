@@ -232,6 +232,41 @@ CREATE INDEX schedules_fighter ON schedules(fighter_id, next_run_at);
 CREATE INDEX schedules_next ON schedules(next_run_at);
 `,
   },
+  {
+    version: 8,
+    name: "gorillas",
+    sql: `
+-- What the operator asked of each gorilla, by name (the gorillas themselves are GORILLA.toml files).
+CREATE TABLE gorillas (
+  name TEXT PRIMARY KEY,
+  desired TEXT NOT NULL CHECK (desired IN ('caged', 'unleashed')),
+  changed_at TEXT NOT NULL,
+  last_fire_at TEXT
+);
+
+-- Every cycle and every skipped fire. seq orders runs that started at the same time, and is what
+-- stays when a VACUUM renumbers rowids (it is the rowid).
+CREATE TABLE gorilla_runs (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  gorilla TEXT NOT NULL,
+  trigger TEXT NOT NULL CHECK (trigger IN ('schedule', 'manual', 'catch_up')),
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  outcome TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed', 'aborted', 'skipped')),
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  output TEXT,
+  error TEXT,
+  bout_id TEXT REFERENCES bouts(id),
+  CHECK ((outcome = 'running') = (finished_at IS NULL))
+);
+-- Newest first per gorilla, and the pages after a run: (gorilla, started_at, seq) in the index.
+CREATE INDEX gorilla_runs_newest ON gorilla_runs(gorilla, started_at);
+-- At most one running cycle per gorilla; also all that abandon() reads at start.
+CREATE UNIQUE INDEX gorilla_runs_running ON gorilla_runs(gorilla) WHERE outcome = 'running';
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

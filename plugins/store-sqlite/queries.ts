@@ -6,6 +6,7 @@
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
+import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
@@ -148,6 +149,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
     schedules: createSchedules(db, requireLiveFighter),
+    gorillas: createGorillas(db, { now, requireBout }),
     ...turns,
     usage,
     nonces: createNonces(db),

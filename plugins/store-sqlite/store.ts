@@ -48,6 +48,10 @@ const READS: ReadonlySet<string> = new Set([
   "knowledge.query",
   "usage.summary",
   "schedules.list",
+  "gorillas.state",
+  "gorillas.states",
+  "gorillas.runs.get",
+  "gorillas.runs.list",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */
