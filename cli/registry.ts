@@ -143,6 +143,32 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/fighter.js")).fighter(action, args[0], as(options)),
   },
   {
+    name: "gorilla",
+    summary: "Gorillas: autonomous fighters on a schedule (GORILLA.toml), caged until unleashed",
+    actions: [
+      { name: "list", args: "", summary: "Every gorilla, its state, schedule, next and last run" },
+      { name: "status", args: "<name>", summary: "One gorilla: state, schedule, budgets, moves, last run" },
+      {
+        name: "unleash",
+        args: "<name>",
+        summary: "Fire it on its schedule from now on (kept across restarts)",
+      },
+      { name: "cage", args: "<name>", summary: "Stop its schedule; a running cycle is aborted" },
+      { name: "run", args: "<name>", summary: "Run one cycle now, caged or not; prints the run id" },
+      {
+        name: "runs",
+        args: "<name>",
+        summary: "Its runs, newest first: trigger, outcome, time, tokens, result or error",
+        options: [
+          { flag: "--limit", value: "n", summary: "At most this many runs (default 20)" },
+          { flag: "--before", value: "run-id", summary: "The page after this run" },
+        ],
+      },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/gorilla.js")).gorilla(action, args[0], as(options)),
+  },
+  {
     name: "key",
     summary: "The public keys allowed to sign requests (a running daemon sees a change at once)",
     actions: [

@@ -53,7 +53,14 @@ export interface SparConfig {
   memory: { compaction: CompactionConfig; decay: DecayConfig };
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
-  plugins: { enable: string[]; disable: string[]; dirs: string[]; store: string; arena: string };
+  plugins: {
+    enable: string[];
+    disable: string[];
+    dirs: string[];
+    store: string;
+    arena: string;
+    scheduler: string;
+  };
   /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
   providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
   /**
@@ -167,6 +174,7 @@ export const CONFIG_SCHEMA = {
       dirs: strings(),
       store: { type: "string", default: "store-sqlite" },
       arena: { type: "string", default: "arena-http" },
+      scheduler: { type: "string", default: "scheduler-croner" },
     }),
   },
 } as const;

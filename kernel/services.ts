@@ -120,6 +120,8 @@ export interface RingServices {
   readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
+  /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
+  readonly gorillas: Store["gorillas"];
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {
     add(

@@ -14,7 +14,7 @@ import {
 } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { api, daemonUrl } from "../client.js";
-import { type GlobalOptions, printJson } from "../output.js";
+import { type GlobalOptions, printable, printJson } from "../output.js";
 import { checkMcpServers } from "./doctor-mcp.js";
 import { checkProviders, configuredModels } from "./doctor-providers.js";
 
@@ -42,9 +42,15 @@ export async function doctor(options: GlobalOptions): Promise<void> {
 
   const providers = await checkProviders(home, config, models);
   const mcp = await checkMcpServers(config);
-  const failed = checks.some((c) => !c.ok) || providers.some((p) => !p.reachable) || mcp.some((m) => !m.ok);
+  const gorillas = await gorillaProblems(home, config);
+  const failed =
+    checks.some((c) => !c.ok) ||
+    providers.some((p) => !p.reachable) ||
+    mcp.some((m) => !m.ok) ||
+    gorillas.length > 0;
   if (failed) process.exitCode = 1;
-  if (options.json) return printJson({ ok: !failed, checks, providers, mcp });
+  if (options.json)
+    return printJson({ ok: !failed, checks, providers, mcp, gorillas: { problems: gorillas } });
 
   const mark = (ok: boolean) => (ok ? "ok  " : "FAIL");
   const lines = [
@@ -66,7 +72,38 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   }
   if (mcp.length > 0)
     lines.push("MCP servers:", ...mcp.map((m) => `  ${mark(m.ok)} ${m.server}: ${m.detail}`));
+  lines.push("Gorillas:");
+  if (gorillas.length === 0) lines.push(`  ${mark(true)} every GORILLA.toml loads`);
+  for (const g of gorillas) lines.push(`  ${mark(false)} ${printable(g.error)}`);
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/**
+ * GORILLA.toml files that do not load (the daemon skips them): as the running daemon reports them,
+ * else read here against the moves the plugins' manifests declare.
+ */
+async function gorillaProblems(home: string, config: SparConfig): Promise<{ file: string; error: string }[]> {
+  try {
+    return (await api<{ problems: { file: string; error: string }[] }>("GET", "/api/v1/gorillas")).problems;
+  } catch (err) {
+    if (!isSparError(err, "DAEMON_UNREACHABLE")) return [];
+  }
+  const { loadGorillas } = await import("../../lib/gorillas/manifest.js");
+  const { discoverPlugins, pluginRoots } = await import("../../kernel/plugin-manifest.js");
+  const { KERNEL_VERSION, PACKAGE_ROOT } = await import("../../kernel/version.js");
+  const moves = new Map(
+    discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION).flatMap(({ manifest }) =>
+      (manifest.contributes?.moves ?? []).map((m) => [m.name, m.capability] as const),
+    ),
+  );
+  const timezone = config.sections.gorillas?.timezone;
+  return loadGorillas(
+    [
+      { dir: join(PACKAGE_ROOT, "gorillas"), source: "bundled" },
+      { dir: join(home, "gorillas"), source: "user" },
+    ],
+    { moves, ...(typeof timezone === "string" ? { timezone } : {}) },
+  ).problems;
 }
 
 /**

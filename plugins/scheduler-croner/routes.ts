@@ -1,0 +1,84 @@
+/**
+ * The gorilla routes on the API listener (DESIGN §6), each also answered under `/api/…` by the
+ * Arena. Lists answer `{gorillas, problems}` and `{runs}`; a gorilla's id is its name.
+ */
+import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
+import type { GorillaRuntime } from "./runtime.js";
+
+const BASE = "/api/v1/gorillas";
+/** Runs one page holds by default, and at most. */
+const PAGE = 20;
+const MAX_PAGE = 500;
+
+function pageOf(query: Record<string, string>): { limit: number; before?: string } {
+  const raw = query.limit ?? String(PAGE);
+  const limit = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new SparError("VALIDATION_FAILED", `?limit must be an integer from 1 to ${MAX_PAGE}, not "${raw}"`);
+  }
+  const before = query.before;
+  if (before !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(before)) {
+    throw new SparError("VALIDATION_FAILED", "?before must be a run id");
+  }
+  return { limit, ...(before ? { before } : {}) };
+}
+
+/** The actions take no body: none, or `{}`. Returns the gorilla's id. */
+function noBody(body: unknown, id: string | undefined): string {
+  const empty =
+    body === undefined ||
+    body === null ||
+    (typeof body === "object" && !Array.isArray(body) && Object.keys(body).length === 0);
+  if (!empty) throw new SparError("VALIDATION_FAILED", "this action takes no body (send none, or {})");
+  return id as string;
+}
+
+export function addGorillaRoutes(routes: RouteRegistry, runtime: GorillaRuntime): void {
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: BASE,
+    handler: async () => ({ body: await runtime.list() }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id`,
+    handler: async ({ params }) => ({ body: await runtime.get(params.id as string) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: `${BASE}/:id/unleash`,
+    handler: async ({ params, body }) => ({ body: await runtime.unleash(noBody(body, params.id)) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: `${BASE}/:id/cage`,
+    handler: async ({ params, body }) => ({ body: await runtime.cage(noBody(body, params.id)) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: `${BASE}/:id/run`,
+    // 201 with the run as recorded started: the cycle goes on after the answer.
+    handler: async ({ params, body }) => ({ status: 201, body: await runtime.run(noBody(body, params.id)) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id/runs`,
+    handler: async ({ params, query }) => ({
+      body: { runs: await runtime.runs(params.id as string, pageOf(query)) },
+    }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id/runs/:run_id`,
+    handler: async ({ params }) => ({
+      body: await runtime.runRecord(params.id as string, params.run_id as string),
+    }),
+  });
+}
