@@ -205,7 +205,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     });
     pending.add(work);
     live.queue = work.then(
-      ({ completed }) => (completed ? aftercare.later(completed) : undefined),
+      ({ completed }) => (completed && opts.aftercare !== false ? aftercare.later(completed) : undefined),
       () => undefined,
     );
     const done = work.finally(() => pending.delete(work));

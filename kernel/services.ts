@@ -58,6 +58,11 @@ export interface MessageOptions {
   chain?: readonly string[];
   /** A retry with the same key (within 24 h) gets this attempt's reply instead of running again. */
   idempotency_key?: string;
+  /**
+   * `false`: no work after the reply (`turn.after` taps such as the Creed's reflection, compaction),
+   * so the turn makes no model call once it has answered: a gorilla's cycle stays inside its budget.
+   */
+  aftercare?: boolean;
 }
 
 export interface FighterUsage {

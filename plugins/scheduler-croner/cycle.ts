@@ -171,6 +171,8 @@ async function runCycle(
     const result = await deps.ring.fighters.message(fighter, text, {
       bout: "new",
       signal: cycle.controller.signal,
+      // No Creed reflection or compaction after the reply: the cycle's model calls are all its turn's.
+      aftercare: false,
     });
     reply = result;
     turn = { ok: true, stop_reason: result.stop_reason, iterations: result.iterations };
