@@ -10,6 +10,7 @@ import standaloneCode from "ajv/dist/standalone/index.js";
 import { CONFIG_SCHEMA } from "../dist/kernel/config.js";
 import { FIGHTER_MANIFEST_SCHEMA } from "../dist/kernel/fighter-manifest.js";
 import { AJV_OPTIONS, schemaKey } from "../dist/kernel/schema.js";
+import { GORILLA_SCHEMA } from "../dist/lib/gorillas/manifest.js";
 
 const root = join(import.meta.dirname, "..");
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
@@ -17,7 +18,8 @@ const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 /** mode → the schemas to precompile in it. */
 const schemas = {
   plain: [readJson(join(root, "plugin.schema.json")), FIGHTER_MANIFEST_SCHEMA],
-  defaults: [CONFIG_SCHEMA],
+  // GORILLA.toml files are checked at every start by the scheduler plugin.
+  defaults: [CONFIG_SCHEMA, GORILLA_SCHEMA],
 };
 for (const id of readdirSync(join(root, "plugins"))) {
   let manifest;

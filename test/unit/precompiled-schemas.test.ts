@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { CONFIG_SCHEMA } from "../../kernel/config.js";
 import { FIGHTER_MANIFEST_SCHEMA } from "../../kernel/fighter-manifest.js";
 import { AJV_OPTIONS, formatSchemaErrors, type SchemaMode, schemaKey } from "../../kernel/schema.js";
+import { GORILLA_SCHEMA } from "../../lib/gorillas/manifest.js";
 
 const root = join(import.meta.dirname, "..", "..");
 const built = createRequire(import.meta.url)(
@@ -44,6 +45,23 @@ describe("precompiled schemas", () => {
       { agent: { max_iteratons: 25 } },
       { api_listen: 6660 },
       { default_model: { provider: "openai", model: "gpt-4o" }, memory: { decay: { rate_per_day: -1 } } },
+    ]);
+  });
+
+  it("GORILLA.toml: defaults, unknown keys, wrong types", () => {
+    const gorilla = {
+      name: "g",
+      description: "d",
+      schedule: "daily",
+      moves: [],
+      system_prompt: "s",
+      task: "t",
+    };
+    judgeAlike("defaults", GORILLA_SCHEMA, [
+      gorilla,
+      { ...gorilla, settings: { timeout_s: "60" } },
+      { ...gorilla, settings: { catch_up: "twice" } },
+      { ...gorilla, extra: 1 },
     ]);
   });
 
