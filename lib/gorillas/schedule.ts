@@ -204,7 +204,9 @@ function checked(schedule: Schedule): Schedule {
 }
 
 function checkTimezone(timezone: string): void {
-  let valid = timezone.trim() !== "" && timezone === timezone.trim();
+  // Offsets ("+01:00") are time zones to newer Intl (Node 24) but not to older: only names are taken,
+  // the same on every runtime (a fixed offset is Etc/GMT-1).
+  let valid = timezone.trim() !== "" && timezone === timezone.trim() && !/^[+\-\u2212]/.test(timezone);
   if (valid) {
     try {
       new Intl.DateTimeFormat("en", { timeZone: timezone });
