@@ -185,21 +185,9 @@ export function createRing(options: RingOptions): Ring {
       ran: (id, run) => requireStore().schedules.ran(id, run),
       remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
     },
-    // The store's own object, looked up on each use: the store opens after plugins are applied.
-    gorillas: {
-      state: (name) => requireStore().gorillas.state(name),
-      states: () => requireStore().gorillas.states(),
-      setDesired: (name, desired) => requireStore().gorillas.setDesired(name, desired),
-      recordFire: (name, at) => requireStore().gorillas.recordFire(name, at),
-      runs: {
-        begin: (start) => requireStore().gorillas.runs.begin(start),
-        finish: (id, end) => requireStore().gorillas.runs.finish(id, end),
-        skipped: (skip) => requireStore().gorillas.runs.skipped(skip),
-        get: (id) => requireStore().gorillas.runs.get(id),
-        list: (gorilla, page) => requireStore().gorillas.runs.list(gorilla, page),
-        abandon: (now) => requireStore().gorillas.runs.abandon(now),
-        prune: (gorilla, keep) => requireStore().gorillas.runs.prune(gorilla, keep),
-      },
+    // Looked up on each use: the store opens after plugins are applied.
+    get gorillas() {
+      return requireStore().gorillas;
     },
     knowledge: {
       add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),

@@ -6,19 +6,11 @@ import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import type { MoveDeclaration, SkillListing } from "../../kernel/types.js";
 import { KERNEL_VERSION } from "../../kernel/version.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import type { Finding } from "../../lib/skills/scan.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 
 type MoveOptions = GlobalOptions & { force?: boolean; replace?: boolean; limit?: string };
-
-interface Finding {
-  rule: string;
-  severity: "high" | "medium" | "low";
-  file: string;
-  line: number;
-  message: string;
-  excerpt: string;
-}
 
 /**
  * `spar move list|search|install|scan|remove`: the tools fighters can be granted and the skills they
@@ -98,7 +90,7 @@ async function offline(): Promise<{
       folders: p.manifest.contributes?.skills ?? [],
     }));
   const off = disabledNames(home);
-  const skills = loadSkills(skillRoots(home, packs))
+  const skills = loadSkills(await skillRoots(home, packs))
     .skills.filter((s) => !(s.source === "bundled" && off.has(s.name)))
     .map(listing);
   return { moves, skills };

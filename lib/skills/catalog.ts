@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type Capability, type SkillListing, SparError } from "../../kernel/sdk.js";
 import { PACKAGE_ROOT } from "../../kernel/version.js";
-import { installedNames } from "./installed-set.js";
+import { readLock } from "./lock.js";
 import { rankIndex } from "./rank.js";
 import { type ParsedSkill, parseSkill, SKILL_FILE } from "./skill.js";
 
@@ -45,11 +45,11 @@ export interface SkillPack {
  * folder, a user's to its plugin folder, and never outside it), then the installed set, only the
  * names its lock file lists. `refused` gets each folder that would lead outside its pack.
  */
-export function skillRoots(
+export async function skillRoots(
   home: string,
   packs: readonly SkillPack[],
   refused?: (pack: string, folder: string) => void,
-): SkillRoot[] {
+): Promise<SkillRoot[]> {
   const roots: SkillRoot[] = [];
   for (const pack of packs) {
     const base = pack.source === "bundled" ? PACKAGE_ROOT : pack.dir;
@@ -67,7 +67,7 @@ export function skillRoots(
     dir: join(home, "skills"),
     pack: "installed",
     source: "installed",
-    only: installedNames(home),
+    only: new Set(Object.keys((await readLock(home)).skills)),
   });
   return roots;
 }

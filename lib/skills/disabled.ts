@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -16,11 +16,6 @@ export function disabledNames(home: string): Set<string> {
   } catch {
     return new Set();
   }
-}
-
-export function disabledStamp(home: string): number {
-  const file = fileOf(home);
-  return existsSync(file) ? statSync(file).mtimeMs : 0;
 }
 
 /** Switches a bundled skill on or off; whether that changed anything. */

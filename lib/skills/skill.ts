@@ -5,20 +5,10 @@
  */
 import { parse as parseYaml } from "yaml";
 import { SparError } from "../../kernel/errors.js";
+import type { SkillListing } from "../../kernel/types.js";
 
-/** What a skill says about itself. */
-export interface SkillMeta {
-  name: string;
-  /** One line: what the skill does and when to use it. */
-  description: string;
-  version: string;
-  category: string;
-  tags: string[];
-  /** The moves its instructions use. */
-  moves: string[];
-  /** The capability types those moves need. */
-  capabilities: string[];
-}
+/** What a skill says about itself: its listing but for where it came from. */
+export type SkillMeta = Omit<SkillListing, "source">;
 
 export interface ParsedSkill {
   meta: SkillMeta;

@@ -1,5 +1,3 @@
-import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
 import {
   type ChatMessage,
   definePlugin,
@@ -19,7 +17,7 @@ import {
   skillRoots,
   skillsFor,
 } from "../../lib/skills/catalog.js";
-import { disabledNames, disabledStamp } from "../../lib/skills/disabled.js";
+import { disabledNames } from "../../lib/skills/disabled.js";
 import { rankIndex } from "../../lib/skills/rank.js";
 import { installRoutes } from "./install-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
@@ -47,8 +45,6 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
   id: "moves-skills",
   apply({ hooks, ring, home, log, events }, sections) {
     const settings = withDefaults(sections["moves.skills"]);
-    const installedDir = join(home, "skills");
-    const lockFile = join(installedDir, "skills.lock.json");
 
     interface Catalog {
       /** Every skill a fighter may be offered: enabled bundled ones and installed ones. */
@@ -56,11 +52,9 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
       byName: Map<string, Skill>;
       /** Every bundled skill, switched off or not. */
       bundled: Map<string, Skill>;
-      stamp: string;
     }
     let catalog: Catalog | undefined;
     let loading: Promise<Catalog> | undefined;
-    const stamp = () => `${existsSync(lockFile) ? statSync(lockFile).mtimeMs : 0}:${disabledStamp(home)}`;
 
     let recovered = false;
     /** The skill roots: every skill pack's folders, then the installed set. */
@@ -87,29 +81,41 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
       );
     }
 
-    /** The catalog, read on first need and again when the installed set (or the switched-off list) changes. */
+    /**
+     * The catalog, read on first need and again after the install routes change the installed set or
+     * the switched-off list (`reload`): the daemon is their only writer, so no model call stats them.
+     */
+    /** Bumped by every reload: a read begun before one is stale and does not become the catalog. */
+    let generation = 0;
     async function skills(): Promise<Catalog> {
-      if (catalog && catalog.stamp === stamp()) return catalog;
-      loading ??= (async () => {
-        const now = stamp();
-        const { skills: all, problems } = loadSkills(await roots());
-        for (const p of problems) log.warn("a skill was not loaded", { file: p.file, error: p.error });
-        const off = disabledNames(home);
-        const enabled = all.filter((s) => !(s.source === "bundled" && off.has(s.name)));
-        catalog = {
-          skills: enabled,
-          byName: new Map(enabled.map((s) => [s.name, s])),
-          bundled: new Map(all.filter((s) => s.source === "bundled").map((s) => [s.name, s])),
-          stamp: now,
-        };
-        return catalog;
-      })().finally(() => {
-        loading = undefined;
-      });
-      return loading;
+      if (catalog) return catalog;
+      const started = generation;
+      if (!loading) {
+        const read: Promise<Catalog> = readCatalog().finally(() => {
+          if (loading === read) loading = undefined;
+        });
+        loading = read;
+      }
+      const fresh = await loading;
+      if (started !== generation) return skills();
+      catalog = fresh;
+      return fresh;
+    }
+    async function readCatalog(): Promise<Catalog> {
+      const { skills: all, problems } = loadSkills(await roots());
+      for (const p of problems) log.warn("a skill was not loaded", { file: p.file, error: p.error });
+      const off = disabledNames(home);
+      const enabled = all.filter((s) => !(s.source === "bundled" && off.has(s.name)));
+      return {
+        skills: enabled,
+        byName: new Map(enabled.map((s) => [s.name, s])),
+        bundled: new Map(all.filter((s) => s.source === "bundled").map((s) => [s.name, s])),
+      };
     }
     const reload = () => {
+      generation += 1;
       catalog = undefined;
+      loading = undefined;
     };
 
     /** Per bout: the moves activated by move_search or skill_load, in order, most recent bouts kept. */
