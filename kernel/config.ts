@@ -60,6 +60,7 @@ export interface SparConfig {
     store: string;
     arena: string;
     scheduler: string;
+    troops: string;
   };
   /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
   providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
@@ -175,6 +176,7 @@ export const CONFIG_SCHEMA = {
       store: { type: "string", default: "store-sqlite" },
       arena: { type: "string", default: "arena-http" },
       scheduler: { type: "string", default: "scheduler-croner" },
+      troops: { type: "string", default: "troops-local" },
     }),
   },
 } as const;

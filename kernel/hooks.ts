@@ -1,6 +1,13 @@
 import { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook } from "tapable";
 import type { SparEvent } from "./events.js";
-import type { Store } from "./store-types.js";
+import type {
+  RecordedError,
+  SpecialistReason,
+  Store,
+  TroopRecord,
+  TroopStep,
+  TroopVote,
+} from "./store-types.js";
 import type {
   ChatMessage,
   FighterRow,
@@ -101,6 +108,59 @@ export interface CompactionStrategy {
   compact(input: CompactionInput): Promise<{ summary?: string }>;
 }
 
+/** A troop member as a strategy sees it: who it is and what it can do (the specialist scores these). */
+export interface TroopMember {
+  id: string;
+  name: string;
+  description: string;
+  /** Its capability grants' types. */
+  capabilities: string[];
+  skills: string[];
+}
+
+/** One troop task as the runtime hands it to a strategy. */
+export interface StrategyTask {
+  troop: TroopRecord;
+  task: string;
+  leader: TroopMember;
+  members: TroopMember[];
+  /** Aborted when the task is cancelled; a strategy stops starting steps once it is. */
+  signal: AbortSignal;
+  /** The most steps a strategy runs at once (`[troops] max_parallel`). */
+  max_parallel: number;
+  /**
+   * Runs one step, recorded on the task: a turn of the fighter in a fresh bout with `input`. A
+   * failure is a step with `error` (returned, never thrown).
+   */
+  step(fighterId: string, input: string, role: string): Promise<TroopStep>;
+  /**
+   * A step whose output must be JSON passing `schema`; asked once more, with what was wrong, when it
+   * is not. `value` is absent when both attempts failed (both steps are recorded).
+   */
+  structured<T>(
+    fighterId: string,
+    input: string,
+    schema: Record<string, unknown>,
+    role: string,
+  ): Promise<{ value?: T; step: TroopStep }>;
+  /** The troop's rotation counter, advanced by one (survives restarts): the value before. */
+  rotate(): Promise<number>;
+}
+
+/** How a strategy ended a task: a result, or an error; with the votes or the reason it kept. */
+export interface StrategyOutcome {
+  result?: string;
+  error?: RecordedError;
+  votes?: TroopVote[];
+  reason?: SpecialistReason;
+}
+
+/** A troop coordination strategy (`pipeline`, `broadcast`, …), from a strategy plugin. */
+export interface TroopStrategy {
+  readonly name: string;
+  run(task: StrategyTask): Promise<StrategyOutcome>;
+}
+
 /** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */
 export interface ListenRequest {
   host: string;
@@ -152,6 +212,10 @@ export function createHooks() {
     compaction: Object.freeze({
       /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */
       resolve: new AsyncSeriesBailHook<[string], CompactionStrategy | undefined>(["strategy"]),
+    }),
+    strategy: Object.freeze({
+      /** Bail, called per troop task: the plugin owning the strategy (activated on `onStrategy:<name>`) returns it. */
+      resolve: new AsyncSeriesBailHook<[string], TroopStrategy | undefined>(["strategy"]),
     }),
     turn: Object.freeze({
       /** Waterfall, called before each turn: taps add to the system prompt and context. */

@@ -191,7 +191,10 @@ export function createMessagePath(deps: MessagePathDeps) {
             options: opts,
             signal: controller.signal,
             ...(keyed ? { idempotency: { key: keyed.key, request_hash: keyed.request_hash } } : {}),
-            started: (ids) => Object.assign(active, ids),
+            started: (ids) => {
+              Object.assign(active, ids);
+              opts.started?.(ids);
+            },
           },
           progress,
         );
@@ -257,6 +260,11 @@ export function createMessagePath(deps: MessagePathDeps) {
     return { turn_id: active.turn_id, bout_id: active.bout_id };
   }
 
+  /** A fighter was killed: its running turn is cancelled (its queued ones never start). */
+  function killed(fighterId: string): void {
+    running.get(fighterId)?.controller.abort(cancellation("its fighter was killed"));
+  }
+
   /** Shutdown: every queued and running turn is cancelled and recorded before the store closes. */
   async function stop(): Promise<void> {
     const stopping = cancellation("the daemon is stopping");
@@ -270,6 +278,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     message,
     messageTo,
     cancel,
+    killed,
     stop,
     llm,
     aftercare,

@@ -146,7 +146,12 @@ function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
   if (disable.includes(manifest.id)) return false;
   if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind))
     return false;
-  if (manifest.kind === "store" || manifest.kind === "arena" || manifest.kind === "scheduler")
+  if (
+    manifest.kind === "store" ||
+    manifest.kind === "arena" ||
+    manifest.kind === "scheduler" ||
+    manifest.kind === "troops"
+  )
     return config.plugins[manifest.kind] === manifest.id;
   return true;
 }

@@ -20,6 +20,7 @@ export const PLUGIN_KINDS = [
   "arena",
   "tunnel",
   "scheduler",
+  "troops",
   "bus",
   "identity",
   "routing",
@@ -65,6 +66,7 @@ export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set([
   "arena",
   "tunnel",
   "scheduler",
+  "troops",
   "bus",
 ]);
 

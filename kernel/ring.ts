@@ -135,7 +135,11 @@ export function createRing(options: RingOptions): Ring {
       list: async () => fighters.all().map(fighters.record),
       get: async (idOrName) => fighters.record(fighters.find(idOrName)),
       manifest: async (idOrName) => fighters.find(idOrName).row.manifest,
-      kill: (idOrName) => fighters.kill(idOrName),
+      kill: async (idOrName) => {
+        const { id } = fighters.find(idOrName).row;
+        await fighters.kill(idOrName);
+        path.killed(id);
+      },
       message: path.message,
       messageTo: path.messageTo,
       cancel: path.cancel,
@@ -188,6 +192,16 @@ export function createRing(options: RingOptions): Ring {
     // Looked up on each use: the store opens after plugins are applied.
     get gorillas() {
       return requireStore().gorillas;
+    },
+    get troops() {
+      return requireStore().troops;
+    },
+    strategies: {
+      names: () => host.eligible.flatMap((p) => p.manifest.contributes?.strategies ?? []),
+      async resolve(name) {
+        await host.activate(`onStrategy:${name}`);
+        return hooks.strategy.resolve.promise(name);
+      },
     },
     knowledge: {
       add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),

@@ -29,6 +29,10 @@ export type {
   RingHooks,
   RouteContext,
   StoreOpenOptions,
+  StrategyOutcome,
+  StrategyTask,
+  TroopMember,
+  TroopStrategy,
   TurnContext,
   TurnSummary,
 } from "./hooks.js";

@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import type { TroopStrategy } from "./hooks.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
   KgEntity,
@@ -63,6 +64,8 @@ export interface MessageOptions {
    * so the turn makes no model call once it has answered: a gorilla's cycle stays inside its budget.
    */
   aftercare?: boolean;
+  /** Called once the turn is recorded started, with its ids: a caller learns the bout even if the turn then fails. */
+  started?: (turn: { turn_id: string; bout_id: string }) => void;
 }
 
 export interface FighterUsage {
@@ -127,6 +130,15 @@ export interface RingServices {
   readonly schedules: Store["schedules"];
   /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
   readonly gorillas: Store["gorillas"];
+  /** Troops and their tasks, as stored (the troop runtime's substrate). */
+  readonly troops: Store["troops"];
+  /** Troop strategies: named by manifests, imported when first used. */
+  readonly strategies: {
+    /** The names the enabled strategy plugins contribute (no plugin code imported). */
+    names(): string[];
+    /** Activates `onStrategy:<name>` and returns the strategy; undefined when no plugin provides it. */
+    resolve(name: string): Promise<TroopStrategy | undefined>;
+  };
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {
     add(

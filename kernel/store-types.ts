@@ -87,6 +87,78 @@ export interface GorillaRunEnd {
   bout_id?: string;
 }
 
+/** A troop: fighters (by id) working under one strategy; the leader decomposes, synthesizes, breaks ties. */
+export interface TroopRecord {
+  id: string;
+  name: string;
+  leader: string;
+  /** The ordered workers. */
+  members: string[];
+  /** The strategy's wire name (`pipeline`, `leader_worker`, …). */
+  strategy: string;
+  created_at: string;
+}
+
+export type TroopTaskStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
+
+/** A failure as recorded: the error's stable code and its message. */
+export interface RecordedError {
+  code: string;
+  message: string;
+}
+
+/** One member's turn in a task: a fresh bout of that fighter with `input`. */
+export interface TroopStep {
+  fighter_id: string;
+  /** What the step was for: `answer`, `vote`, `decompose`, `work`, `synthesize`, `tie_break`. */
+  role: string;
+  input: string;
+  /** Null until it ends, and when it failed. */
+  output: string | null;
+  error: RecordedError | null;
+  bout_id: string | null;
+  started_at: string;
+  finished_at: string | null;
+  usage: Usage;
+}
+
+/** A consensus vote: the answer (0-based, into the `answer` steps) a member chose, or why it has none. */
+export interface TroopVote {
+  fighter_id: string;
+  choice: number | null;
+  reason?: string;
+  error?: string;
+  /** The leader's vote among tied answers. */
+  tie_break?: boolean;
+}
+
+/** Why the specialist strategy chose its member: every member's score and the words that matched. */
+export interface SpecialistReason {
+  chosen: string;
+  text: string;
+  scores: { fighter_id: string; score: number; matched: string[] }[];
+}
+
+export interface TroopTaskRecord {
+  id: string;
+  troop_id: string;
+  task: string;
+  strategy: string;
+  status: TroopTaskStatus;
+  result: string | null;
+  steps: TroopStep[];
+  votes?: TroopVote[];
+  reason?: SpecialistReason;
+  error: RecordedError | null;
+  /** True when some steps failed or never ran while others produced output (kept in `steps`). */
+  partial: boolean;
+  /** The steps' usage summed. */
+  usage: Usage;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
 /** A memory candidate for a query, with how many query words it contains. */
 export type MemoryMatch = MemoryRecord & { matches: number };
 
@@ -410,6 +482,29 @@ export interface Store {
       abandon(now: string): Promise<number>;
       /** Keeps the gorilla's newest `keep` runs (and any still running), deletes the rest; returns how many went. */
       prune(gorilla: string, keep: number): Promise<number>;
+    };
+  };
+  readonly troops: {
+    /** CONFLICT when the name is taken. */
+    create(troop: Omit<TroopRecord, "id" | "created_at">): Promise<TroopRecord>;
+    /** By id, or by name. */
+    get(idOrName: string): Promise<TroopRecord | undefined>;
+    /** Every troop, by name. */
+    list(): Promise<TroopRecord[]>;
+    /** Deletes the troop with its tasks; false when there was none. */
+    remove(id: string): Promise<boolean>;
+    /** The troop's rotation counter (round robin), advanced by one at once: the value before. */
+    rotate(id: string): Promise<number>;
+    readonly tasks: {
+      /** Records a task `pending` (TROOP_NOT_FOUND for an unknown troop). */
+      create(task: { troop_id: string; task: string; strategy: string }): Promise<TroopTaskRecord>;
+      /** Writes a task's state as it stands (everything but its id, troop, task, strategy and created_at); NOT_FOUND when gone. */
+      save(task: TroopTaskRecord): Promise<void>;
+      get(id: string): Promise<TroopTaskRecord | undefined>;
+      /** A troop's tasks, newest first, at most `limit`; `before` is a task id of that troop (the page after it). */
+      list(troopId: string, page: { limit: number; before?: string }): Promise<TroopTaskRecord[]>;
+      /** At start: tasks a stopped daemon left pending or running become `failed` with `error`, at `now`. How many. */
+      abandon(error: RecordedError, now: string): Promise<number>;
     };
   };
   readonly usage: {

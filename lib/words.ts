@@ -7,8 +7,13 @@ const STOPWORDS = new Set(
 /** At most this many query words are matched (the store caches one statement per word count). */
 export const MAX_QUERY_WORDS = 8;
 
-/** Lowercase alphanumeric words of two or more letters, stopwords dropped, at most MAX_QUERY_WORDS. */
-export function queryWords(text: string): string[] {
+/** The distinct lowercase alphanumeric words of two or more letters, stopwords dropped, in order. */
+export function contentWords(text: string): string[] {
   const words = (text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? []).filter((w) => !STOPWORDS.has(w));
-  return [...new Set(words)].slice(0, MAX_QUERY_WORDS);
+  return [...new Set(words)];
+}
+
+/** contentWords, at most MAX_QUERY_WORDS. */
+export function queryWords(text: string): string[] {
+  return contentWords(text).slice(0, MAX_QUERY_WORDS);
 }

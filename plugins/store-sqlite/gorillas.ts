@@ -13,6 +13,7 @@ import type {
   GorillaState,
 } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
+import { count, isoTime } from "./checks.js";
 import type { StoreData } from "./sync-store.js";
 
 /** The most of a run's output (and error) the store keeps, in bytes of UTF-8, marker included. */
@@ -223,14 +224,6 @@ export function capText(text: string): string {
   return utf8.subarray(0, end).toString("utf8") + marker;
 }
 
-/** An ISO time as the store keeps it (UTC, milliseconds), so times compare as text. */
-function isoTime(value: string, field: string): string {
-  const ms = typeof value === "string" ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms))
-    throw new SparError("VALIDATION_FAILED", `${field} must be an ISO time, not ${String(value)}`);
-  return new Date(ms).toISOString();
-}
-
 function gorillaName(name: string): string {
   if (typeof name !== "string" || name === "") {
     throw new SparError("VALIDATION_FAILED", "a gorilla name must be a non-empty string");
@@ -245,13 +238,6 @@ function oneOf(value: string, allowed: ReadonlySet<string>, field: string): void
       `${field} must be one of ${[...allowed].join(", ")}, not ${String(value)}`,
     );
   }
-}
-
-function count(value: unknown, least: number, field: string): number {
-  if (!Number.isSafeInteger(value) || (value as number) < least) {
-    throw new SparError("VALIDATION_FAILED", `${field} must be an integer ≥ ${least}, not ${String(value)}`);
-  }
-  return value as number;
 }
 
 function checkUsage(usage: GorillaRunEnd["usage"]): { input_tokens: number; output_tokens: number } {

@@ -267,6 +267,49 @@ CREATE INDEX gorilla_runs_newest ON gorilla_runs(gorilla, started_at);
 CREATE UNIQUE INDEX gorilla_runs_running ON gorilla_runs(gorilla) WHERE outcome = 'running';
 `,
   },
+  {
+    version: 9,
+    name: "troops",
+    sql: `
+-- Fighters working on tasks under one strategy. Names are unique; rotation is the round-robin
+-- counter, advanced in place so it survives restarts.
+CREATE TABLE troops (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  leader TEXT NOT NULL,
+  members TEXT NOT NULL CHECK (json_valid(members)),
+  strategy TEXT NOT NULL,
+  rotation INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+
+-- A troop's tasks. What the user and the fighters wrote is in task and body (JSON: result, steps,
+-- votes, reason); what abandon() sets is in plain columns, so it is one UPDATE. seq (the rowid)
+-- orders tasks created at the same time.
+CREATE TABLE troop_tasks (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  troop_id TEXT NOT NULL REFERENCES troops(id),
+  task TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')),
+  body TEXT NOT NULL CHECK (json_valid(body)),
+  error_code TEXT,
+  error_message TEXT,
+  partial INTEGER NOT NULL DEFAULT 0 CHECK (partial IN (0, 1)),
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT,
+  CHECK ((error_code IS NULL) = (error_message IS NULL))
+);
+-- Newest first per troop, and the pages after a task: (troop_id, created_at, seq) in the index.
+CREATE INDEX troop_tasks_newest ON troop_tasks(troop_id, created_at);
+-- The tasks abandon() reads at start: few, however many tasks there are.
+CREATE INDEX troop_tasks_unfinished ON troop_tasks(status) WHERE status IN ('pending', 'running');
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

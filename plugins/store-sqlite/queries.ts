@@ -14,6 +14,7 @@ import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./mes
 import { createNonces } from "./nonces.js";
 import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
+import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
 import { registerFold } from "./word-match.js";
@@ -150,6 +151,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     knowledge: createKnowledge(db, now, requireLiveFighter),
     schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),
+    troops: createTroops(db, { now }),
     ...turns,
     usage,
     nonces: createNonces(db),

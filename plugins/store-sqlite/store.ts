@@ -52,6 +52,10 @@ const READS: ReadonlySet<string> = new Set([
   "gorillas.states",
   "gorillas.runs.get",
   "gorillas.runs.list",
+  "troops.get",
+  "troops.list",
+  "troops.tasks.get",
+  "troops.tasks.list",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */

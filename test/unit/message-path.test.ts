@@ -599,27 +599,31 @@ describe("cancellation", () => {
     expect((await running).code).toBe("CANCELLED");
   });
 
-  it("never begins a message queued for a fighter killed before its turn came", async () => {
-    const { spawn, send, llm, fighters, store } = await setup();
+  it("cancels the running turn of a fighter killed while it ran, and never begins its queued ones", async () => {
+    const { spawn, send, llm, fighters, store, path } = await setup();
     const alice = await spawn("alice");
     const release = deferred();
     llm.answer(async () => {
       await release.promise;
       return { text: "done" };
     });
-    const first = send("alice", "first");
+    const first = refusal(send("alice", "first"));
     await llm.called(1);
     const queued = refusal(send("alice", "queued"));
 
+    // As the Ring's kill does: the registry forgets the fighter, the path cancels its turn.
     await fighters.kill("alice");
+    path.killed(alice.id);
     release.resolve();
 
-    expect((await first).response).toBe("done");
+    const cancelled = await first;
+    expect(cancelled.code).toBe("CANCELLED");
+    expect(cancelled.message).toContain("its fighter was killed");
     const error = await queued;
     expect(error.code).toBe("FIGHTER_NOT_FOUND");
     expect(error.message).toBe('fighter "alice" was killed');
     const [bout] = await store.bouts.list(alice.id);
-    expect((await store.messages.list(bout?.id ?? "")).map((m) => m.content)).toEqual(["first", "done"]);
+    expect((await store.turns.list(bout?.id ?? "")).map((turn) => turn.status)).toEqual(["cancelled"]);
     expect(llm.calls).toHaveLength(1);
   });
 });
