@@ -169,6 +169,48 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/gorilla.js")).gorilla(action, args[0], as(options)),
   },
   {
+    name: "troop",
+    summary: "Troops: several fighters working on one task under a strategy",
+    actions: [
+      {
+        name: "create",
+        args: "<name>",
+        summary: "Form a troop of existing fighters (names or ids)",
+        options: [
+          { flag: "--leader", value: "fighter", summary: "Decomposes, synthesizes and breaks ties" },
+          { flag: "--members", value: "a,b,c", summary: "The workers, in order, separated by commas" },
+          {
+            flag: "--strategy",
+            value: "name",
+            summary: "pipeline, broadcast, consensus, leader_worker, round_robin or specialist",
+          },
+        ],
+      },
+      { name: "list", args: "", summary: "Every troop: strategy, leader, members" },
+      { name: "show", args: "<troop>", summary: "One troop and its latest tasks" },
+      {
+        name: "task",
+        args: "<troop> <task>",
+        summary: "Give the troop a task and wait for its result; exits 1 unless it completed",
+        options: [{ flag: "--async", summary: "Return at once with the task id (follow it with tasks)" }],
+      },
+      {
+        name: "tasks",
+        args: "<troop>",
+        summary: "Its tasks, newest first: status, strategy, time, task",
+        options: [{ flag: "--limit", value: "n", summary: "At most this many tasks (default 20)" }],
+      },
+      { name: "cancel", args: "<troop> <task-id>", summary: "Cancel a pending or running task" },
+      {
+        name: "disband",
+        args: "<troop>",
+        summary: "Remove the troop and its tasks; running ones are cancelled",
+      },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/troop.js")).troop(action, args, as(options)),
+  },
+  {
     name: "key",
     summary: "The public keys allowed to sign requests (a running daemon sees a change at once)",
     actions: [

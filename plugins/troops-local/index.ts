@@ -1,0 +1,54 @@
+/**
+ * The in-process troop runtime (kind `troops`, the single slot `[plugins] troops` names): troops of
+ * fighters, their tasks run by strategy plugins (each imported on `onStrategy:<name>`, the first time
+ * a task needs it), every task recorded with its steps; the /api/v1/troops routes.
+ */
+
+import { definePlugin, type Usage } from "../../kernel/sdk.js";
+import { addTroopRoutes } from "./routes.js";
+import { createTroopRuntime, type TroopsSettings } from "./runtime.js";
+
+declare module "../../kernel/sdk.js" {
+  interface SparEventMap {
+    "troop.created": { troop_id: string; name: string; strategy: string; leader: string; members: string[] };
+    /** Disbanded: its running tasks were cancelled first, then it was deleted with its tasks. */
+    "troop.disbanded": { troop_id: string; name: string; cancelled_tasks: number };
+    "troop.task.started": { troop_id: string; task_id: string; strategy: string };
+    /** One member's step ended; `ok` false with the error's code when it failed. */
+    "troop.step.completed": {
+      troop_id: string;
+      task_id: string;
+      fighter_id: string;
+      role: string;
+      ok: boolean;
+      usage: Usage;
+      error_code?: string;
+    };
+    "troop.task.completed": {
+      troop_id: string;
+      task_id: string;
+      status: "completed" | "failed" | "cancelled";
+      partial: boolean;
+      usage: Usage;
+      error_code?: string;
+    };
+  }
+}
+
+export default definePlugin<{ troops: TroopsSettings }>({
+  id: "troops-local",
+  apply({ hooks, ring, events, log }, { troops: settings }) {
+    const runtime = createTroopRuntime({ ring, events, log, settings });
+    hooks.arena.routes.tap((routes) => addTroopRoutes(routes, runtime));
+    // Before the Arena listens: no task can be sent before the last daemon's unfinished ones are closed.
+    hooks.daemon.ready.tap(
+      async () => {
+        await runtime.start();
+      },
+      { stage: -100 },
+    );
+    hooks.daemon.close.tap(async () => {
+      await runtime.stop();
+    });
+  },
+});

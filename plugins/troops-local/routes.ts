@@ -1,0 +1,118 @@
+/**
+ * The troop routes on the API listener (DESIGN §12), each also answered under `/api/…` by the Arena
+ * (the spec's `POST /api/troops` and `POST /api/troops/{id}/tasks`). A troop is named by its id or
+ * its name. Lists answer `{troops}` and `{tasks}`.
+ */
+import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
+import type { TroopRuntime } from "./runtime.js";
+
+const BASE = "/api/v1/troops";
+/** Tasks one page holds by default, and at most. */
+const PAGE = 20;
+const MAX_PAGE = 500;
+/** The longest task text, as for a message. */
+const MAX_TASK_CHARS = 100_000;
+
+const fighterRef = { type: "string", minLength: 1, maxLength: 128 };
+
+const CREATE_BODY = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "leader", "members", "strategy"],
+  properties: {
+    name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" },
+    leader: fighterRef,
+    members: { type: "array", minItems: 1, items: fighterRef },
+    strategy: { type: "string", minLength: 1, maxLength: 64 },
+  },
+};
+
+const TASK_BODY = {
+  type: "object",
+  additionalProperties: false,
+  required: ["task"],
+  properties: {
+    task: { type: "string", minLength: 1, maxLength: MAX_TASK_CHARS },
+    async: { type: "boolean" },
+  },
+};
+
+function pageOf(query: Record<string, string>): { limit: number; before?: string } {
+  const raw = query.limit ?? String(PAGE);
+  const limit = Number(raw);
+  if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_PAGE) {
+    throw new SparError("VALIDATION_FAILED", `?limit must be an integer from 1 to ${MAX_PAGE}, not "${raw}"`);
+  }
+  const before = query.before;
+  if (before !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(before)) {
+    throw new SparError("VALIDATION_FAILED", "?before must be a task id");
+  }
+  return { limit, ...(before ? { before } : {}) };
+}
+
+export function addTroopRoutes(routes: RouteRegistry, runtime: TroopRuntime): void {
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: BASE,
+    body: CREATE_BODY,
+    handler: async ({ body }) => ({
+      status: 201,
+      body: await runtime.create(body as Parameters<TroopRuntime["create"]>[0]),
+    }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: BASE,
+    handler: async () => ({ body: { troops: await runtime.list() } }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id`,
+    handler: async ({ params }) => ({ body: await runtime.get(params.id as string) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "DELETE",
+    path: `${BASE}/:id`,
+    handler: async ({ params }) => ({ body: await runtime.disband(params.id as string) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: `${BASE}/:id/tasks`,
+    body: TASK_BODY,
+    // By default the answer waits for the task to end; `async: true` answers 202 with the record to poll.
+    handler: async ({ params, body }) => {
+      const { task, async } = body as { task: string; async?: boolean };
+      const record = await runtime.submit(params.id as string, task, async !== true);
+      return { status: async === true ? 202 : 200, body: record };
+    },
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id/tasks`,
+    handler: async ({ params, query }) => ({
+      body: { tasks: await runtime.tasks(params.id as string, pageOf(query)) },
+    }),
+  });
+  routes.add({
+    listener: "api",
+    method: "GET",
+    path: `${BASE}/:id/tasks/:task_id`,
+    handler: async ({ params }) => ({
+      body: await runtime.task(params.id as string, params.task_id as string),
+    }),
+  });
+  routes.add({
+    listener: "api",
+    method: "POST",
+    path: `${BASE}/:id/tasks/:task_id/cancel`,
+    handler: async ({ params }) => ({
+      body: await runtime.cancel(params.id as string, params.task_id as string),
+    }),
+  });
+}

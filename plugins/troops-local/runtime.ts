@@ -1,0 +1,230 @@
+/**
+ * The troop runtime: troops created, shown and disbanded; tasks recorded, run by their strategy
+ * plugin (imported on the first task that names it) and waited for or polled; cancellation; and, at
+ * start, tasks a stopped daemon left unfinished recorded `failed`.
+ */
+
+import {
+  type EventBus,
+  type Logger,
+  type RingServices,
+  SparError,
+  type TroopRecord,
+  type TroopStrategy,
+  type TroopTaskRecord,
+} from "../../kernel/sdk.js";
+import { type ActiveTask, cancelTask, runTask } from "./task-run.js";
+
+export interface TroopsSettings {
+  max_parallel: number;
+  max_members: number;
+}
+
+/** A troop as the API shows it: the record, and the names of its fighters that still exist. */
+export interface TroopView extends TroopRecord {
+  names: Record<string, string>;
+}
+
+export interface TroopRuntimeDeps {
+  ring: RingServices;
+  events: EventBus;
+  log: Logger;
+  settings: TroopsSettings;
+}
+
+/** A strategy name as compared: case, `-` and `_` ignored (`LeaderWorker`, `leader-worker`, `leader_worker`). */
+const strategyKey = (name: string) => name.toLowerCase().replace(/[-_\s]/g, "");
+
+export type TroopRuntime = ReturnType<typeof createTroopRuntime>;
+
+export function createTroopRuntime({ ring, events, log, settings }: TroopRuntimeDeps) {
+  /** Tasks running in this process, by id. */
+  const active = new Map<string, ActiveTask>();
+  let stopping = false;
+
+  async function troopOf(idOrName: string): Promise<TroopRecord> {
+    const troop = await ring.troops.get(idOrName);
+    if (!troop) throw new SparError("TROOP_NOT_FOUND", `no troop with id or name "${idOrName}"`);
+    return troop;
+  }
+
+  async function view(troop: TroopRecord): Promise<TroopView> {
+    const names: Record<string, string> = {};
+    for (const id of new Set([troop.leader, ...troop.members])) {
+      const fighter = await ring.fighters.get(id).catch(() => undefined);
+      if (fighter) names[id] = fighter.name;
+    }
+    return { ...troop, names };
+  }
+
+  /** The wire name a requested strategy means, or VALIDATION_FAILED listing those there are. */
+  function strategyName(requested: string): string {
+    const available = ring.strategies.names();
+    const found = available.find((name) => strategyKey(name) === strategyKey(requested));
+    if (!found) {
+      throw new SparError(
+        "VALIDATION_FAILED",
+        `unknown strategy "${requested}"; available: ${available.join(", ") || "none (no strategy plugin is enabled)"}`,
+        { available },
+      );
+    }
+    return found;
+  }
+
+  async function strategyFor(name: string): Promise<TroopStrategy> {
+    const strategy = await ring.strategies.resolve(name);
+    if (!strategy) {
+      throw new SparError("CONFIG_INVALID", `no enabled plugin provides the troop strategy "${name}"`);
+    }
+    return strategy;
+  }
+
+  async function fighterId(idOrName: string): Promise<string> {
+    return (await ring.fighters.get(idOrName)).id;
+  }
+
+  function taskOf(troop: TroopRecord, task: TroopTaskRecord | undefined, taskId: string): TroopTaskRecord {
+    if (!task || task.troop_id !== troop.id) {
+      throw new SparError("NOT_FOUND", `troop "${troop.name}" has no task ${taskId}`);
+    }
+    return task;
+  }
+
+  return {
+    async create(body: { name: string; leader: string; members: string[]; strategy: string }) {
+      const strategy = strategyName(body.strategy);
+      if (body.members.length > settings.max_members) {
+        throw new SparError(
+          "VALIDATION_FAILED",
+          `a troop has at most ${settings.max_members} members ([troops] max_members), not ${body.members.length}`,
+        );
+      }
+      const leader = await fighterId(body.leader);
+      const members: string[] = [];
+      for (const member of body.members) {
+        const id = await fighterId(member);
+        if (members.includes(id)) {
+          throw new SparError(
+            "VALIDATION_FAILED",
+            `"${member}" is listed twice in members; list each fighter once`,
+          );
+        }
+        members.push(id);
+      }
+      const troop = await ring.troops.create({ name: body.name, leader, members, strategy });
+      events.publish({
+        kind: "troop.created",
+        troop_id: troop.id,
+        name: troop.name,
+        strategy,
+        leader,
+        members,
+      });
+      return view(troop);
+    },
+
+    async list(): Promise<TroopView[]> {
+      return Promise.all((await ring.troops.list()).map(view));
+    },
+
+    async get(idOrName: string): Promise<TroopView> {
+      return view(await troopOf(idOrName));
+    },
+
+    /** Cancels the troop's running tasks, waits for them to end, then deletes it with its tasks. */
+    async disband(idOrName: string) {
+      const troop = await troopOf(idOrName);
+      const mine = [...active.values()].filter((t) => t.record.troop_id === troop.id);
+      for (const task of mine) cancelTask(task, "its troop was disbanded");
+      await Promise.allSettled(mine.map((t) => t.done));
+      await ring.troops.remove(troop.id);
+      events.publish({
+        kind: "troop.disbanded",
+        troop_id: troop.id,
+        name: troop.name,
+        cancelled_tasks: mine.length,
+      });
+      return { id: troop.id, name: troop.name, disbanded: true, cancelled_tasks: mine.length };
+    },
+
+    /**
+     * Records a task and starts it. `wait`: resolves with the ended record; otherwise with the
+     * record as it stands once started. A client that leaves does not stop the task.
+     */
+    async submit(idOrName: string, text: string, wait: boolean): Promise<TroopTaskRecord> {
+      if (stopping)
+        throw new SparError("INTERRUPTED", "the daemon is stopping; send the task again after it restarts");
+      const troop = await troopOf(idOrName);
+      const strategy = await strategyFor(troop.strategy);
+      const record = await ring.troops.tasks.create({
+        troop_id: troop.id,
+        task: text,
+        strategy: troop.strategy,
+      });
+      const task = runTask(troop, record, strategy, {
+        ring,
+        events,
+        log,
+        max_parallel: settings.max_parallel,
+      });
+      active.set(record.id, task);
+      const ended = task.done
+        .catch((err: unknown) => {
+          log.error("troop task could not be recorded", { task: record.id, error: String(err) });
+          throw err;
+        })
+        .finally(() => active.delete(record.id));
+      if (wait) return structuredClone(await ended);
+      ended.catch(() => undefined);
+      return structuredClone(task.record);
+    },
+
+    async tasks(idOrName: string, page: { limit: number; before?: string }): Promise<TroopTaskRecord[]> {
+      const troop = await troopOf(idOrName);
+      return ring.troops.tasks.list(troop.id, page);
+    },
+
+    async task(idOrName: string, taskId: string): Promise<TroopTaskRecord> {
+      const troop = await troopOf(idOrName);
+      const running = active.get(taskId);
+      if (running && running.record.troop_id === troop.id) return structuredClone(running.record);
+      return taskOf(troop, await ring.troops.tasks.get(taskId), taskId);
+    },
+
+    /** Cancels a running task and answers with its record once it has ended (`cancelled`). */
+    async cancel(idOrName: string, taskId: string): Promise<TroopTaskRecord> {
+      const troop = await troopOf(idOrName);
+      const running = active.get(taskId);
+      if (!running || running.record.troop_id !== troop.id) {
+        const task = taskOf(troop, await ring.troops.tasks.get(taskId), taskId);
+        throw new SparError("CONFLICT", `task ${task.id} has already ended (${task.status})`, {
+          status: task.status,
+        });
+      }
+      cancelTask(running, "cancelled through the API");
+      return structuredClone(await running.done);
+    },
+
+    /** At start: tasks the last daemon left unfinished end `failed`. */
+    async start(): Promise<void> {
+      const abandoned = await ring.troops.tasks.abandon(
+        { code: "INTERRUPTED", message: "daemon restarted before the task ended; its steps so far are kept" },
+        new Date().toISOString(),
+      );
+      if (abandoned > 0)
+        log.warn("troop tasks interrupted by the last stop marked failed", { tasks: abandoned });
+    },
+
+    /** On shutdown: running tasks are stopped and recorded `failed` (INTERRUPTED) before the store closes. */
+    async stop(): Promise<void> {
+      stopping = true;
+      const running = [...active.values()];
+      for (const task of running) {
+        task.controller.abort(
+          new SparError("INTERRUPTED", "the daemon stopped before the task ended; its steps so far are kept"),
+        );
+      }
+      await Promise.allSettled(running.map((t) => t.done));
+    },
+  };
+}
