@@ -61,6 +61,7 @@ export interface SparConfig {
     arena: string;
     scheduler: string;
     troops: string;
+    tunnel: string;
   };
   /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
   providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
@@ -177,6 +178,7 @@ export const CONFIG_SCHEMA = {
       arena: { type: "string", default: "arena-http" },
       scheduler: { type: "string", default: "scheduler-croner" },
       troops: { type: "string", default: "troops-local" },
+      tunnel: { type: "string", default: "tunnel-cloudflared" },
     }),
   },
 } as const;

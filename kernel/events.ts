@@ -38,6 +38,10 @@ export interface SparEventMap {
     status: "failed" | "cancelled";
     error: { code: string; message: string };
   };
+  /** A channel delivered a message from an allowed sender to its fighter. */
+  "channel.inbound": { platform: string; chat: string; sender: string; fighter_id: string };
+  /** A channel posted a reply (or a `channel_notify` message) to the platform, in `parts` messages. */
+  "channel.outbound": { platform: string; chat: string; parts: number; fighter_id?: string };
   /** Bookkeeping after a committed turn failed (a `turn.end` tap): the reply still stands. */
   "turn.hook_failed": { fighter_id: string; bout_id: string; turn_id: string; hook: string; error: string };
   "message.completed": {

@@ -161,6 +161,45 @@ export interface TroopStrategy {
   run(task: StrategyTask): Promise<StrategyOutcome>;
 }
 
+/** A messaging platform as the rest of Spar uses it (the `channel_notify` move, `spar channel status`). */
+export interface ChannelAdapter {
+  /** The platform id: `telegram`, `discord`, `slack`. */
+  readonly platform: string;
+  /**
+   * Posts `text` to `chat` (the platform's chat or channel id), or to the channel's configured
+   * `notify_chat` when none is given; long text is split to the platform's limits.
+   */
+  send(text: string, chat?: string): Promise<{ chat: string; message_ids: string[] }>;
+  /** How the channel is doing, for `spar channel status`. */
+  status(): Promise<ChannelStatus>;
+}
+
+export interface ChannelStatus {
+  platform: string;
+  /** `webhook` (deliveries through the tunnel) or `gateway` (a connection the daemon keeps). */
+  mode: string;
+  connected: boolean;
+  /** The URL the platform delivers to, as registered (webhook mode). */
+  webhook_url?: string;
+  /** The fighter that answers. */
+  fighter: string;
+  allowlist_size: number;
+  last_inbound_at?: string;
+  inbound: number;
+  outbound: number;
+  /** Deliveries refused: bad or missing signature, sender not allowed, sender over its rate. */
+  refused: { signature: number; allowlist: number; rate: number };
+  /** The last problem (registration failed, the gateway dropped), when there is one. */
+  error?: string;
+}
+
+/** The public side of the tunnel: where platforms reach the webhook listener. */
+export interface TunnelInfo {
+  /** `https://…`, no trailing slash. */
+  url: string;
+  mode: "quick" | "named" | "manual";
+}
+
 /** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */
 export interface ListenRequest {
   host: string;
@@ -216,6 +255,17 @@ export function createHooks() {
     strategy: Object.freeze({
       /** Bail, called per troop task: the plugin owning the strategy (activated on `onStrategy:<name>`) returns it. */
       resolve: new AsyncSeriesBailHook<[string], TroopStrategy | undefined>(["strategy"]),
+    }),
+    channel: Object.freeze({
+      /** Bail: the plugin owning the platform (activated on `onChannel:<id>`) returns its adapter. */
+      resolve: new AsyncSeriesBailHook<[string], ChannelAdapter | undefined>(["platform"]),
+    }),
+    tunnel: Object.freeze({
+      /**
+       * Bail, called once, when a channel first needs the public URL: the active tunnel plugin (the
+       * `[plugins] tunnel` slot) opens the tunnel to `target` (the webhook listener) and returns it.
+       */
+      open: new AsyncSeriesBailHook<[{ target: string }], TunnelInfo | undefined>(["request"]),
     }),
     turn: Object.freeze({
       /** Waterfall, called before each turn: taps add to the system prompt and context. */

@@ -150,7 +150,8 @@ function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
     manifest.kind === "store" ||
     manifest.kind === "arena" ||
     manifest.kind === "scheduler" ||
-    manifest.kind === "troops"
+    manifest.kind === "troops" ||
+    manifest.kind === "tunnel"
   )
     return config.plugins[manifest.kind] === manifest.id;
   return true;

@@ -5,7 +5,7 @@ import { SparError } from "./errors.js";
 import { createEventBus, type EventBus } from "./events.js";
 import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
-import { createHooks, type RingHooks } from "./hooks.js";
+import { createHooks, type RingHooks, type TunnelInfo } from "./hooks.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
@@ -69,6 +69,12 @@ export function createRing(options: RingOptions): Ring {
     events,
     services: () => services,
   });
+
+  /** Platforms with a `[channels.<id>]` table in config.toml: their plugins are activated at start. */
+  const configuredChannels = Object.keys(config.sections)
+    .filter((path) => /^channels\.[^.]+$/.test(path))
+    .map((path) => path.slice("channels.".length));
+  let tunnel: Promise<TunnelInfo> | undefined;
 
   const declaredMoves = new Map<string, MoveListing>();
   for (const p of host.eligible) {
@@ -144,6 +150,13 @@ export function createRing(options: RingOptions): Ring {
       messageTo: path.messageTo,
       cancel: path.cancel,
       relationships: async (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
+      contact: async (idOrName, user, note) =>
+        requireStore().relationships.record(
+          fighterRow(idOrName).name,
+          { with: user, kind: "user" },
+          note,
+          new Date().toISOString(),
+        ),
       usage: async (idOrName) => {
         const row = fighterRow(idOrName);
         const usage = await requireStore().usage.summary(row.id);
@@ -192,6 +205,35 @@ export function createRing(options: RingOptions): Ring {
     // Looked up on each use: the store opens after plugins are applied.
     get gorillas() {
       return requireStore().gorillas;
+    },
+    channels: {
+      get bouts() {
+        return requireStore().channelBouts;
+      },
+      configured: () => configuredChannels,
+      async resolve(platform) {
+        if (!configuredChannels.includes(platform)) return undefined;
+        await host.activate(`onChannel:${platform}`);
+        return hooks.channel.resolve.promise(platform);
+      },
+    },
+    tunnel: {
+      open() {
+        tunnel ??= (async () => {
+          await host.activatePlugin(config.plugins.tunnel);
+          const listen = String(config.sections.channels?.webhook_listen ?? "");
+          const info = await hooks.tunnel.open.promise({ target: `http://${listen}` });
+          if (!info) {
+            throw new SparError("CONFIG_INVALID", `the tunnel plugin ${config.plugins.tunnel} opened no tunnel`);
+          }
+          return info;
+        })();
+        // A failed open is tried again on the next call.
+        tunnel.catch(() => {
+          tunnel = undefined;
+        });
+        return tunnel;
+      },
     },
     get troops() {
       return requireStore().troops;
@@ -251,7 +293,10 @@ export function createRing(options: RingOptions): Ring {
       // plugins are imported and applied on the main thread.
       await host.activatePlugin(config.plugins.store);
       const opening = hooks.store.open.promise({ home: options.home, masterSecret });
-      const others = host.activate("onStartup");
+      const others = Promise.all([
+        host.activate("onStartup"),
+        ...configuredChannels.map((platform) => host.activate(`onChannel:${platform}`)),
+      ]);
       const [opened] = await Promise.all([opening, others]);
       if (!opened)
         throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);

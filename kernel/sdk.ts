@@ -18,6 +18,8 @@ export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type { EventBus, SparEvent, SparEventKind, SparEventMap, SparEventPayload } from "./events.js";
 export { OPEN_CAPABILITY } from "./fighter-manifest.js";
 export type {
+  ChannelAdapter,
+  ChannelStatus,
   CompactionInput,
   CompactionStrategy,
   ListenRequest,
@@ -33,6 +35,7 @@ export type {
   StrategyTask,
   TroopMember,
   TroopStrategy,
+  TunnelInfo,
   TurnContext,
   TurnSummary,
 } from "./hooks.js";

@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import type { TroopStrategy } from "./hooks.js";
+import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./hooks.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
   KgEntity,
@@ -115,6 +115,8 @@ export interface RingServices {
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
     relationships(idOrName: string): Promise<Relationship[]>;
+    /** Counts one exchange with a channel user (`telegram:<id>`) on the fighter's relationships. */
+    contact(idOrName: string, user: string, note: string): Promise<void>;
     usage(idOrName: string): Promise<FighterUsage>;
   };
   readonly bouts: {
@@ -138,6 +140,19 @@ export interface RingServices {
     names(): string[];
     /** Activates `onStrategy:<name>` and returns the strategy; undefined when no plugin provides it. */
     resolve(name: string): Promise<TroopStrategy | undefined>;
+  };
+  /** Messaging platforms: the `[channels.<id>]` tables in config.toml, each served by its plugin. */
+  readonly channels: {
+    /** The bout a chat talks to its fighter in, as stored. */
+    readonly bouts: Store["channelBouts"];
+    /** The platforms configured, whose plugins were activated at start (`onChannel:<id>`). */
+    configured(): string[];
+    /** The platform's adapter; undefined when it is not configured or no plugin provides it. */
+    resolve(platform: string): Promise<ChannelAdapter | undefined>;
+  };
+  /** The public URL forwarding to the webhook listener, opened on first use by the `[plugins] tunnel` plugin. */
+  readonly tunnel: {
+    open(): Promise<TunnelInfo>;
   };
   /** Each fighter's knowledge graph (the knowledge moves' substrate). */
   readonly knowledge: {

@@ -507,6 +507,12 @@ export interface Store {
       abandon(error: RecordedError, now: string): Promise<number>;
     };
   };
+  /** The bout each channel chat talks to its fighter in (one conversation per chat). */
+  readonly channelBouts: {
+    get(platform: string, chat: string, fighterId: string): Promise<string | undefined>;
+    /** BOUT_NOT_FOUND for an unknown bout. */
+    set(platform: string, chat: string, fighterId: string, boutId: string): Promise<void>;
+  };
   readonly usage: {
     record(
       fighterId: string,

@@ -247,8 +247,8 @@ export interface RouteResponse {
 export interface PluginRoute {
   /**
    * `api`: the API listener, behind authentication, under `/api/v1/…` (also answered under `/api/…`).
-   * `webhook`: the webhook listener (`[channels] webhook_listen`), which checks nothing itself: the
-   * handler must verify its platform's signature. It starts only when a webhook route exists.
+   * `webhook`: the webhook listener (`[channels] webhook_listen`): the route's `verify` checks its
+   * platform's signature before the body is parsed. It starts only when a webhook route exists.
    */
   listener: "api" | "webhook";
   method: "GET" | "POST" | "PUT" | "DELETE";
@@ -256,7 +256,20 @@ export interface PluginRoute {
   path: string;
   /** JSON Schema the body must pass (unknown fields refused, as everywhere). */
   body?: Record<string, unknown>;
+  /**
+   * Webhook routes must have one: checks the platform's signature over `rawBody` before anything
+   * else. False: 401 UNAUTHORIZED, and the body is never parsed nor the handler called.
+   */
+  verify?(request: WebhookDelivery): boolean | Promise<boolean>;
   handler(request: RouteRequest): Promise<RouteResponse>;
+}
+
+/** What a webhook route's `verify` sees: the delivery as received, unparsed. */
+export interface WebhookDelivery {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  rawBody: Buffer;
+  ip: string;
 }
 
 /** Files served read-only on the API listener under `prefix` (a dashboard), with their own CSP. */

@@ -65,6 +65,12 @@ export function createPluginRoutes(): PluginRoutes {
         assets.push(route);
         return;
       }
+      if (route.listener === "webhook" && typeof route.verify !== "function") {
+        throw new SparError(
+          "PLUGIN_INVALID",
+          `the webhook ${route.method} ${route.path} has no verify: a webhook checks its sender's signature`,
+        );
+      }
       if (route.listener === "api" && !route.path.startsWith("/api/v1/")) {
         throw new SparError(
           "PLUGIN_INVALID",

@@ -160,6 +160,20 @@ export function fighterRoutes(ring: RingServices) {
 
     app.get("/plugins", async () => ({ plugins: await ring.plugins.list() }));
 
+    // Channels: each configured platform's state (`spar channel list|status`), and the tunnel's URL.
+    const channelStatus = async (platform: string) => {
+      const adapter = await ring.channels.resolve(platform);
+      if (!adapter) throw new SparError("NOT_FOUND", `no channel "${platform}" is configured (spar channel setup ${platform})`);
+      return adapter.status();
+    };
+    app.get("/channels", async () => ({
+      channels: await Promise.all(ring.channels.configured().map(channelStatus)),
+    }));
+    app.get<{ Params: { id: string } }>("/channels/:id", { schema: { params: idParams } }, async (request) =>
+      channelStatus(request.params.id),
+    );
+    app.get("/tunnel", async () => ring.tunnel.open());
+
     app.get("/status", async () => ({
       status: "ok",
       version: ring.version,

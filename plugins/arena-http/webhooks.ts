@@ -1,9 +1,10 @@
 /**
  * The webhook listener (`[channels] webhook_listen`, default 127.0.0.1:6661): a second server that
  * serves only the webhook routes plugins add, and nothing of the API. The tunnel points here, never
- * at the API. It checks no signature itself: each route verifies its platform's (Telegram's secret
- * token, Slack's HMAC, Discord's Ed25519) over the body exactly as received, which it gets as
- * `rawBody`. It starts only when some plugin adds a webhook route.
+ * at the API. Each route's `verify` checks its platform's signature (Telegram's secret token,
+ * Slack's HMAC, Discord's Ed25519) over the body exactly as received before anything else: a
+ * delivery it refuses gets 401 and a counted log line, and its body is never parsed. It starts only
+ * when some plugin adds a webhook route.
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -37,26 +38,14 @@ export function buildWebhookServer(
     const err = new SparError("NOT_FOUND", `no webhook at ${request.method} ${request.url.split("?")[0]}`);
     reply.status(err.status).send(err.toJSON());
   });
-  // Every body is kept as received; JSON is parsed as well, with prototype keys refused.
+  // Every body is kept as received and parsed only once the route's `verify` has passed it.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (request, body, done) => {
-    const raw = body as Buffer;
-    request.webhookBody = raw;
-    if (!/json/i.test(request.headers["content-type"] ?? "") || raw.length === 0)
-      return done(null, undefined);
-    try {
-      const value: unknown = JSON.parse(raw.toString("utf8"));
-      const forbidden = findForbiddenKey(value);
-      if (forbidden)
-        return done(new SparError("VALIDATION_FAILED", forbiddenKeyMessage(forbidden, "body")), undefined);
-      done(null, value);
-    } catch (err) {
-      done(
-        new SparError("VALIDATION_FAILED", `the body is not valid JSON: ${(err as Error).message}`),
-        undefined,
-      );
-    }
+    request.webhookBody = body as Buffer;
+    done(null, undefined);
   });
+  /** Deliveries each route refused: counted in the log line, so a flood of forgeries shows. */
+  const refused = new Map<string, number>();
   // Platforms retry; a flood from one address is still bounded.
   const limiter = createRateLimiter({ max: settings.api.rate_limit_per_minute, windowMs: 60_000 });
   app.addHook("onClose", async () => limiter.close());
@@ -85,11 +74,33 @@ export function buildWebhookServer(
     method: ["GET", "POST", "PUT", "DELETE"],
     url: "/*",
     handler: async (request, reply) => {
-      const found = routes.find("webhook", request.method, request.url.split("?")[0] ?? "");
-      if (!found)
-        throw new SparError("NOT_FOUND", `no webhook at ${request.method} ${request.url.split("?")[0]}`);
-      return runPluginRoute(found, Object.assign(request, { rawBody: request.webhookBody }), reply);
+      const path = request.url.split("?")[0] ?? "";
+      const found = routes.find("webhook", request.method, path);
+      if (!found) throw new SparError("NOT_FOUND", `no webhook at ${request.method} ${path}`);
+      const rawBody = request.webhookBody ?? Buffer.alloc(0);
+      const delivery = { path, headers: request.headers, rawBody, ip: request.ip };
+      if (!(await found.route.verify?.(delivery))) {
+        const count = (refused.get(found.route.path) ?? 0) + 1;
+        refused.set(found.route.path, count);
+        log.warn("webhook refused: bad or missing signature", { path, peer: request.ip, refused: count });
+        throw new SparError("UNAUTHORIZED", "the delivery's signature is missing or does not match");
+      }
+      return runPluginRoute(found, Object.assign(request, { rawBody, body: parseBody(request, rawBody) }), reply);
     },
   });
   return app;
+}
+
+/** A verified delivery's JSON body (undefined when it is not JSON), prototype keys refused. */
+function parseBody(request: { headers: Record<string, string | string[] | undefined> }, raw: Buffer): unknown {
+  if (!/json/i.test(String(request.headers["content-type"] ?? "")) || raw.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    throw new SparError("VALIDATION_FAILED", `the body is not valid JSON: ${(err as Error).message}`);
+  }
+  const forbidden = findForbiddenKey(value);
+  if (forbidden) throw new SparError("VALIDATION_FAILED", forbiddenKeyMessage(forbidden, "body"));
+  return value;
 }

@@ -310,6 +310,23 @@ CREATE INDEX troop_tasks_newest ON troop_tasks(troop_id, created_at);
 CREATE INDEX troop_tasks_unfinished ON troop_tasks(status) WHERE status IN ('pending', 'running');
 `,
   },
+  {
+    version: 10,
+    name: "channel bouts",
+    sql: `
+-- The bout each channel chat talks to its fighter in: one conversation per chat, so two people
+-- writing to the same bot never share a context. Keyed by fighter too: a respawned fighter starts
+-- fresh bouts.
+CREATE TABLE channel_bouts (
+  platform TEXT NOT NULL,
+  chat TEXT NOT NULL,
+  fighter_id TEXT NOT NULL,
+  bout_id TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (platform, chat, fighter_id)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

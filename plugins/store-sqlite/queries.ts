@@ -6,6 +6,7 @@
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
+import { createChannelBouts } from "./channel-bouts.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
@@ -152,6 +153,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),
     troops: createTroops(db, { now }),
+    channelBouts: createChannelBouts(db, { now, requireBout }),
     ...turns,
     usage,
     nonces: createNonces(db),

@@ -56,6 +56,7 @@ const READS: ReadonlySet<string> = new Set([
   "troops.list",
   "troops.tasks.get",
   "troops.tasks.list",
+  "channelBouts.get",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */

@@ -954,6 +954,30 @@ for (const factory of FACTORIES) {
       });
     });
 
+    describe("channel bouts", () => {
+      it("keeps one bout per platform, chat and fighter, replaced on set", async () => {
+        const fighter = await newFighter(store);
+        const other = await newFighter(store);
+        const first = (await begin(store, fighter, "hi from telegram")).bout;
+        const second = (await begin(store, fighter, "a new conversation", { bout_id: undefined })).bout;
+        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBeUndefined();
+        await store.channelBouts.set("telegram", "42", fighter.id, first.id);
+        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBe(first.id);
+        // Another chat, platform or fighter is another conversation.
+        expect(await store.channelBouts.get("telegram", "43", fighter.id)).toBeUndefined();
+        expect(await store.channelBouts.get("slack", "42", fighter.id)).toBeUndefined();
+        expect(await store.channelBouts.get("telegram", "42", other.id)).toBeUndefined();
+        await store.channelBouts.set("telegram", "42", fighter.id, second.id);
+        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBe(second.id);
+      });
+
+      it("refuses an unknown bout and empty keys", async () => {
+        const fighter = await newFighter(store);
+        await expectCode(store.channelBouts.set("telegram", "42", fighter.id, "no-such-bout"), "BOUT_NOT_FOUND");
+        await expectCode(store.channelBouts.get("", "42", fighter.id), "VALIDATION_FAILED");
+      });
+    });
+
     describe("troops", () => {
       const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
       /** A troop of three fresh fighters under a name no other test uses. */

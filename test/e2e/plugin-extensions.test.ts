@@ -149,6 +149,13 @@ describe("a user plugin written against spar/sdk", () => {
     expect(((await good.json()) as { rolls: number[] }).rolls).toHaveLength(3);
     expect((await hook({ "x-dice-signature": "sha256=00" })).status).toBe(401);
     expect((await hook({})).status).toBe(401);
+    // The signature is checked before the body is parsed: broken JSON with a bad signature is 401, not 400.
+    const broken = await fetch(`http://127.0.0.1:${webhookPort}/dice/roll`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-dice-signature": "sha256=00" },
+      body: '{"n": 3,',
+    });
+    expect(broken.status).toBe(401);
     // The API listener does not serve webhooks, and the webhook listener serves nothing else.
     expect((await hook({ "x-dice-signature": signature }, daemon.port)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${webhookPort}/api/v1/fighters`)).status).toBe(404);

@@ -84,21 +84,18 @@ export default {
         listener: "webhook",
         method: "POST",
         path: "/dice/roll",
-        handler: async (request) => {
+        // Checked before the body is parsed; a delivery that fails gets 401 and goes no further.
+        verify: (delivery) => {
           const secret = process.env[settings.webhook_secret_env];
-          const given = String(request.headers["x-dice-signature"] ?? "");
+          const given = String(delivery.headers["x-dice-signature"] ?? "");
           const wanted = `sha256=${createHmac("sha256", secret ?? "")
-            .update(request.rawBody ?? "")
+            .update(delivery.rawBody)
             .digest("hex")}`;
-          const ok =
-            secret &&
-            given.length === wanted.length &&
-            timingSafeEqual(Buffer.from(given), Buffer.from(wanted));
-          if (!ok)
-            return {
-              status: 401,
-              body: { error: { code: "UNAUTHORIZED", message: "bad or missing x-dice-signature" } },
-            };
+          return Boolean(
+            secret && given.length === wanted.length && timingSafeEqual(Buffer.from(given), Buffer.from(wanted)),
+          );
+        },
+        handler: async (request) => {
           const body = /** @type {{ n?: number, sides?: number }} */ (request.body ?? {});
           const result = roll(Math.min(body.n ?? 1, settings.max_dice), body.sides ?? 6);
           events.publish({ kind: "dice.rolled", by: "webhook", ...result });

@@ -1,0 +1,132 @@
+/**
+ * What every channel does with a message that passed its gate: the chat's own bout with the
+ * channel's fighter (one conversation per chat, kept in the store), a typing indicator while the turn
+ * runs, the reply split to the platform's limit and posted, the sender counted on the fighter's
+ * relationships (`<platform>:<id>`), and `channel.inbound` / `channel.outbound` events. The platform
+ * plugin supplies only the two calls that differ: `typing` and `post`.
+ */
+import { type EventBus, isSparError, type Logger, type RingServices } from "../../kernel/sdk.js";
+import { splitMessage } from "./split.js";
+
+export interface PlatformIo {
+  /** Shows "typing…" in the chat (one call lasts a few seconds on every platform). */
+  typing(chat: string): Promise<void>;
+  /** Posts one piece of text; returns the platform's message id. */
+  post(chat: string, text: string): Promise<string>;
+  /** The longest text one message may hold. */
+  limit: number;
+}
+
+export interface InboundMessage {
+  chat: string;
+  /** The sender's platform id (the allowlist's form). */
+  sender: string;
+  text: string;
+}
+
+export interface ChannelRelay {
+  /** Runs the fighter's turn for `message` and posts the reply; never throws (failures are posted and logged). */
+  deliver(message: InboundMessage): Promise<void>;
+  /** Posts text the fighter did not answer to (channel_notify), split to the limit. */
+  send(chat: string, text: string, fighterId?: string): Promise<string[]>;
+  /** Settles once every delivery in progress has ended (shutdown, tests). */
+  idle(): Promise<void>;
+  readonly counts: { outbound: number; last_inbound_at?: string };
+}
+
+/** How often the typing indicator is renewed while a turn runs (platforms show it for ~5 s). */
+const TYPING_EVERY_MS = 4_000;
+
+export function createChannelRelay(options: {
+  platform: string;
+  /** The fighter (id or name) that answers this channel. */
+  fighter: string;
+  io: PlatformIo;
+  ring: RingServices;
+  events: EventBus;
+  log: Logger;
+}): ChannelRelay {
+  const { platform, io, ring, events, log } = options;
+  const inFlight = new Set<Promise<void>>();
+  const counts: ChannelRelay["counts"] = { outbound: 0 };
+
+  async function send(chat: string, text: string, fighterId?: string): Promise<string[]> {
+    const parts = splitMessage(text, io.limit);
+    const ids: string[] = [];
+    for (const part of parts) ids.push(await io.post(chat, part));
+    counts.outbound += parts.length;
+    events.publish({
+      kind: "channel.outbound",
+      platform,
+      chat,
+      parts: parts.length,
+      ...(fighterId ? { fighter_id: fighterId } : {}),
+    });
+    return ids;
+  }
+
+  /** The chat's bout, when it has one that still exists; a new one otherwise. */
+  async function turn(fighterId: string, chat: string, text: string) {
+    const boutId = await ring.channels.bouts.get(platform, chat, fighterId);
+    if (boutId) {
+      try {
+        return await ring.fighters.message(fighterId, text, { bout_id: boutId });
+      } catch (err) {
+        if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
+      }
+    }
+    const reply = await ring.fighters.message(fighterId, text, { bout: "new" });
+    await ring.channels.bouts.set(platform, chat, fighterId, reply.bout_id);
+    return reply;
+  }
+
+  async function run(message: InboundMessage): Promise<void> {
+    const { chat, sender, text } = message;
+    counts.last_inbound_at = new Date().toISOString();
+    let fighterId: string;
+    try {
+      fighterId = (await ring.fighters.get(options.fighter)).id;
+    } catch (err) {
+      log.error("channel fighter missing", { platform, fighter: options.fighter, error: String(err) });
+      await send(chat, `Sorry, this bot's fighter "${options.fighter}" does not exist.`).catch(() => undefined);
+      return;
+    }
+    events.publish({ kind: "channel.inbound", platform, chat, sender, fighter_id: fighterId });
+    const typing = () => io.typing(chat).catch(() => undefined);
+    void typing();
+    const timer = setInterval(typing, TYPING_EVERY_MS);
+    let answer: string;
+    try {
+      const reply = await turn(fighterId, chat, text);
+      answer = reply.response.trim() || "(no answer)";
+      await ring.fighters
+        .contact(fighterId, `${platform}:${sender}`, `last heard: ${text.replace(/\s+/g, " ").slice(0, 80)}`)
+        .catch((err: unknown) => log.warn("channel contact not recorded", { platform, error: String(err) }));
+    } catch (err) {
+      log.warn("channel turn failed", { platform, chat, error: String(err) });
+      answer = isSparError(err, "RATE_LIMITED")
+        ? `I'm resting (rate limit); try again in ${String(err.extra?.retry_after_s ?? "a few")} seconds.`
+        : `Sorry, I could not answer that (${isSparError(err) ? err.code : "INTERNAL"}).`;
+    } finally {
+      clearInterval(timer);
+    }
+    try {
+      await send(chat, answer, fighterId);
+    } catch (err) {
+      log.error("channel reply not posted", { platform, chat, error: String(err) });
+    }
+  }
+
+  return {
+    deliver(message) {
+      const work = run(message).finally(() => inFlight.delete(work));
+      inFlight.add(work);
+      return work;
+    },
+    send,
+    async idle() {
+      await Promise.allSettled([...inFlight]);
+    },
+    counts,
+  };
+}

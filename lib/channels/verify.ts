@@ -1,0 +1,82 @@
+/**
+ * The three platforms' delivery signatures, checked over the body exactly as received and before
+ * anything parses it. Every comparison is constant-time; anything missing or malformed is a refusal.
+ * - Telegram: the `X-Telegram-Bot-Api-Secret-Token` header equals the secret given to `setWebhook`.
+ * - Slack: `X-Slack-Signature` is `v0=` + HMAC-SHA256(signing secret, `v0:<timestamp>:<body>`), and
+ *   `X-Slack-Request-Timestamp` is within 300 s of now (replays of old deliveries fail).
+ * - Discord: `X-Signature-Ed25519` is the application key's Ed25519 signature of
+ *   `<X-Signature-Timestamp><body>`.
+ */
+import { createHmac, createPublicKey, type KeyObject, timingSafeEqual, verify } from "node:crypto";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** A header's single value; a repeated header is a refusal (which one would be signed?). */
+function header(headers: Headers, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** Constant-time equality of two strings (length differences leak only the length). */
+export function sameSecret(given: string, wanted: string): boolean {
+  const a = Buffer.from(given, "utf8");
+  const b = Buffer.from(wanted, "utf8");
+  return a.length === b.length && a.length > 0 && timingSafeEqual(a, b);
+}
+
+export function telegramDeliveryOk(headers: Headers, secret: string): boolean {
+  const given = header(headers, "x-telegram-bot-api-secret-token");
+  return given !== undefined && secret.length > 0 && sameSecret(given, secret);
+}
+
+/** Slack's window: a delivery signed more than this many seconds from now is refused. */
+export const SLACK_WINDOW_S = 300;
+
+export function slackSignature(signingSecret: string, timestamp: string, rawBody: Buffer): string {
+  const hmac = createHmac("sha256", signingSecret);
+  hmac.update(`v0:${timestamp}:`);
+  hmac.update(rawBody);
+  return `v0=${hmac.digest("hex")}`;
+}
+
+export function slackDeliveryOk(
+  headers: Headers,
+  rawBody: Buffer,
+  signingSecret: string,
+  nowS: number = Math.floor(Date.now() / 1000),
+): boolean {
+  const timestamp = header(headers, "x-slack-request-timestamp");
+  const signature = header(headers, "x-slack-signature");
+  if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp) || signingSecret.length === 0) return false;
+  if (Math.abs(nowS - Number(timestamp)) > SLACK_WINDOW_S) return false;
+  return sameSecret(signature, slackSignature(signingSecret, timestamp, rawBody));
+}
+
+/** DER prefix of an Ed25519 SubjectPublicKeyInfo; the 32 raw key bytes follow. */
+const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+/** Discord's application public key (64 hex characters) as a key object; throws when malformed. */
+export function discordPublicKey(hex: string): KeyObject {
+  if (!/^[0-9a-f]{64}$/i.test(hex)) throw new Error("a Discord public key is 64 hexadecimal characters");
+  return createPublicKey({
+    key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(hex, "hex")]),
+    format: "der",
+    type: "spki",
+  });
+}
+
+export function discordDeliveryOk(headers: Headers, rawBody: Buffer, publicKey: KeyObject): boolean {
+  const signature = header(headers, "x-signature-ed25519");
+  const timestamp = header(headers, "x-signature-timestamp");
+  if (!signature || !timestamp || !/^[0-9a-f]{128}$/i.test(signature)) return false;
+  try {
+    return verify(
+      null,
+      Buffer.concat([Buffer.from(timestamp, "utf8"), rawBody]),
+      publicKey,
+      Buffer.from(signature, "hex"),
+    );
+  } catch {
+    return false;
+  }
+}
