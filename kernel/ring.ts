@@ -224,7 +224,10 @@ export function createRing(options: RingOptions): Ring {
           const listen = String(config.sections.channels?.webhook_listen ?? "");
           const info = await hooks.tunnel.open.promise({ target: `http://${listen}` });
           if (!info) {
-            throw new SparError("CONFIG_INVALID", `the tunnel plugin ${config.plugins.tunnel} opened no tunnel`);
+            throw new SparError(
+              "CONFIG_INVALID",
+              `the tunnel plugin ${config.plugins.tunnel} opened no tunnel`,
+            );
           }
           return info;
         })();

@@ -88,7 +88,9 @@ export function createChannelRelay(options: {
       fighterId = (await ring.fighters.get(options.fighter)).id;
     } catch (err) {
       log.error("channel fighter missing", { platform, fighter: options.fighter, error: String(err) });
-      await send(chat, `Sorry, this bot's fighter "${options.fighter}" does not exist.`).catch(() => undefined);
+      await send(chat, `Sorry, this bot's fighter "${options.fighter}" does not exist.`).catch(
+        () => undefined,
+      );
       return;
     }
     events.publish({ kind: "channel.inbound", platform, chat, sender, fighter_id: fighterId });

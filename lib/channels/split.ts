@@ -6,7 +6,8 @@
 
 /** The pieces of `text`, each at most `limit` UTF-16 units and none empty; `[]` for blank text. */
 export function splitMessage(text: string, limit: number): string[] {
-  if (!Number.isInteger(limit) || limit < 2) throw new RangeError(`limit must be an integer ≥ 2, not ${limit}`);
+  if (!Number.isInteger(limit) || limit < 2)
+    throw new RangeError(`limit must be an integer ≥ 2, not ${limit}`);
   const parts: string[] = [];
   let rest = text.trim();
   while (rest.length > limit) {

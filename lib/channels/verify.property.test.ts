@@ -38,7 +38,12 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 type Headers = Record<string, string | string[] | undefined>;
 
 /** Applies `m` to a copy of the delivery; `signed` lists the headers the signature depends on. */
-function mutate(body: Buffer, headers: Headers, signed: string[], m: Mutation): { body: Buffer; headers: Headers } {
+function mutate(
+  body: Buffer,
+  headers: Headers,
+  signed: string[],
+  m: Mutation,
+): { body: Buffer; headers: Headers } {
   const copy = { ...headers };
   const name = signed[("name" in m ? m.name : 0) % signed.length] as string;
   switch (m.kind) {
@@ -52,7 +57,10 @@ function mutate(body: Buffer, headers: Headers, signed: string[], m: Mutation): 
     case "append":
       return { body: Buffer.concat([body, Buffer.from([m.byte])]), headers: copy };
     case "truncate":
-      return { body: body.length === 0 ? Buffer.from("x") : body.subarray(0, body.length - 1), headers: copy };
+      return {
+        body: body.length === 0 ? Buffer.from("x") : body.subarray(0, body.length - 1),
+        headers: copy,
+      };
     case "header":
       // A different value (the same one would be no forgery).
       copy[name] = m.value === copy[name] ? `${m.value}x` : m.value;
@@ -109,14 +117,19 @@ describe("forged deliveries are refused", () => {
   it("Slack: a genuine delivery signed outside the 300 s window is refused", () => {
     const now = 1_800_000_000;
     fc.assert(
-      fc.property(bodies, fc.integer({ min: SLACK_WINDOW_S + 1, max: 10 ** 6 }), fc.boolean(), (body, off, past) => {
-        const timestamp = String(past ? now - off : now + off);
-        const headers = {
-          "x-slack-request-timestamp": timestamp,
-          "x-slack-signature": slackSignature("secret", timestamp, body),
-        };
-        expect(slackDeliveryOk(headers, body, "secret", now)).toBe(false);
-      }),
+      fc.property(
+        bodies,
+        fc.integer({ min: SLACK_WINDOW_S + 1, max: 10 ** 6 }),
+        fc.boolean(),
+        (body, off, past) => {
+          const timestamp = String(past ? now - off : now + off);
+          const headers = {
+            "x-slack-request-timestamp": timestamp,
+            "x-slack-signature": slackSignature("secret", timestamp, body),
+          };
+          expect(slackDeliveryOk(headers, body, "secret", now)).toBe(false);
+        },
+      ),
       { numRuns: 1_000 },
     );
   });
@@ -130,7 +143,11 @@ describe("forged deliveries are refused", () => {
         const timestamp = String(t);
         const headers = {
           "x-signature-timestamp": timestamp,
-          "x-signature-ed25519": sign(null, Buffer.concat([Buffer.from(timestamp), body]), privateKey).toString("hex"),
+          "x-signature-ed25519": sign(
+            null,
+            Buffer.concat([Buffer.from(timestamp), body]),
+            privateKey,
+          ).toString("hex"),
         };
         expect(discordDeliveryOk(headers, body, key)).toBe(true);
         const forged = mutate(body, headers, ["x-signature-timestamp", "x-signature-ed25519"], m);

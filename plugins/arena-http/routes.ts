@@ -163,7 +163,11 @@ export function fighterRoutes(ring: RingServices) {
     // Channels: each configured platform's state (`spar channel list|status`), and the tunnel's URL.
     const channelStatus = async (platform: string) => {
       const adapter = await ring.channels.resolve(platform);
-      if (!adapter) throw new SparError("NOT_FOUND", `no channel "${platform}" is configured (spar channel setup ${platform})`);
+      if (!adapter)
+        throw new SparError(
+          "NOT_FOUND",
+          `no channel "${platform}" is configured (spar channel setup ${platform})`,
+        );
       return adapter.status();
     };
     app.get("/channels", async () => ({

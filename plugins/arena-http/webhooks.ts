@@ -85,14 +85,21 @@ export function buildWebhookServer(
         log.warn("webhook refused: bad or missing signature", { path, peer: request.ip, refused: count });
         throw new SparError("UNAUTHORIZED", "the delivery's signature is missing or does not match");
       }
-      return runPluginRoute(found, Object.assign(request, { rawBody, body: parseBody(request, rawBody) }), reply);
+      return runPluginRoute(
+        found,
+        Object.assign(request, { rawBody, body: parseBody(request, rawBody) }),
+        reply,
+      );
     },
   });
   return app;
 }
 
 /** A verified delivery's JSON body (undefined when it is not JSON), prototype keys refused. */
-function parseBody(request: { headers: Record<string, string | string[] | undefined> }, raw: Buffer): unknown {
+function parseBody(
+  request: { headers: Record<string, string | string[] | undefined> },
+  raw: Buffer,
+): unknown {
   if (!/json/i.test(String(request.headers["content-type"] ?? "")) || raw.length === 0) return undefined;
   let value: unknown;
   try {

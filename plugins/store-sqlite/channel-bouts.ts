@@ -30,7 +30,13 @@ export function createChannelBouts(
       s.get.get(key(platform, "platform"), key(chat, "chat"), key(fighterId, "fighter_id")),
     set(platform, chat, fighterId, boutId) {
       deps.requireBout(boutId);
-      s.set.run(key(platform, "platform"), key(chat, "chat"), key(fighterId, "fighter_id"), boutId, deps.now());
+      s.set.run(
+        key(platform, "platform"),
+        key(chat, "chat"),
+        key(fighterId, "fighter_id"),
+        boutId,
+        deps.now(),
+      );
     },
   };
 }

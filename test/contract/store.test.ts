@@ -973,7 +973,10 @@ for (const factory of FACTORIES) {
 
       it("refuses an unknown bout and empty keys", async () => {
         const fighter = await newFighter(store);
-        await expectCode(store.channelBouts.set("telegram", "42", fighter.id, "no-such-bout"), "BOUT_NOT_FOUND");
+        await expectCode(
+          store.channelBouts.set("telegram", "42", fighter.id, "no-such-bout"),
+          "BOUT_NOT_FOUND",
+        );
         await expectCode(store.channelBouts.get("", "42", fighter.id), "VALIDATION_FAILED");
       });
     });

@@ -92,7 +92,9 @@ export default {
             .update(delivery.rawBody)
             .digest("hex")}`;
           return Boolean(
-            secret && given.length === wanted.length && timingSafeEqual(Buffer.from(given), Buffer.from(wanted)),
+            secret &&
+              given.length === wanted.length &&
+              timingSafeEqual(Buffer.from(given), Buffer.from(wanted)),
           );
         },
         handler: async (request) => {
