@@ -198,6 +198,8 @@ export interface TunnelInfo {
   /** `https://…`, no trailing slash. */
   url: string;
   mode: "quick" | "named" | "manual";
+  /** Why the tunnel is down, when it went down after opening (cloudflared exited). */
+  error?: string;
 }
 
 /** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */

@@ -327,7 +327,7 @@ function checkChannels(input: AuditInput): CheckResult {
     findings: open.map(({ platform }) => ({
       id: `channel_allowlists:${platform}`,
       severity: "high" as const,
-      message: `channel ${platform} has no allowlist: anyone who finds the bot can talk to your fighters`,
+      message: `channel ${platform} has no allowlist (none, empty, or "*"): Spar's channels then answer nobody, and a channel plugin that reads it as "everyone" would let anyone who finds the bot talk to your fighters`,
       fix: `set allowlist = [<sender ids>] under [channels.${platform}] in ${join(input.home, "config.toml")}`,
     })),
   };

@@ -2,8 +2,9 @@
  * What every channel does with a message that passed its gate: the chat's own bout with the
  * channel's fighter (one conversation per chat, kept in the store), a typing indicator while the turn
  * runs, the reply split to the platform's limit and posted, the sender counted on the fighter's
- * relationships (`<platform>:<id>`), and `channel.inbound` / `channel.outbound` events. The platform
- * plugin supplies only the two calls that differ: `typing` and `post`.
+ * relationships (`<platform>:<id>`, with no message text: one chat's words never reach another's),
+ * and `channel.inbound` / `channel.outbound` events. The platform plugin supplies only the two calls
+ * that differ: `typing` and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../kernel/sdk.js";
 import { splitMessage } from "./split.js";
@@ -102,7 +103,9 @@ export function createChannelRelay(options: {
       const reply = await turn(fighterId, chat, text);
       answer = reply.response.trim() || "(no answer)";
       await ring.fighters
-        .contact(fighterId, `${platform}:${sender}`, `last heard: ${text.replace(/\s+/g, " ").slice(0, 80)}`)
+        // No message text in the note: the Creed shows relationships in every bout's prompt, and one
+        // chat's words must never reach another chat's conversation.
+        .contact(fighterId, `${platform}:${sender}`, `talks to you on ${platform}`)
         .catch((err: unknown) => log.warn("channel contact not recorded", { platform, error: String(err) }));
     } catch (err) {
       log.warn("channel turn failed", { platform, chat, error: String(err) });

@@ -108,7 +108,7 @@ describe("spar start --detach / stop", () => {
     const result = await runCli(newHome(), ["wrestle"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
-      'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, bout, fighter, gorilla, troop, key, sign, ' +
+      'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, bout, fighter, gorilla, troop, channel, key, sign, ' +
         "doctor, plugin, move, security (VALIDATION_FAILED)\n",
     );
   });

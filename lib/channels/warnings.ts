@@ -1,0 +1,25 @@
+/** Warnings every channel logs at start about settings that work but are probably not meant. */
+import type { Logger } from "../../kernel/sdk.js";
+import { isLoopbackHost } from "../loopback.js";
+
+export function warnAboutSettings(options: {
+  platform: string;
+  api_root: string;
+  allowlist: readonly unknown[];
+  /** What the allowlist holds, for the advice: "numeric user ids", "member ids". */
+  ids: string;
+  log: Logger;
+}): void {
+  const { platform, log } = options;
+  const root = new URL(options.api_root);
+  if (root.protocol === "http:" && !isLoopbackHost(root.hostname)) {
+    log.warn(`${platform}: api_root is plain http to another machine: the bot token travels unencrypted`, {
+      api_root: options.api_root,
+    });
+  }
+  if (options.allowlist.length === 0) {
+    log.warn(
+      `${platform}: the allowlist is empty, so every sender is refused; add ${options.ids} to [channels.${platform}] allowlist`,
+    );
+  }
+}

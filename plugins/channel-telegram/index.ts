@@ -1,0 +1,116 @@
+/**
+ * The Telegram channel (grammy's Bot API client, webhook mode only), activated when config.toml has
+ * a `[channels.telegram]` table. At apply it reads and checks the two secrets (a missing or weak
+ * webhook secret stops the daemon); when the daemon is ready it checks the token (getMe) and
+ * registers the tunnel's URL (setWebhook with the secret), at every start; deliveries go through
+ * the webhook route (webhook.ts) and the shared gate and relay, which run the fighter's turn and post
+ * the reply with typing shown. `hooks.channel.resolve` hands out the adapter (`channel_notify`,
+ * `spar channel status`).
+ */
+import { Api } from "grammy";
+import { type ChannelAdapter, definePlugin, SparError } from "../../kernel/sdk.js";
+import { createChannelGate } from "../../lib/channels/gate.js";
+import { createChannelRelay } from "../../lib/channels/relay.js";
+import { warnAboutSettings } from "../../lib/channels/warnings.js";
+import { type Registration, registerWebhook } from "./registration.js";
+import { readSecrets, type TelegramSettings } from "./settings.js";
+import { telegramWebhook } from "./webhook.js";
+
+/** Telegram's longest message, in UTF-16 units (sendMessage refuses longer text). */
+const TELEGRAM_LIMIT = 4096;
+/** How long one Bot API call may take (grammy's default, 500 s, would hold a reply or a shutdown). */
+const API_TIMEOUT_S = 30;
+
+export default definePlugin<{ "channels.telegram": TelegramSettings }>({
+  id: "channel-telegram",
+  apply({ hooks, ring, events, log }, { "channels.telegram": settings }) {
+    const secrets = readSecrets(settings);
+    warnAboutSettings({
+      platform: "telegram",
+      api_root: settings.api_root,
+      allowlist: settings.allowlist,
+      ids: "numeric user ids",
+      log,
+    });
+    const api = new Api(secrets.token, { apiRoot: settings.api_root, timeoutSeconds: API_TIMEOUT_S });
+    const gate = createChannelGate({
+      allowlist: settings.allowlist.map(String),
+      rate_per_minute: settings.rate_per_minute,
+    });
+    const relay = createChannelRelay({
+      platform: "telegram",
+      fighter: settings.fighter,
+      io: {
+        typing: async (chat) => {
+          await api.sendChatAction(chat, "typing");
+        },
+        post: async (chat, text) => String((await api.sendMessage(chat, text)).message_id),
+        limit: TELEGRAM_LIMIT,
+      },
+      ring,
+      events,
+      log,
+    });
+    const registration: Registration = { connected: false };
+    let registering: Promise<void> | undefined;
+    const stopping = new AbortController();
+
+    const adapter: ChannelAdapter = {
+      platform: "telegram",
+      async send(text, chat) {
+        const target =
+          chat ?? (settings.notify_chat === undefined ? undefined : String(settings.notify_chat));
+        if (target === undefined) {
+          throw new SparError(
+            "VALIDATION_FAILED",
+            "give a chat, or set notify_chat in [channels.telegram] for messages without one",
+          );
+        }
+        return { chat: target, message_ids: await relay.send(target, text) };
+      },
+      async status() {
+        const { signature, allowlist, rate, inbound } = gate.counts;
+        return {
+          platform: "telegram",
+          mode: "webhook",
+          connected: registration.connected,
+          ...(registration.url ? { webhook_url: registration.url } : {}),
+          fighter: settings.fighter,
+          allowlist_size: gate.allowlistSize,
+          ...(relay.counts.last_inbound_at ? { last_inbound_at: relay.counts.last_inbound_at } : {}),
+          inbound,
+          outbound: relay.counts.outbound,
+          refused: { signature, allowlist, rate },
+          ...(registration.error ? { error: registration.error } : {}),
+        };
+      },
+    };
+
+    hooks.channel.resolve.tap((platform) => (platform === "telegram" ? adapter : undefined));
+    hooks.arena.routes.tap((routes) => {
+      routes.add(telegramWebhook({ path: settings.path, secret: secrets.webhookSecret, gate, relay, log }));
+    });
+    // After the Arena's tap, so the webhook listener already listens when Telegram is told about
+    // it; not awaited, so a slow or unreachable Bot API never holds up the start.
+    hooks.daemon.ready.tap(
+      () => {
+        registering = registerWebhook({
+          api,
+          tunnel: () => ring.tunnel.open(),
+          path: settings.path,
+          secret: secrets.webhookSecret,
+          tokenEnv: settings.token_env,
+          state: registration,
+          log,
+          signal: stopping.signal,
+        });
+      },
+      { stage: 100 },
+    );
+    hooks.daemon.close.tap(async () => {
+      stopping.abort();
+      await registering;
+      await relay.idle();
+    });
+  },
+});
