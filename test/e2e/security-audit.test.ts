@@ -1,4 +1,4 @@
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AuditReport } from "../../cli/commands/security-audit.js";
@@ -68,6 +68,23 @@ describe("spar security audit", () => {
     expect(text.stdout).toMatch(
       /^0 high, [01] medium, 0 low; checks passed: api_listen, .*; skipped: provider_keys .*full_access/m,
     );
+  });
+
+  it("flags a configured channel without an allowlist, and passes it once one is set", async () => {
+    const home = await initializedHome();
+    const config = join(home, "config.toml");
+    const table = (allowlist: string) => `\n[channels.telegram]\nallowlist = ${allowlist}\n`;
+    const base = readFileSync(config, "utf8");
+    writeFileSync(config, base + table("[]"));
+    const open = await audit(home);
+    expect(open.report.findings).toContainEqual(
+      expect.objectContaining({ id: "channel_allowlists:telegram", severity: "high" }),
+    );
+    expectExitMatches(open);
+    writeFileSync(config, base + table("[123456789]"));
+    const closed = await audit(home);
+    expect(closed.report.findings.some((f) => f.id.startsWith("channel_allowlists"))).toBe(false);
+    expect(closed.report.passed.map((p) => p.check)).toContain("channel_allowlists");
   });
 
   it("fails with a high finding and the chmod fix when master.key is readable by others", async () => {
