@@ -24,6 +24,7 @@ export const PLUGIN_KINDS = [
   "bus",
   "identity",
   "routing",
+  "dashboard",
 ] as const;
 
 export type PluginKind = (typeof PLUGIN_KINDS)[number];

@@ -15,6 +15,7 @@ import {
   SparError,
   validatorFor,
 } from "../../kernel/sdk.js";
+import { isReservedPath } from "./public-assets.js";
 import { disconnectSignal } from "./routes.js";
 
 interface Compiled {
@@ -48,6 +49,8 @@ export interface PluginRoutes extends RouteRegistry {
   ): { route: PluginRoute; params: Record<string, string> } | undefined;
   readonly assets: readonly PublicAssets[];
   hasWebhooks(): boolean;
+  /** Every `api` and `webhook` route added, in the order they were added (for the OpenAPI document). */
+  list(): readonly PluginRoute[];
 }
 
 export function createPluginRoutes(): PluginRoutes {
@@ -56,11 +59,20 @@ export function createPluginRoutes(): PluginRoutes {
   return {
     add(route) {
       if (route.listener === "public") {
-        if (!/^\/[a-z0-9][a-z0-9/_-]*$/i.test(route.prefix) || route.prefix.startsWith("/api")) {
+        const { prefix } = route;
+        // `/` or plain segments; the API's own paths stay the API's (public-assets.ts).
+        if (
+          (prefix !== "/" && !/^(?:\/[a-z0-9][a-z0-9_-]*)+$/i.test(prefix)) ||
+          prefix.startsWith("/api") ||
+          isReservedPath(prefix)
+        ) {
           throw new SparError(
             "PLUGIN_INVALID",
-            `public assets need a prefix like "/dashboard", not "${route.prefix}"`,
+            `public assets need the prefix "/" or one like "/dashboard" (not under /api or /v1), not "${prefix}"`,
           );
+        }
+        if (assets.some((a) => a.prefix === prefix)) {
+          throw new SparError("PLUGIN_INVALID", `two plugins publish files at "${prefix}"`);
         }
         assets.push(route);
         return;
@@ -100,6 +112,7 @@ export function createPluginRoutes(): PluginRoutes {
     },
     assets,
     hasWebhooks: () => routes.some((r) => r.route.listener === "webhook"),
+    list: () => routes.map((r) => r.route),
   };
 }
 

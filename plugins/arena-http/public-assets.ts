@@ -2,6 +2,11 @@
  * Files plugins publish on the API listener (a dashboard): read-only, GET and HEAD only, from the
  * plugin's folder, never outside it, with their own Content-Security-Policy. They are open to the
  * page's browser; every API call the page makes passes the same authentication as any other.
+ *
+ * A plugin may publish at `/` (the dashboard does). The API's own paths (`/api/…`, `/v1/…`, the
+ * WebSocket under `/api`) always win over files: they are never looked up here and never open. A
+ * path that is not a file is 404, even without a dot: the dashboard routes with `#/…`, so no
+ * navigation path other than `/` ever reaches the server.
  */
 import { createReadStream } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
@@ -31,17 +36,45 @@ export function notFound(request: FastifyRequest): SparError {
   return new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
 }
 
+/** `/api` and `/v1` and below: the Arena's routes, whatever a plugin published at `/`. */
+const RESERVED = /^\/(?:api|v1)(?:\/|$)/i;
+/**
+ * A path the router can only send to the files: plain segments, no %-escape, no dot segment, no
+ * empty segment. The router decodes escapes before matching (`/%61pi/v1/fighters` reaches the
+ * `/api/v1/fighters` handler), so only a path like this may skip authentication.
+ */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*\/?$/;
+
+/** Whether a path (or a public prefix) is the API's own, never a plugin's files. */
+export function isReservedPath(path: string): boolean {
+  return RESERVED.test(path);
+}
+
+const under = (prefix: string, path: string) =>
+  prefix === "/" || path === prefix || path.startsWith(`${prefix}/`);
+
+/** The asset whose prefix holds the path, the longest prefix first (`/dashboard` over `/`). */
 function assetFor(routes: PluginRoutes, path: string) {
-  return routes.assets.find((a) => path === a.prefix || path.startsWith(`${a.prefix}/`));
+  if (isReservedPath(path)) return undefined;
+  let found: PluginRoutes["assets"][number] | undefined;
+  for (const asset of routes.assets) {
+    if (under(asset.prefix, path) && asset.prefix.length > (found?.prefix.length ?? -1)) found = asset;
+  }
+  return found;
 }
 
 /** Whether a path is a public asset's (so it is served without a signature). */
 export function servesAsset(routes: PluginRoutes, path: string): boolean {
-  return assetFor(routes, path) !== undefined;
+  return PLAIN_PATH.test(path) && assetFor(routes, path) !== undefined;
 }
 
 export async function serveAsset(routes: PluginRoutes, request: FastifyRequest, reply: FastifyReply) {
-  const path = decodeURIComponent(request.url.split("?")[0] ?? "");
+  let path: string;
+  try {
+    path = decodeURIComponent(request.url.split("?")[0] ?? "");
+  } catch {
+    throw notFound(request);
+  }
   const asset = assetFor(routes, path);
   if (!asset) throw notFound(request);
   const root = await realpath(asset.dir);

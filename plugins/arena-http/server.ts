@@ -5,6 +5,8 @@ import type { EventBus, Logger, RingServices } from "../../kernel/sdk.js";
 import { validatorFor } from "../../kernel/sdk.js";
 import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
+import { openAiRoutes } from "./openai-compat.js";
+import { registerOpenApi } from "./openapi.js";
 import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
 import { notFound, serveAsset, servesAsset } from "./public-assets.js";
 import { createRateLimiter } from "./rate-limit.js";
@@ -37,6 +39,8 @@ export function buildServer(
       (reply as FastifyReply).status(spar.status).send(spar.toJSON());
     },
   });
+  // First, so it sees every route registered after it: the OpenAPI document is made of them.
+  registerOpenApi(app, routes, ring.version);
   // JSON only: a text/plain body (what a cross-site form can send) is 415, not a string.
   app.removeContentTypeParser("text/plain");
   // Past this many open connections Node closes new ones on arrival, so memory stays bounded.
@@ -61,6 +65,8 @@ export function buildServer(
   const core = fighterRoutes(ring);
   app.register(core, { prefix: "/api/v1" });
   app.register(core, { prefix: "/api" });
+  // OpenAI's API shape, so any OpenAI client can talk to a fighter (`model` names it).
+  app.register(openAiRoutes(ring, log), { prefix: "/v1" });
   // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.
   const methods = ["GET", "POST", "PUT", "DELETE"] as const;
   app.route({

@@ -1,0 +1,98 @@
+/**
+ * Which of a fighter's bouts an OpenAI-compatible chat request talks in. An OpenAI client re-sends
+ * its whole history with every request, but a fighter keeps its own; so the request names a bout
+ * instead: `X-Spar-Bout: <id>` continues that one and `X-Spar-Bout: new` starts one; otherwise the
+ * `user` field keeps one bout per user string (stored like a channel chat's, under platform
+ * `openai`), and without either the fighter's latest bout is continued, as on the message route.
+ */
+import { isSparError, type RingServices } from "../../kernel/sdk.js";
+
+/** The platform name a user's bout is stored under (`ring.channels.bouts`). */
+export const OPENAI_PLATFORM = "openai";
+
+/** How a message selects its bout (`MessageOptions`). */
+export type BoutOptions = { bout_id?: string; bout?: "new" };
+
+export interface BoutSelection {
+  fighterId: string;
+  /** The `X-Spar-Bout` header: a bout id or `new`. */
+  header?: string;
+  /** The request's `user`; empty means none. */
+  user?: string;
+}
+
+/** Runs one turn; `started` must be called with the turn's bout once the turn is recorded. */
+export type TurnInBout<T> = (options: BoutOptions, started: (boutId: string) => void) => Promise<T>;
+
+export interface OpenAiBouts {
+  /**
+   * Runs `turn` in the bout `selection` names. A user's bout is remembered as soon as the turn is
+   * recorded, so it is kept even if the turn then fails; `X-Spar-Bout` with a `user` moves that user
+   * to the bout it names (`new` starts the user's next conversation).
+   */
+  run<T>(selection: BoutSelection, turn: TurnInBout<T>): Promise<T>;
+}
+
+/** `ring` is read at each request: the store opens after the Arena is built. */
+export function createOpenAiBouts(ring: RingServices): OpenAiBouts {
+  // Per fighter and user, the request that is choosing the user's bout: a second one waits until
+  // the first one's bout is stored, so two first messages from one user share one bout.
+  const choosing = new Map<string, Promise<void>>();
+
+  async function lock(key: string): Promise<() => void> {
+    const previous = choosing.get(key) ?? Promise.resolve();
+    let unlock!: () => void;
+    const mine = new Promise<void>((done) => {
+      unlock = done;
+    });
+    const tail = previous.then(() => mine);
+    choosing.set(key, tail);
+    await previous;
+    return () => {
+      unlock();
+      if (choosing.get(key) === tail) choosing.delete(key);
+    };
+  }
+
+  return {
+    async run(selection, turn) {
+      const { fighterId, header, user } = selection;
+      const named: BoutOptions | undefined =
+        header === "new" ? { bout: "new" } : header ? { bout_id: header } : undefined;
+      if (!user) return turn(named ?? {}, () => undefined);
+
+      const release = await lock(`${fighterId}\u0000${user}`);
+      let remembered: Promise<void> = Promise.resolve();
+      let stored: string | undefined;
+      const started = (boutId: string) => {
+        if (boutId === stored) return release();
+        remembered = ring.channels.bouts.set(OPENAI_PLATFORM, user, fighterId, boutId).finally(release);
+        // Awaited once the turn ends; handled now, so a failure meanwhile is not an unhandled rejection.
+        remembered.catch(() => undefined);
+      };
+      const attempt = async () => {
+        if (named) return turn(named, started);
+        stored = await ring.channels.bouts.get(OPENAI_PLATFORM, user, fighterId);
+        if (stored) {
+          try {
+            return await turn({ bout_id: stored }, started);
+          } catch (err) {
+            // The user's bout is gone: the user starts a new one, as a channel chat would.
+            if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
+          }
+        }
+        return turn({ bout: "new" }, started);
+      };
+      try {
+        const result = await attempt();
+        await remembered;
+        return result;
+      } catch (err) {
+        await remembered.catch(() => undefined);
+        throw err;
+      } finally {
+        release();
+      }
+    },
+  };
+}

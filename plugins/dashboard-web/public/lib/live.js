@@ -1,0 +1,115 @@
+/**
+ * The live event stream: one WebSocket to /api/v1/ws, subscribed to every kind. After a drop it
+ * reconnects (after 1 s, doubling up to 30 s) and subscribes with `since` = the seq of the last event
+ * it saw, so what happened in between is replayed from the daemon's history ring. A browser cannot
+ * sign a WebSocket upgrade (it sends no custom headers on one), so the stream runs only while
+ * unsigned requests from this machine are allowed; otherwise it says why it is off.
+ */
+
+const KEEP = 500;
+const listeners = new Set();
+/** Newest last: events (`type: "event"`) and notices (`type: "notice"`) as they came. */
+const feed = [];
+const state = { status: "off", reason: undefined, lastSeq: undefined, resumedFrom: undefined };
+let socket;
+let retryMs = 1000;
+let retryTimer;
+/** The `since` the open connection subscribed with. */
+let subscribedSince;
+
+function notify(entry) {
+  for (const listen of listeners) listen(entry);
+}
+
+function remember(entry) {
+  feed.push(entry);
+  if (feed.length > KEEP) feed.splice(0, feed.length - KEEP);
+  notify(entry);
+}
+
+function setState(changes) {
+  Object.assign(state, changes);
+  notify(undefined);
+}
+
+/** The connection's state: status "off" | "connecting" | "live" | "reconnecting" | "unavailable". */
+export function liveState() {
+  return { ...state };
+}
+
+/** The events and notices received so far, newest last. */
+export function liveFeed() {
+  return feed;
+}
+
+/** Calls `listen(entry)` for each event or notice, and `listen(undefined)` when the state changes. */
+export function onLive(listen) {
+  listeners.add(listen);
+  return () => listeners.delete(listen);
+}
+
+/** Connects (once); later calls do nothing while a connection is open or coming. */
+export function startLive() {
+  if (socket || state.status === "unavailable") return;
+  connect();
+}
+
+/** Stops for good, saying why (the daemon accepts signed requests only). */
+export function stopLive(reason) {
+  clearTimeout(retryTimer);
+  const open = socket;
+  socket = undefined;
+  open?.close(1000, "not available");
+  setState({ status: "unavailable", reason });
+}
+
+function connect() {
+  const resuming = state.lastSeq !== undefined;
+  setState({ status: resuming ? "reconnecting" : "connecting" });
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${scheme}//${location.host}/api/v1/ws`);
+  socket = ws;
+  ws.addEventListener("open", () => {
+    subscribedSince = state.lastSeq;
+    const since = subscribedSince === undefined ? {} : { since: subscribedSince };
+    ws.send(JSON.stringify({ type: "subscribe", kinds: ["*"], ...since }));
+  });
+  ws.addEventListener("message", (message) => receive(ws, JSON.parse(message.data)));
+  ws.addEventListener("close", () => {
+    if (socket !== ws) return;
+    socket = undefined;
+    setState({ status: "reconnecting" });
+    retryTimer = setTimeout(connect, retryMs);
+    retryMs = Math.min(retryMs * 2, 30_000);
+  });
+}
+
+function receive(ws, frame) {
+  if (socket !== ws) return;
+  if (frame.type === "event") {
+    state.lastSeq = frame.seq;
+    // Streamed tokens belong to the chat that asked for them, not to the feed.
+    if (frame.kind !== "message.delta") remember(frame);
+    return;
+  }
+  if (frame.type === "subscribed") {
+    retryMs = 1000;
+    const seen = state.lastSeq;
+    const restarted = seen !== undefined && frame.last_seq < seen;
+    if (restarted) {
+      // The daemon restarted: its sequence began again, and what it held before is gone.
+      remember({
+        type: "notice",
+        code: "RESTARTED",
+        message: "the daemon restarted; earlier events are gone",
+      });
+    }
+    setState({
+      status: "live",
+      resumedFrom: subscribedSince,
+      lastSeq: seen === undefined || restarted ? frame.last_seq : seen,
+    });
+    return;
+  }
+  if (frame.type === "notice") remember(frame);
+}

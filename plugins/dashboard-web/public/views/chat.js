@@ -1,0 +1,158 @@
+/**
+ * `#/chat/<fighter>`: a conversation with one fighter. Each message is sent with `Accept:
+ * text/event-stream`, so the reply streams into the page as the model writes it; Cancel asks the
+ * daemon to cancel the running turn (`POST /api/v1/fighters/:id/cancel`), which records it
+ * cancelled. Sessions live outside the view, so a reply keeps streaming while another view is open.
+ */
+
+import { api, streamMessage } from "../lib/api.js";
+import { href } from "../lib/router.js";
+import { Badge, Heading, Loading, Problem, useData, useLiveEvents } from "../lib/ui.js";
+import { html, useEffect, useState } from "../vendor/standalone.module.js";
+
+/** fighter id → { entries, boutId, running, newBout, listeners } */
+const sessions = new Map();
+
+function sessionOf(id) {
+  let session = sessions.get(id);
+  if (!session) {
+    session = { entries: [], boutId: undefined, running: false, newBout: false, listeners: new Set() };
+    sessions.set(id, session);
+  }
+  return session;
+}
+
+function changed(session) {
+  for (const listen of session.listeners) listen();
+}
+
+async function send(id, session, message) {
+  const reply = { role: "fighter", text: "", state: "streaming" };
+  session.entries.push({ role: "user", text: message }, reply);
+  session.running = true;
+  changed(session);
+  const payload = {
+    message,
+    ...(session.newBout ? { bout: "new" } : session.boutId ? { bout_id: session.boutId } : {}),
+  };
+  try {
+    const result = await streamMessage(id, payload, {
+      onDelta: (text) => {
+        reply.text += text;
+        changed(session);
+      },
+    });
+    Object.assign(reply, { text: result.response, state: "done", tokens: result.usage });
+    session.boutId = result.bout_id;
+    session.newBout = false;
+  } catch (error) {
+    Object.assign(reply, { state: error.code === "CANCELLED" ? "cancelled" : "failed", error });
+  } finally {
+    session.running = false;
+    changed(session);
+  }
+}
+
+export function ChatView({ id }) {
+  if (!id) return html`<${ChooseFighter} />`;
+  return html`<${Chat} key=${id} id=${id} />`;
+}
+
+function ChooseFighter() {
+  const { data, error } = useData(() => api("GET", "/api/v1/fighters"), []);
+  return html`<section aria-labelledby="view-title">
+    <${Heading}>Chat<//>
+    <${Problem} error=${error} />
+    <p>Choose a fighter to talk to:</p>
+    ${
+      data === undefined
+        ? html`<${Loading} what="fighters" />`
+        : html`<ul>${data.fighters.map((f) => html`<li key=${f.id}><a href=${href("chat", f.id)}>${f.name}</a></li>`)}</ul>`
+    }
+  </section>`;
+}
+
+function Chat({ id }) {
+  const session = sessionOf(id);
+  const [, redraw] = useState(0);
+  const [draft, setDraft] = useState("");
+  const [problem, setProblem] = useState(undefined);
+  const { data: fighter, error } = useData(
+    () => api("GET", `/api/v1/fighters/${encodeURIComponent(id)}`),
+    [id],
+  );
+  const [status, setStatus] = useState(undefined);
+  useEffect(() => {
+    const listen = () => redraw((n) => n + 1);
+    session.listeners.add(listen);
+    return () => session.listeners.delete(listen);
+  }, [session]);
+  useLiveEvents((event) => {
+    if (event.kind === "fighter.status" && event.fighter_id === fighter?.id) setStatus(event.status);
+  });
+
+  const submit = (event) => {
+    event.preventDefault();
+    const message = draft.trim();
+    if (!message || session.running) return;
+    setDraft("");
+    setProblem(undefined);
+    send(id, session, message);
+  };
+  const cancel = async () => {
+    try {
+      await api("POST", `/api/v1/fighters/${encodeURIComponent(id)}/cancel`);
+    } catch (err) {
+      setProblem(err);
+    }
+  };
+  const keydown = (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
+  };
+  const name = fighter?.name ?? id;
+  return html`<section aria-labelledby="view-title">
+    <${Heading}>Chat with ${name} ${fighter && html`<${Badge} value=${status ?? fighter.status} />`}<//>
+    <${Problem} error=${error ?? problem} />
+    <ol class="transcript" aria-label="Conversation">
+      ${session.entries.map((entry, i) => html`<${Entry} key=${i} entry=${entry} />`)}
+    </ol>
+    <form class="chat-form" onSubmit=${submit}>
+      <label for="chat-message">Message to ${name}</label>
+      <textarea id="chat-message" rows="3" value=${draft} onInput=${(e) => setDraft(e.currentTarget.value)}
+        onKeyDown=${keydown} aria-describedby="chat-hint"></textarea>
+      <p id="chat-hint" class="muted small">Enter sends; Shift+Enter starts a new line.</p>
+      <div class="row">
+        <button type="submit" disabled=${session.running}>Send</button>
+        <button type="button" class="secondary" onClick=${cancel} disabled=${!session.running}>Cancel</button>
+        <label class="inline">
+          <input type="checkbox" checked=${session.newBout}
+            onChange=${(e) => {
+              session.newBout = e.currentTarget.checked;
+              changed(session);
+            }} />
+          Start a new bout
+        </label>
+        ${session.boutId && html`<a href=${href("fighters", id, "bouts", session.boutId)}>This bout's messages</a>`}
+      </div>
+    </form>
+  </section>`;
+}
+
+function Entry({ entry }) {
+  if (entry.role === "user") {
+    return html`<li class="message user"><div class="role">You</div><div class="text">${entry.text}</div></li>`;
+  }
+  const streaming = entry.state === "streaming";
+  return html`<li class=${`message fighter reply-${entry.state}`}>
+    <div class="role">Fighter</div>
+    <div class="text reply" aria-live="polite" aria-busy=${streaming ? "true" : "false"}>${entry.text}</div>
+    <p class="muted small" role="status">${stateLine(entry)}</p>
+  </li>`;
+}
+
+function stateLine(entry) {
+  if (entry.state === "streaming") return "Writing…";
+  if (entry.state === "cancelled") return "Cancelled: the turn was stopped and recorded cancelled.";
+  if (entry.state === "failed") return `Failed: ${entry.error?.code ?? ""} ${entry.error?.message ?? ""}`;
+  return entry.tokens ? `${entry.tokens.input_tokens} in / ${entry.tokens.output_tokens} out tokens` : "";
+}
