@@ -15,6 +15,7 @@ import { digestMatches, signatureKeyId, verifyRequest } from "../../lib/http-sig
 import { isLoopbackAddress, isLoopbackHostHeader } from "../../lib/loopback.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { ArenaSettings } from "./settings.js";
+import type { TicketBook } from "./ws-tickets.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -28,6 +29,8 @@ declare module "fastify" {
 }
 
 const OPEN_PATHS = new Set(["/api/v1/health", "/api/health"]);
+/** The WebSocket's paths: an upgrade there may carry a ticket instead of a signature (ws-tickets.ts). */
+const SOCKET_PATHS = new Set(["/api/v1/ws", "/api/ws"]);
 /** Headers a proxy adds: a request carrying one came through something else, not straight from here. */
 const FORWARDING = new Set([
   "forwarded",
@@ -56,12 +59,19 @@ export function clientOf(request: FastifyRequest): string {
   return request.sparKeyId ? `key:${request.sparKeyId}` : `peer:${request.ip}`;
 }
 
+/** The `ticket` query parameter of a request, when it has exactly one. */
+function ticketOf(request: FastifyRequest): string | undefined {
+  const ticket = (request.query as Record<string, unknown> | undefined)?.ticket;
+  return typeof ticket === "string" && ticket !== "" ? ticket : undefined;
+}
+
 export function registerSecurity(
   app: FastifyInstance,
   ring: RingServices,
   config: Readonly<ArenaSettings>,
   limiter: RateLimiter,
   isPublicAsset: (path: string) => boolean,
+  tickets: TicketBook,
 ): void {
   const allowedOrigins = new Set(config.api.cors_origins.map((o) => o.toLowerCase()));
   const sameOrigin = (origin: string, host: string | undefined) =>
@@ -110,6 +120,21 @@ export function registerSecurity(
       await authenticateSigned(request);
     } else if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) {
       return;
+    } else if (
+      request.method === "GET" &&
+      SOCKET_PATHS.has(request.url.split("?")[0] ?? "") &&
+      ticketOf(request)
+    ) {
+      const redeemed = tickets.redeem(ticketOf(request) as string);
+      if (!redeemed) {
+        throw new SparError(
+          "UNAUTHORIZED",
+          "WebSocket ticket refused: it is unknown, used or expired; ask for a new one (POST /api/v1/ws/ticket)",
+        );
+      }
+      // A ticket of an unsigned loopback client is only as good as unsigned access still is.
+      if (redeemed.keyId === undefined) authorizeUnsigned(request);
+      else request.sparKeyId = redeemed.keyId;
     } else if (
       (request.method === "GET" || request.method === "HEAD") &&
       isPublicAsset(request.url.split("?")[0] ?? "")

@@ -14,6 +14,7 @@ import { fighterRoutes } from "./routes.js";
 import { registerSecurity } from "./security.js";
 import type { ArenaSettings } from "./settings.js";
 import { registerWebSocket } from "./ws.js";
+import { createTicketBook } from "./ws-tickets.js";
 
 /** Builds the Arena's fastify instance (not yet listening); plugins' routes are matched in `routes`. */
 export function buildServer(
@@ -55,13 +56,18 @@ export function buildServer(
   const limiter = createRateLimiter({ max: config.api.rate_limit_per_minute, windowMs: 60_000 });
   app.addHook("onClose", async () => limiter.close());
   registerCors(app, config);
-  registerSecurity(app, ring, config, limiter, (path) => servesAsset(routes, path));
+  const tickets = createTicketBook();
+  registerSecurity(app, ring, config, limiter, (path) => servesAsset(routes, path), tickets);
   registerMiddleware(app, log);
   registerWebSocket(app, ring, events, {
     limiter,
     maxPerPeer: config.api.websocket_max_per_peer,
     maxTotal: config.api.websocket_max_total,
   });
+  // A browser cannot sign a WebSocket upgrade: a signed client asks for a one-use ticket first.
+  for (const prefix of ["/api/v1", "/api"]) {
+    app.post(`${prefix}/ws/ticket`, async (request) => tickets.issue(request.sparKeyId));
+  }
   const core = fighterRoutes(ring);
   app.register(core, { prefix: "/api/v1" });
   app.register(core, { prefix: "/api" });

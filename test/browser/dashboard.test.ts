@@ -465,13 +465,13 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
       /method="POST" path="\/api\/v1\/fighters\/[^"]+\/message" status=200 [^\n]*key="cli"/,
     );
 
+    // Live events too: the socket opens with a one-use ticket asked for by a signed request.
     await page.getByRole("link", { name: "Events" }).click();
-    await page
-      .getByText(
-        "Live events are off: the daemon accepts signed requests only, and a browser cannot sign a WebSocket upgrade",
-        { exact: false },
-      )
-      .waitFor();
+    await page.getByText("Live.", { exact: true }).waitFor();
+    expect(daemon.output()).toMatch(/method="POST" path="\/api\/v1\/ws\/ticket" status=200 [^\n]*key="cli"/);
+    const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "signed-scout"]);
+    expect(spawned.code, spawned.stderr).toBe(0);
+    await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "signed-scout" }).waitFor();
   });
 
   it("says exactly why it cannot sign on a page that is not a secure context", async () => {

@@ -7,7 +7,7 @@
 
 import { authState, forgetKey, watchAuth } from "./lib/api.js";
 import { KeyPrompt } from "./lib/key-prompt.js";
-import { liveState, onLive, startLive, stopLive } from "./lib/live.js";
+import { liveState, onLive, startLive } from "./lib/live.js";
 import { useRoute, VIEWS } from "./lib/router.js";
 import { Heading } from "./lib/ui.js";
 import { html, render, useEffect, useRef, useState } from "./vendor/standalone.module.js";
@@ -19,9 +19,6 @@ import { FightersView } from "./views/fighters.js";
 import { GorillasView } from "./views/gorillas.js";
 import { MovesView } from "./views/moves.js";
 import { TroopsView } from "./views/troops.js";
-
-const NO_SIGNED_SOCKET =
-  "the daemon accepts signed requests only, and a browser cannot sign a WebSocket upgrade (it sends no custom headers on one). Reload a view to see what changed.";
 
 function useAuth() {
   const [auth, setAuth] = useState(authState);
@@ -70,8 +67,8 @@ function App() {
   const opened = useRef(false);
 
   useEffect(() => {
-    if (auth.mode === "unsigned") startLive();
-    if (auth.mode === "signed") stopLive(NO_SIGNED_SOCKET);
+    // Signed, the socket opens with a one-use ticket asked for by a signed request (lib/live.js).
+    if (auth.mode === "unsigned" || auth.mode === "signed") startLive();
   }, [auth.mode]);
   // A new view takes the focus to its heading, so the keyboard and screen readers start there.
   useEffect(() => {
@@ -113,7 +110,6 @@ function authLabel(auth) {
 function liveLabel(live) {
   if (live.status === "live") return "● Live";
   if (live.status === "reconnecting") return "○ Reconnecting…";
-  if (live.status === "unavailable") return "○ No live events";
   if (live.status === "connecting") return "○ Connecting…";
   return "";
 }

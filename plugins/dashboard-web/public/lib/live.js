@@ -2,18 +2,20 @@
  * The live event stream: one WebSocket to /api/v1/ws, subscribed to every kind. After a drop it
  * reconnects (after 1 s, doubling up to 30 s) and subscribes with `since` = the seq of the last event
  * it saw, so what happened in between is replayed from the daemon's history ring. A browser cannot
- * sign a WebSocket upgrade (it sends no custom headers on one), so the stream runs only while
- * unsigned requests from this machine are allowed; otherwise it says why it is off.
+ * sign a WebSocket upgrade (it sends no custom headers on one): when the page signs its requests, it
+ * first asks for a one-use ticket (a signed `POST /api/v1/ws/ticket`) and opens the socket with it.
  */
+import { api, authState } from "./api.js";
 
 const KEEP = 500;
 const listeners = new Set();
 /** Newest last: events (`type: "event"`) and notices (`type: "notice"`) as they came. */
 const feed = [];
-const state = { status: "off", reason: undefined, lastSeq: undefined, resumedFrom: undefined };
+const state = { status: "off", lastSeq: undefined, resumedFrom: undefined };
 let socket;
+/** True while a connection is being set up (its ticket asked for), before `socket` is set. */
+let opening = false;
 let retryMs = 1000;
-let retryTimer;
 /** The `since` the open connection subscribed with. */
 let subscribedSince;
 
@@ -32,7 +34,7 @@ function setState(changes) {
   notify(undefined);
 }
 
-/** The connection's state: status "off" | "connecting" | "live" | "reconnecting" | "unavailable". */
+/** The connection's state: status "off" | "connecting" | "live" | "reconnecting". */
 export function liveState() {
   return { ...state };
 }
@@ -50,24 +52,35 @@ export function onLive(listen) {
 
 /** Connects (once); later calls do nothing while a connection is open or coming. */
 export function startLive() {
-  if (socket || state.status === "unavailable") return;
+  if (socket || opening) return;
   connect();
 }
 
-/** Stops for good, saying why (the daemon accepts signed requests only). */
-export function stopLive(reason) {
-  clearTimeout(retryTimer);
-  const open = socket;
-  socket = undefined;
-  open?.close(1000, "not available");
-  setState({ status: "unavailable", reason });
+/** Tries again later, each wait twice the last, up to 30 s. */
+function retry() {
+  setState({ status: "reconnecting" });
+  setTimeout(connect, retryMs);
+  retryMs = Math.min(retryMs * 2, 30_000);
 }
 
-function connect() {
+async function connect() {
+  opening = true;
   const resuming = state.lastSeq !== undefined;
   setState({ status: resuming ? "reconnecting" : "connecting" });
+  let query = "";
+  if (authState().mode === "signed") {
+    try {
+      const { ticket } = await api("POST", "/api/v1/ws/ticket");
+      query = `?ticket=${encodeURIComponent(ticket)}`;
+    } catch {
+      opening = false;
+      retry();
+      return;
+    }
+  }
+  opening = false;
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/api/v1/ws`);
+  const ws = new WebSocket(`${scheme}//${location.host}/api/v1/ws${query}`);
   socket = ws;
   ws.addEventListener("open", () => {
     subscribedSince = state.lastSeq;
@@ -78,9 +91,7 @@ function connect() {
   ws.addEventListener("close", () => {
     if (socket !== ws) return;
     socket = undefined;
-    setState({ status: "reconnecting" });
-    retryTimer = setTimeout(connect, retryMs);
-    retryMs = Math.min(retryMs * 2, 30_000);
+    retry();
   });
 }
 

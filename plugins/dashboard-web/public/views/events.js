@@ -45,7 +45,6 @@ export function EventsView() {
 }
 
 function describe(state) {
-  if (state.status === "unavailable") return `Live events are off: ${state.reason}`;
   if (state.status === "live") {
     return state.resumedFrom === undefined
       ? "Live."
