@@ -342,9 +342,32 @@ export const COMMANDS: CommandSpec[] = [
     run: async ({ args, options }) => (await import("./commands/sign.js")).sign(args, as(options)),
   },
   {
+    name: "rekey",
+    summary: "Rotate the master secret: re-encrypt the database under a new master.key (daemon stopped)",
+    options: [{ flag: "--yes", summary: "Go ahead without stopping to explain what it does" }],
+    run: async ({ options }) => (await import("./commands/rekey.js")).rekey(as(options)),
+  },
+  {
     name: "doctor",
     summary: "Check the config, the data dir, the daemon and every configured provider",
     run: async ({ options }) => (await import("./commands/doctor.js")).doctor(options),
+  },
+  {
+    name: "backup",
+    args: "<file>",
+    summary:
+      "Snapshot the encrypted database to <file> (online while the daemon runs) with <file>.manifest.json",
+    run: async ({ args, options }) =>
+      (await import("./commands/backup.js")).backup(args[0] as string, options),
+  },
+  {
+    name: "restore",
+    args: "<file>",
+    summary:
+      "Replace the database with a backup made by spar backup (daemon stopped; the old one is moved aside)",
+    options: [{ flag: "--yes", summary: "Replace the current database without asking" }],
+    run: async ({ args, options }) =>
+      (await import("./commands/backup.js")).restore(args[0] as string, as(options)),
   },
   {
     name: "plugin",

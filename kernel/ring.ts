@@ -283,6 +283,8 @@ export function createRing(options: RingOptions): Ring {
     store: {
       health: () => requireStore().health(),
       integrity: () => requireStore().integrity(),
+      backup: (destination) => requireStore().backup(destination),
+      rekey: (masterSecret) => requireStore().rekey(masterSecret),
     },
   };
 

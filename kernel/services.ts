@@ -194,5 +194,9 @@ export interface RingServices {
     health(): StoreHealth;
     /** The integrity check the store started when it opened, once it has finished. */
     integrity(): Promise<StoreCheck>;
+    /** A consistent online snapshot, encrypted with the same key (`Store.backup`). */
+    backup(destination: string): Promise<{ bytes: number; schema_version: number }>;
+    /** Re-encrypts the database under a new master secret (`Store.rekey`; offline only). */
+    rekey(masterSecret: Buffer): Promise<void>;
   };
 }

@@ -321,6 +321,17 @@ export interface Store {
   integrity(): Promise<StoreCheck>;
   /** Resolves once every write committed before the call is durable. */
   durable(): Promise<void>;
+  /**
+   * A consistent snapshot of the whole database, taken while it is in use, written to `destination`
+   * (which must not exist), encrypted with the same key. Returns its size and schema version.
+   */
+  backup(destination: string): Promise<{ bytes: number; schema_version: number }>;
+  /**
+   * Re-encrypts the database under the key derived from `masterSecret`, in place. Only with no
+   * other connection open (the daemon stopped). An interruption leaves the old or the new key
+   * working, never neither. The caller keeps and zeroizes the secret.
+   */
+  rekey(masterSecret: Buffer): Promise<void>;
   readonly fighters: {
     insert(row: FighterRow): Promise<void>;
     list(): Promise<FighterRow[]>;

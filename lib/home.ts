@@ -1,4 +1,15 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { SparError } from "../kernel/errors.js";
@@ -127,8 +138,8 @@ export function inspectMasterSecret(home: string, env = process.env): MasterSecr
 
 /**
  * What to do about a weak secret, as a clause to follow "fix:". With no database yet, replace it.
- * With one, the secret cannot simply change: the database opens only with the secret it was made
- * with, and Spar cannot re-encrypt it under a new one yet, so the honest fix is a fresh start.
+ * With one, the secret cannot simply change (the database opens only with the secret it was made
+ * with): `spar rekey` writes a new random secret and re-encrypts the database under it.
  */
 export function weakSecretFix(
   home: string,
@@ -139,13 +150,98 @@ export function weakSecretFix(
       ? "set SPAR_MASTER_KEY to 32 random bytes (openssl rand -hex 32), or unset it and run spar init, which writes a random master.key"
       : `delete ${join(home, MASTER_KEY_FILE)} and run spar init, which writes 32 random bytes`;
   if (!facts.database_exists) return replace;
-  return (
-    `start afresh: stop the daemon, move spar.db, spar.db.salt and any spar.db-wal and spar.db-shm out of ${home}, ` +
-    `then ${replace}, and start again (the moved database still opens only with the old secret). Spar has ` +
-    "no command yet that re-encrypts a database under a new secret (key rotation is planned)"
-  );
+  const rekey =
+    "stop the daemon (spar stop) and run spar rekey --yes, which writes a new random master.key and re-encrypts the database under it";
+  return facts.source === "SPAR_MASTER_KEY"
+    ? `write SPAR_MASTER_KEY's value to ${join(home, MASTER_KEY_FILE)} (mode 0600), unset SPAR_MASTER_KEY (and remove it from .env), then ${rekey}`
+    : rekey;
 }
 
 function secretSource(home: string, env: NodeJS.ProcessEnv): string {
   return env.SPAR_MASTER_KEY ? "SPAR_MASTER_KEY" : join(home, MASTER_KEY_FILE);
+}
+
+/** `spar rekey` writes the new secret here first; it replaces master.key once the database uses it. */
+export const NEXT_MASTER_KEY_FILE = "master.key.next";
+/** The secret a rekey replaced, kept until the database has opened with the new one. */
+export const OLD_MASTER_KEY_FILE = "master.key.old";
+
+/**
+ * The secret an interrupted `spar rekey` left in master.key.next, if any: the database opens with it
+ * once the re-encryption committed. The caller zeroizes it.
+ */
+export function readNextMasterSecret(home: string): Buffer | undefined {
+  const path = join(home, NEXT_MASTER_KEY_FILE);
+  return existsSync(path) ? readFileSync(path) : undefined;
+}
+
+/** Writes the new secret to master.key.next (0600), fsynced with its directory, before any re-encryption. */
+export function writeNextMasterSecret(home: string, secret: Buffer): void {
+  const path = join(home, NEXT_MASTER_KEY_FILE);
+  rmSync(path, { force: true });
+  const fd = openSync(path, "wx", 0o600);
+  try {
+    writeSync(fd, secret);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  fsyncDir(home);
+}
+
+/**
+ * Puts the rotated secret in place once the database uses it: master.key is kept as master.key.old
+ * (a hard link, so master.key itself never goes missing), then master.key.next replaces master.key
+ * in one rename. Each step is fsynced; at every point master.key or master.key.next opens the database.
+ */
+export function promoteNextMasterSecret(home: string): void {
+  const current = join(home, MASTER_KEY_FILE);
+  const old = join(home, OLD_MASTER_KEY_FILE);
+  if (existsSync(current) && !existsSync(old)) {
+    linkSync(current, old);
+    fsyncDir(home);
+  }
+  renameSync(join(home, NEXT_MASTER_KEY_FILE), current);
+  fsyncDir(home);
+}
+
+/** What settleMasterKeyFiles did: finished a rotation, undid one, or nothing. */
+export type RekeySettlement = "completed" | "rolled-back" | undefined;
+
+/**
+ * Tidies the key files once `working` has opened the database. If it is master.key.next, the
+ * re-encryption committed: the rotation is finished (promoteNextMasterSecret). Otherwise
+ * master.key.next never took effect and is removed. master.key.old goes once master.key opens.
+ */
+export function settleMasterKeyFiles(home: string, working: Buffer): RekeySettlement {
+  const next = readNextMasterSecret(home);
+  let outcome: RekeySettlement;
+  if (next) {
+    outcome = next.equals(working) ? "completed" : "rolled-back";
+    next.fill(0);
+    if (outcome === "completed") promoteNextMasterSecret(home);
+    else rmSync(join(home, NEXT_MASTER_KEY_FILE), { force: true });
+  }
+  const oldPath = join(home, OLD_MASTER_KEY_FILE);
+  const currentPath = join(home, MASTER_KEY_FILE);
+  if (existsSync(oldPath) && existsSync(currentPath)) {
+    const current = readFileSync(currentPath);
+    if (current.equals(working)) {
+      rmSync(oldPath, { force: true });
+      outcome ??= "completed";
+    }
+    current.fill(0);
+  }
+  if (outcome) fsyncDir(home);
+  return outcome;
+}
+
+function fsyncDir(dir: string): void {
+  if (process.platform === "win32") return;
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -351,11 +351,10 @@ describe("auditSecurity", () => {
           message: expect.stringMatching(
             /^the master secret \(SPAR_MASTER_KEY\) carries 1 byte, fewer than the 32 it needs .*; the database was created with it$/,
           ),
-          fix: expect.stringContaining(`start afresh: stop the daemon, move spar.db, spar.db.salt`),
+          fix: expect.stringContaining("unset SPAR_MASTER_KEY (and remove it from .env)"),
         },
       ]);
-      expect(report.findings[0]?.fix).toContain("no command yet that re-encrypts a database");
-      expect(report.findings[0]?.fix).toContain("openssl rand -hex 32");
+      expect(report.findings[0]?.fix).toContain("spar rekey --yes");
     });
 
     it("flags a long secret that is one byte repeated, and fixes a fresh one by replacing it", () => {

@@ -1,3 +1,5 @@
+import { existsSync, statSync } from "node:fs";
+import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { cancellation, type RingServices, SparError } from "../../kernel/sdk.js";
 import { streamReply } from "./sse.js";
@@ -37,6 +39,13 @@ const messageToBody = {
   additionalProperties: false,
   required: ["content"],
   properties: { content: { type: "string", minLength: 1 } },
+} as const;
+
+const backupBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["path"],
+  properties: { path: { type: "string", minLength: 1, maxLength: 4096 } },
 } as const;
 
 /**
@@ -184,6 +193,30 @@ export function fighterRoutes(ring: RingServices) {
       uptime_s: Math.round((Date.now() - ring.startedAt.getTime()) / 1000),
       fighters: (await ring.fighters.list()).map(({ id, name, status }) => ({ id, name, status })),
     }));
+
+    // `spar backup` while the daemon runs: the store's online snapshot (`Store.backup`), encrypted
+    // with the database's key, written 0600 at `path` (absolute, in a folder that exists, naming no
+    // file yet: an existing one is CONFLICT, never overwritten). 201 with `{path, bytes, schema_version}`.
+    app.post<{ Body: { path: string } }>(
+      "/store/backup",
+      { schema: { body: backupBody } },
+      async (request, reply) => {
+        const { path } = request.body;
+        if (!isAbsolute(path)) {
+          throw new SparError(
+            "VALIDATION_FAILED",
+            `path must be absolute (the daemon's own file system): ${path}`,
+          );
+        }
+        if (!existsSync(dirname(path)) || !statSync(dirname(path)).isDirectory()) {
+          throw new SparError("VALIDATION_FAILED", `the folder ${dirname(path)} does not exist`);
+        }
+        if (existsSync(path))
+          throw new SparError("CONFLICT", `${path} already exists; it is not overwritten`);
+        const snapshot = await ring.store.backup(path);
+        return reply.status(201).send({ path, ...snapshot });
+      },
+    );
 
     // Open to unsigned callers, so it names the problem's kind only: the paths are for spar doctor.
     app.get("/health", async (_request, reply) => {

@@ -17,6 +17,9 @@ import type { RateLimiter } from "./rate-limit.js";
 import type { ArenaSettings } from "./settings.js";
 import type { TicketBook } from "./ws-tickets.js";
 
+/** `ignoreBOM` keeps a leading BOM, as the string parser did: the body stays byte for byte what was signed. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 declare module "fastify" {
   interface FastifyRequest {
     /** The key that signed the request, when it was signed. */
@@ -78,8 +81,14 @@ export function registerSecurity(
     origin.toLowerCase() === `http://${host?.toLowerCase()}`;
 
   // Keep the body as received (the digest is over those bytes), and refuse prototype keys by name.
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    // Decoded strictly: invalid UTF-8 would otherwise become U+FFFD and be stored as a name or a message.
+    let text: string;
+    try {
+      text = strictUtf8.decode(body as Buffer);
+    } catch {
+      return done(new SparError("VALIDATION_FAILED", "the body is not valid UTF-8"), undefined);
+    }
     request.rawBody = text;
     if (text.trim() === "") {
       return done(new SparError("VALIDATION_FAILED", "the body is empty; send a JSON object"), undefined);

@@ -3,11 +3,12 @@
  * migrations. An existing database is only ever read until the key is proven right; whatever goes
  * wrong, the old file is left as it was.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import type { Logger, Store, StoreOpenOptions } from "../../kernel/sdk.js";
 import { isSparError, SparError } from "../../kernel/sdk.js";
+import { createBackup } from "./backup.js";
 import { keyConnection } from "./cipher.js";
 import { corruptError, guardStore, isCorruption } from "./corruption.js";
 import { createGroupSync, openWalFlush } from "./durability.js";
@@ -15,6 +16,7 @@ import { startIntegrityCheck } from "./integrity.js";
 import { deriveKey, rawKeyLiteral, readOrCreateSalt, readSalt } from "./key.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
+import { openRotated, rekeyStore } from "./rekey.js";
 import { openRetained } from "./retain.js";
 
 export const DB_FILE = "spar.db";
@@ -81,21 +83,34 @@ export async function openSqliteStore(
   const dbPath = join(options.home, DB_FILE);
   const saltPath = join(options.home, SALT_FILE);
   const exists = existsSync(dbPath);
+  // SQLite opens an empty file as a new database: a spar.db truncated to nothing would silently
+  // become an empty one, its data gone without a word.
+  if (exists && statSync(dbPath).size === 0) throw corruptError(dbPath, "it is empty: 0 bytes");
   if (!exists && existsSync(`${dbPath}-wal`)) {
     // A WAL without its database holds committed data a fresh database would silently drop.
     throw new SparError("STORE_FAILED", `${dbPath} is missing but ${dbPath}-wal exists; restore ${dbPath}`);
   }
   const salt = exists ? readSalt(saltPath, dbPath) : readOrCreateSalt(saltPath, dbPath);
-  const key = await deriveKey(options.masterSecret, salt);
   // The integrity check's own connection needs the key too: a second literal, handed to its worker.
-  const checkKey = rawKeyLiteral(key);
-  let db: Database.Database;
-  try {
-    db = openKeyed(dbPath, key, exists);
-  } catch (err) {
-    checkKey.fill(0);
-    throw err;
-  }
+  let checkKey: Buffer = Buffer.alloc(0);
+  // With the given secret, else the one an interrupted `spar rekey` left (rekey.ts).
+  const db = await openRotated(
+    options.home,
+    options.masterSecret,
+    async (secret) => {
+      const key = await deriveKey(secret, salt);
+      const literal = rawKeyLiteral(key);
+      try {
+        const opened = openKeyed(dbPath, key, exists);
+        checkKey = literal;
+        return opened;
+      } catch (err) {
+        literal.fill(0);
+        throw err;
+      }
+    },
+    settings.log ?? SILENT,
+  );
   try {
     // NORMAL: a commit writes the WAL and returns; the call that made it waits for a shared fsync of
     // the WAL before it resolves (durability.ts), which is FULL's guarantee at a batch's cost.
@@ -110,12 +125,18 @@ export async function openSqliteStore(
     const data = createSqliteStore(db);
     const totalChanges = db.prepare<[], number>("SELECT total_changes()").pluck();
     const check = startIntegrityCheck(dbPath, checkKey, settings.integrityWorker);
-    return guardStore(data, {
+    const store = guardStore(data, {
       dbPath,
       log: settings.log ?? SILENT,
       check,
       durability: { sync, db, changes: () => totalChanges.get() as number, reads: READS, deferred: DEFERRED },
     });
+    const settled = () => Promise.all([store.integrity(), store.durable()]);
+    return {
+      ...store,
+      backup: createBackup(db, dbPath),
+      rekey: (secret) => rekeyStore({ db, dbPath, salt, settled }, secret),
+    };
   } catch (err) {
     checkKey.fill(0);
     db.close();
@@ -166,7 +187,7 @@ function verifyError(dbPath: string, err: unknown): SparError {
     "STORE_KEY_INVALID",
     `cannot decrypt ${dbPath}: the master secret does not match the one it was created with. Either ` +
       `${join(dirname(dbPath), "master.key")} is not the original, or SPAR_MASTER_KEY is set to a different ` +
-      "value (it takes precedence over master.key). A damaged file fails the same way. The file was left untouched. " +
+      `value (it takes precedence over master.key). A damaged salt file (${dbPath}.salt) or database fails the same way. The file was left untouched. ` +
       "To recover: restore the original secret (put the original master.key back, or set SPAR_MASTER_KEY to it), " +
       "or start afresh with: spar init --fresh (it moves the database aside as spar.db.unreadable-<time>, deleting nothing, and makes a new one)",
     {},

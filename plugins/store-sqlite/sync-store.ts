@@ -13,5 +13,8 @@ export type Synced<T> = {
       : Synced<T[K]>;
 };
 
-/** The data methods of a Store, synchronous; corruption.ts adds `health()`, `integrity()` and `durable()`. */
-export type StoreData = Synced<Omit<Store, "health" | "integrity" | "durable">>;
+/**
+ * The data methods of a Store, synchronous; corruption.ts adds `health()`, `integrity()` and
+ * `durable()`, store.ts `backup()` (backup.ts: it waits for the write batch, so it is asynchronous) and `rekey()` (rekey.ts).
+ */
+export type StoreData = Synced<Omit<Store, "health" | "integrity" | "durable" | "backup" | "rekey">>;

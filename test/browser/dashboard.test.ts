@@ -461,14 +461,17 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
     await page.getByLabel("Message to spar").fill("signed hello");
     await page.getByRole("button", { name: "Send" }).click();
     await page.locator(".reply", { hasText: "echo: signed hello" }).waitFor();
-    expect(daemon.output()).toMatch(
-      /method="POST" path="\/api\/v1\/fighters\/[^"]+\/message" status=200 [^\n]*key="cli"/,
-    );
+    // The request's log line is written once its stream has ended, a moment after the page shows it.
+    await expect
+      .poll(() => daemon.output())
+      .toMatch(/method="POST" path="\/api\/v1\/fighters\/[^"]+\/message" status=200 [^\n]*key="cli"/);
 
     // Live events too: the socket opens with a one-use ticket asked for by a signed request.
     await page.getByRole("link", { name: "Events" }).click();
     await page.getByText("Live.", { exact: true }).waitFor();
-    expect(daemon.output()).toMatch(/method="POST" path="\/api\/v1\/ws\/ticket" status=200 [^\n]*key="cli"/);
+    await expect
+      .poll(() => daemon.output())
+      .toMatch(/method="POST" path="\/api\/v1\/ws\/ticket" status=200 [^\n]*key="cli"/);
     const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "signed-scout"]);
     expect(spawned.code, spawned.stderr).toBe(0);
     await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "signed-scout" }).waitFor();

@@ -109,7 +109,7 @@ describe("spar start --detach / stop", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, bout, fighter, gorilla, troop, channel, key, sign, ' +
-        "doctor, plugin, move, security (VALIDATION_FAILED)\n",
+        "rekey, doctor, backup, restore, plugin, move, security (VALIDATION_FAILED)\n",
     );
   });
 });

@@ -109,7 +109,7 @@ describe("a weak master secret", () => {
     const doctor = await daemon.cli(["doctor"]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toContain(`FAIL master key: ${join(home, "master.key")} carries 13 bytes`);
-    expect(doctor.stdout).toContain("Fix: start afresh: stop the daemon, move spar.db, spar.db.salt");
+    expect(doctor.stdout).toContain("Fix: stop the daemon (spar stop) and run spar rekey --yes");
 
     const text = await daemon.cli(["security", "audit"]);
     expect(text.code).toBe(1);
@@ -117,14 +117,14 @@ describe("a weak master secret", () => {
       `HIGH   the master secret (${join(home, "master.key")}) carries 13 bytes, fewer than the 32 it needs`,
     );
     expect(text.stdout).toContain("the database was created with it");
-    expect(text.stdout).toContain("no command yet that re-encrypts a database under a new secret");
+    expect(text.stdout).toContain("spar rekey --yes, which writes a new random master.key and re-encrypts");
     const json = await daemon.cli(["security", "audit", "--json"]);
     const report = JSON.parse(json.stdout) as AuditReport;
     expect(report.findings).toContainEqual(
       expect.objectContaining({
         id: "master_secret",
         severity: "high",
-        fix: expect.stringContaining("start afresh"),
+        fix: expect.stringContaining("spar rekey --yes"),
       }),
     );
     // Lengths only: the secret itself appears nowhere.

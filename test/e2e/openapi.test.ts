@@ -232,6 +232,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       201,
     );
     await happy("POST", "/api/v1/fighters", {}, { template: "coder", name: "builder" }, 201);
+    await happy("POST", "/api/v1/store/backup", {}, { path: join(home, "openapi-backup.db") }, 201);
     await happy("POST", "/api/v1/fighters/{id}/message", { id: "scout" }, { message: "hello" }, 200);
     const { bout_id } = await happy(
       "POST",
