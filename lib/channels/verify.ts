@@ -18,7 +18,7 @@ function header(headers: Headers, name: string): string | undefined {
 }
 
 /** Constant-time equality of two strings (length differences leak only the length). */
-export function sameSecret(given: string, wanted: string): boolean {
+function sameSecret(given: string, wanted: string): boolean {
   const a = Buffer.from(given, "utf8");
   const b = Buffer.from(wanted, "utf8");
   return a.length === b.length && a.length > 0 && timingSafeEqual(a, b);
