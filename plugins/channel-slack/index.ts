@@ -8,7 +8,8 @@
  * relay: the fighter's turn, with an ⏳ reaction standing in for typing (typing.ts), and the reply
  * posted with bolt's `chat.postMessage` in parts of at most 3,000 characters.
  */
-import { type ChannelAdapter, definePlugin, SparError } from "../../kernel/sdk.js";
+import { type ChannelAdapter, definePlugin } from "../../kernel/sdk.js";
+import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
@@ -124,17 +125,10 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
     const adapter: ChannelAdapter = {
       platform: "slack",
       async send(text, chat) {
-        const target = chat ?? settings.notify_chat;
-        if (target === undefined) {
-          throw new SparError(
-            "VALIDATION_FAILED",
-            "give a chat, or set notify_chat in [channels.slack] for messages without one",
-          );
-        }
+        const target = notifyTarget("slack", chat, settings.notify_chat);
         return { chat: target, message_ids: await relay.send(target, text) };
       },
       async status() {
-        const { signature, allowlist, rate, inbound } = gate.counts;
         const error = [state.tokenError, state.tunnelError].filter(Boolean).join("; ");
         return {
           platform: "slack",
@@ -142,11 +136,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
           connected: state.connected,
           ...(state.url ? { webhook_url: state.url } : {}),
           fighter: settings.fighter,
-          allowlist_size: gate.allowlistSize,
-          ...(relay.counts.last_inbound_at ? { last_inbound_at: relay.counts.last_inbound_at } : {}),
-          inbound,
-          outbound: relay.counts.outbound,
-          refused: { signature, allowlist, rate },
+          ...trafficStatus(gate, relay),
           ...(error ? { error } : {}),
         };
       },

@@ -8,7 +8,8 @@
  * `spar channel status`).
  */
 import { Api } from "grammy";
-import { type ChannelAdapter, definePlugin, SparError } from "../../kernel/sdk.js";
+import { type ChannelAdapter, definePlugin } from "../../kernel/sdk.js";
+import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
@@ -58,29 +59,17 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
     const adapter: ChannelAdapter = {
       platform: "telegram",
       async send(text, chat) {
-        const target =
-          chat ?? (settings.notify_chat === undefined ? undefined : String(settings.notify_chat));
-        if (target === undefined) {
-          throw new SparError(
-            "VALIDATION_FAILED",
-            "give a chat, or set notify_chat in [channels.telegram] for messages without one",
-          );
-        }
+        const target = notifyTarget("telegram", chat, settings.notify_chat);
         return { chat: target, message_ids: await relay.send(target, text) };
       },
       async status() {
-        const { signature, allowlist, rate, inbound } = gate.counts;
         return {
           platform: "telegram",
           mode: "webhook",
           connected: registration.connected,
           ...(registration.url ? { webhook_url: registration.url } : {}),
           fighter: settings.fighter,
-          allowlist_size: gate.allowlistSize,
-          ...(relay.counts.last_inbound_at ? { last_inbound_at: relay.counts.last_inbound_at } : {}),
-          inbound,
-          outbound: relay.counts.outbound,
-          refused: { signature, allowlist, rate },
+          ...trafficStatus(gate, relay),
           ...(registration.error ? { error: registration.error } : {}),
         };
       },

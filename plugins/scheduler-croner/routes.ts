@@ -3,25 +3,10 @@
  * Arena. Lists answer `{gorillas, problems}` and `{runs}`; a gorilla's id is its name.
  */
 import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
+import { pageOf } from "../../lib/paging.js";
 import type { GorillaRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/gorillas";
-/** Runs one page holds by default, and at most. */
-const PAGE = 20;
-const MAX_PAGE = 500;
-
-function pageOf(query: Record<string, string>): { limit: number; before?: string } {
-  const raw = query.limit ?? String(PAGE);
-  const limit = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    throw new SparError("VALIDATION_FAILED", `?limit must be an integer from 1 to ${MAX_PAGE}, not "${raw}"`);
-  }
-  const before = query.before;
-  if (before !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(before)) {
-    throw new SparError("VALIDATION_FAILED", "?before must be a run id");
-  }
-  return { limit, ...(before ? { before } : {}) };
-}
 
 /** The actions take no body: none, or `{}`. Returns the gorilla's id. */
 function noBody(body: unknown, id: string | undefined): string {
@@ -70,7 +55,7 @@ export function addGorillaRoutes(routes: RouteRegistry, runtime: GorillaRuntime)
     method: "GET",
     path: `${BASE}/:id/runs`,
     handler: async ({ params, query }) => ({
-      body: { runs: await runtime.runs(params.id as string, pageOf(query)) },
+      body: { runs: await runtime.runs(params.id as string, pageOf(query, "run")) },
     }),
   });
   routes.add({

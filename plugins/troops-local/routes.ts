@@ -3,13 +3,11 @@
  * (the spec's `POST /api/troops` and `POST /api/troops/{id}/tasks`). A troop is named by its id or
  * its name. Lists answer `{troops}` and `{tasks}`.
  */
-import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
+import type { RouteRegistry } from "../../kernel/sdk.js";
+import { pageOf } from "../../lib/paging.js";
 import type { TroopRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/troops";
-/** Tasks one page holds by default, and at most. */
-const PAGE = 20;
-const MAX_PAGE = 500;
 /** The longest task text, as for a message. */
 const MAX_TASK_CHARS = 100_000;
 
@@ -36,19 +34,6 @@ const TASK_BODY = {
     async: { type: "boolean" },
   },
 };
-
-function pageOf(query: Record<string, string>): { limit: number; before?: string } {
-  const raw = query.limit ?? String(PAGE);
-  const limit = Number(raw);
-  if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_PAGE) {
-    throw new SparError("VALIDATION_FAILED", `?limit must be an integer from 1 to ${MAX_PAGE}, not "${raw}"`);
-  }
-  const before = query.before;
-  if (before !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(before)) {
-    throw new SparError("VALIDATION_FAILED", "?before must be a task id");
-  }
-  return { limit, ...(before ? { before } : {}) };
-}
 
 export function addTroopRoutes(routes: RouteRegistry, runtime: TroopRuntime): void {
   routes.add({
@@ -96,7 +81,7 @@ export function addTroopRoutes(routes: RouteRegistry, runtime: TroopRuntime): vo
     method: "GET",
     path: `${BASE}/:id/tasks`,
     handler: async ({ params, query }) => ({
-      body: { tasks: await runtime.tasks(params.id as string, pageOf(query)) },
+      body: { tasks: await runtime.tasks(params.id as string, pageOf(query, "task")) },
     }),
   });
   routes.add({
