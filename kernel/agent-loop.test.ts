@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { createEventBus } from "../plugins/bus-local/events.js";
 import { runTurn, type TurnDeps, type TurnInput, type TurnProgress } from "./agent-loop.js";
 import { cancellation } from "./cancel.js";
 import { SparError } from "./errors.js";
-import { createEventBus } from "./events.js";
 import { createHooks } from "./hooks.js";
 import type {
   ChatMessage,

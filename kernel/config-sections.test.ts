@@ -82,9 +82,13 @@ describe("plugin-owned config tables", () => {
     );
   });
 
-  it("refuses two owners of one table", () => {
+  it("refuses two owners of one table with different schemas, and shares one declared alike", () => {
     expect(() => sections("", [MCP, plugin("moves-other", { mcp: table({}) })])).toThrow(
       "the config table [mcp] is claimed by both moves-mcp and moves-other",
     );
+    const redis = { redis: table({ url_env: { type: "string", default: "SPAR_REDIS_URL" } }) };
+    const shared = [plugin("bus-redis", redis), plugin("scheduler-bullmq", redis)];
+    expect(sections('[redis]\nurl_env = "MY_REDIS"\n', shared)).toEqual({ redis: { url_env: "MY_REDIS" } });
+    expect(() => sections("[redis]\nurl = 1\n", shared)).toThrow('unknown key "redis.url"');
   });
 });

@@ -11,6 +11,7 @@ import { KERNEL_VERSION } from "./version.js";
  * checked against its owner, defaults filled in, before any plugin code is imported, and a table
  * nobody owns is an error naming the key and the file. A nested owner's table is cut out of its
  * parent's before the parent is checked, so `[channels]` and `[channels.telegram]` can have two owners.
+ * Plugins that declare one table with the same schema share it, and each is handed it.
  */
 export function checkSections(
   config: SparConfig,
@@ -21,6 +22,9 @@ export function checkSections(
   for (const p of plugins) {
     for (const [path, schema] of Object.entries(p.manifest.sections ?? {})) {
       const other = owners.get(path);
+      // A table several plugins read ([redis]: the bus and the scheduler) is shared when every
+      // claimant declares the same schema; two different schemas for one table are a conflict.
+      if (other && canonical(other.schema) === canonical(schema)) continue;
       if (other) {
         throw new SparError(
           "PLUGIN_INVALID",
@@ -88,4 +92,12 @@ export function loadSparConfig(
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   config.sections = checkSections(config, plugins, join(home, "config.toml"));
   return { config, plugins };
+}
+
+/** JSON with every object's keys sorted: two schemas written in another key order compare equal. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
 }

@@ -58,6 +58,7 @@ export interface SparConfig {
     disable: string[];
     dirs: string[];
     store: string;
+    bus: string;
     arena: string;
     scheduler: string;
     troops: string;
@@ -175,6 +176,7 @@ export const CONFIG_SCHEMA = {
       disable: strings(),
       dirs: strings(),
       store: { type: "string", default: "store-sqlite" },
+      bus: { type: "string", default: "bus-local" },
       arena: { type: "string", default: "arena-http" },
       scheduler: { type: "string", default: "scheduler-croner" },
       troops: { type: "string", default: "troops-local" },

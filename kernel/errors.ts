@@ -33,6 +33,8 @@ export const ERROR_CATALOG = {
   INTERRUPTED: 503,
   // The database is damaged: nothing a retry fixes, but the daemon is there to say so.
   STORE_CORRUPT: 503,
+  // The disk holding the data dir is full: the write was refused whole, and service resumes by itself.
+  STORAGE_FULL: 507,
   // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.
   CONFIG_INVALID: 500,
   PLUGIN_INVALID: 500,

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { FighterStatus, Usage } from "./types.js";
 
 /**
@@ -66,60 +65,106 @@ export type SparEvent = SparEventPayload & { id: string; seq: number; at: string
 export type EventListener = (event: SparEvent) => void;
 
 export interface EventBus {
-  /** Stamps the payload with id, seq and time, keeps it in the history ring and tells every listener. */
-  publish(payload: SparEventPayload): SparEvent;
+  /**
+   * Stamps the payload with id, seq and time and delivers it to every listener, this node's and, on
+   * a cluster bus, every other node's (there, after a round trip, in the cluster's one order).
+   */
+  publish(payload: SparEventPayload): void;
   /** Listens to every event from now on; returns the function that stops listening. */
   subscribe(listener: EventListener): () => void;
-  /** Events with `seq` greater than `since` still in the history ring (deltas are not kept), oldest first. */
-  since(seq: number): SparEvent[];
+  /** Events with `seq` greater than `since` still in the history (deltas are not kept), oldest first. */
+  since(seq: number): Promise<SparEvent[]>;
+  /** The seq of the last event delivered to this node's listeners. */
   readonly lastSeq: number;
+  /**
+   * Resolves once every event this node published before the call has reached its listeners (at
+   * once on an in-process bus): a reply sent after it follows its own streamed deltas.
+   */
+  delivered(): Promise<void>;
+}
+
+/** A fighter's quota limits, per `window` (a minute by default). */
+export interface QuotaLimits {
+  requests_per_minute: number;
+  tokens_per_minute: number;
+}
+
+/** Tokens held for an admitted turn until it ends and its real usage replaces them. */
+export interface Reservation {
+  readonly fighterId: string;
+  readonly tokens: number;
+  /** The bus's own handle for the reservation (a cluster bus keys it in its shared store). */
+  readonly id?: string;
+}
+
+export type Admission =
+  | { ok: true; reservation: Reservation }
+  | { ok: false; reason: "requests" | "tokens"; retry_after_s: number };
+
+/**
+ * The per-fighter sliding quota windows (DESIGN §4 step 2), kept by the bus so that every node of a
+ * cluster counts against the same window.
+ */
+export interface QuotaWindows {
+  /**
+   * Admits one request when the fighter's window has room, counting it and reserving
+   * `reserveTokens` at once, so concurrent admissions see each other; otherwise says when the
+   * window frees. A window with nothing used or reserved admits any one request, however large.
+   */
+  admit(fighterId: string, limits: QuotaLimits, reserveTokens: number): Promise<Admission>;
+  /**
+   * The admitted turn is about to run: it may, if the tokens already settled in the window leave
+   * room for its reservation (so a burst overshoots by at most the one turn that runs last). On a
+   * refusal the reservation is released.
+   */
+  start(reservation: Reservation, limits: QuotaLimits): Promise<Admission>;
+  /** The turn ended: its reservation is released and the tokens it really used count instead. */
+  settle(reservation: Reservation, tokens: number): Promise<void>;
+  /** Milliseconds until the fighter could be admitted again (0 when it could be now). */
+  freesInMs(fighterId: string, limits: QuotaLimits): Promise<number>;
+}
+
+/** One fighter's turn lease: while a node holds it, no other node runs a turn of that fighter. */
+export interface TurnLease {
+  /** Grows with every grant of the fighter's lease across the cluster (0 on an in-process bus). */
+  readonly fence: number;
+  /** Aborted when the lease is lost (it could not be renewed in time): the turn stops. */
+  readonly lost: AbortSignal;
+  release(): Promise<void>;
+}
+
+export interface TurnLeases {
+  /** Resolves once this node holds the fighter's lease; rejects with the signal's reason if it aborts first. */
+  acquire(fighterId: string, signal: AbortSignal): Promise<TurnLease>;
+}
+
+/** What the kernel asks the bus plugin (`[plugins] bus`) for once, at start, before the store opens. */
+export interface BusOpenOptions {
+  /** Lifecycle events kept for `since` (deltas are never kept). */
+  historySize: number;
+  /** The quota window, `[quotas] window_s`, in milliseconds. */
+  quotaWindowMs: number;
+  /** Called when a listener throws: it never stops the others or the publisher. */
+  onListenerError(err: unknown, event: SparEvent): void;
 }
 
 /**
- * Creates the in-process bus. Listeners run synchronously in publish order; one that throws is
- * reported through `onListenerError` and never stops the others or the publisher.
- *
- * @example
- * const bus = createEventBus({ historySize: 1000 });
- * bus.subscribe((e) => console.log(e.seq, e.kind));
- * bus.publish({ kind: "fighter.spawned", fighter_id: id, name: "spar" });
+ * The bus: event fan-out and quota windows. The default, `bus-local`, keeps both in this process; a
+ * cluster bus (`bus-redis`) shares them between the nodes.
  */
-export function createEventBus(options: {
-  historySize: number;
-  onListenerError?: (err: unknown, event: SparEvent) => void;
-}): EventBus {
-  const history: SparEvent[] = [];
-  const listeners = new Set<EventListener>();
-  let seq = 0;
-
-  return {
-    publish(payload) {
-      seq += 1;
-      const event = { ...payload, id: randomUUID(), seq, at: new Date().toISOString() } as SparEvent;
-      // Deltas are transient text: a resuming client needs the lifecycle, and keeping megabytes of
-      // streamed text in the ring would make its memory bound meaningless.
-      if (event.kind !== "message.delta") {
-        history.push(event);
-        if (history.length > options.historySize) history.shift();
-      }
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch (err) {
-          options.onListenerError?.(err, event);
-        }
-      }
-      return event;
-    },
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    since(after) {
-      return history.filter((e) => e.seq > after);
-    },
-    get lastSeq() {
-      return seq;
-    },
-  };
+export interface Bus {
+  readonly events: EventBus;
+  readonly quotas: QuotaWindows;
+  /**
+   * Turn order across nodes. In one process the fighter's own queue already runs one turn at a
+   * time, and `bus-local`'s leases are granted at once.
+   */
+  readonly leases: TurnLeases;
+  /**
+   * Whether other daemons share this bus (and so the store): then a starting daemon must not fail
+   * the running turns it finds (they may be another node's), and the holder of a fighter's lease
+   * fails that fighter's orphaned ones instead.
+   */
+  readonly shared: boolean;
+  close(): Promise<void>;
 }

@@ -28,6 +28,8 @@ export interface FighterRegistry {
   name(id: string): string;
   /** By id, then by name; FIGHTER_NOT_FOUND otherwise. */
   find(idOrName: string): LiveFighter;
+  /** As `find`, then from the store: a fighter another daemon sharing the store spawned. */
+  lookup(idOrName: string): Promise<LiveFighter>;
   all(): LiveFighter[];
   isLive(live: LiveFighter): boolean;
   record(live: LiveFighter): FighterRecord;
@@ -39,7 +41,8 @@ export interface FighterRegistry {
 
 /**
  * The Ring's fighter registry: names are unique among live fighters, every change is written to the
- * store first and then announced on the bus.
+ * store first and then announced on the bus. Daemons sharing a store and a cluster bus follow each
+ * other's spawns and kills from those announcements.
  */
 export function createFighterRegistry(options: {
   events: EventBus;
@@ -54,6 +57,26 @@ export function createFighterRegistry(options: {
   const fighters = new Map<string, LiveFighter>();
 
   const modelFor = (manifest: FighterManifest) => manifest.model ?? options.defaultModel;
+
+  function adopt(row: FighterRow): LiveFighter {
+    const known = fighters.get(row.id);
+    if (known) return known;
+    const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
+    fighters.set(row.id, live);
+    return live;
+  }
+
+  events.subscribe((event) => {
+    if (event.kind === "fighter.killed") fighters.delete(event.fighter_id);
+    else if (event.kind === "fighter.spawned" && !fighters.has(event.fighter_id)) {
+      // Spawned by another daemon: its row is in the shared store.
+      options
+        .store()
+        .fighters.get(event.fighter_id)
+        .then((row) => row && adopt(row))
+        .catch(() => undefined);
+    }
+  });
 
   function find(idOrName: string): LiveFighter {
     const live = fighters.get(idOrName) ?? [...fighters.values()].find((f) => f.row.name === idOrName);
@@ -97,9 +120,19 @@ export function createFighterRegistry(options: {
 
   return {
     load(rows) {
-      for (const row of rows) fighters.set(row.id, { row, status: "idle", queue: Promise.resolve() });
+      for (const row of rows) adopt(row);
     },
     find,
+    async lookup(idOrName) {
+      try {
+        return find(idOrName);
+      } catch (err) {
+        const store = options.store();
+        const row = (await store.fighters.get(idOrName)) ?? (await store.fighters.getByName(idOrName));
+        if (!row) throw err;
+        return adopt(row);
+      }
+    },
     name: (id) => fighters.get(id)?.row.name ?? id,
     all: () => [...fighters.values()],
     isLive: (live) => fighters.get(live.row.id) === live,
@@ -128,8 +161,7 @@ export function createFighterRegistry(options: {
       };
       // The store's unique index on live names settles two spawns of one name racing here.
       await options.store().fighters.insert(row);
-      const live: LiveFighter = { row, status: "idle", queue: Promise.resolve() };
-      fighters.set(row.id, live);
+      const live = adopt(row);
       events.publish({ kind: "fighter.spawned", fighter_id: row.id, name: row.name });
       return record(live);
     },

@@ -1,5 +1,5 @@
 import { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook } from "tapable";
-import type { SparEvent } from "./events.js";
+import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
 import type {
   RecordedError,
   SpecialistReason,
@@ -218,6 +218,10 @@ export function createHooks() {
     store: Object.freeze({
       /** Bail, called once at start: the active store plugin returns the opened store. */
       open: new AsyncSeriesBailHook<[StoreOpenOptions], Store | undefined>(["options"]),
+    }),
+    bus: Object.freeze({
+      /** Bail, called once at start before the store opens: the active bus plugin returns the bus. */
+      open: new AsyncSeriesBailHook<[BusOpenOptions], Bus | undefined>(["options"]),
     }),
     provider: Object.freeze({
       /**

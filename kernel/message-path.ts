@@ -7,7 +7,7 @@ import type { TurnProgress } from "./agent-loop.js";
 import { cancellation, childController } from "./cancel.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
+import type { Bus, EventBus, TurnLease } from "./events.js";
 import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
 import { createHistoryCache } from "./history-cache.js";
 import type { RingHooks } from "./hooks.js";
@@ -21,6 +21,12 @@ import type { Store } from "./store-types.js";
 import { createTurnRunner } from "./turn-runner.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
+/** How a turn whose node lost its fighter's lease (it died) ends, as the next holder records it. */
+const ORPHANED = {
+  code: "INTERRUPTED",
+  message: "the daemon running this turn stopped before it ended; its steps so far are kept",
+};
+
 export interface MessagePathDeps {
   config: SparConfig;
   home: string;
@@ -29,6 +35,8 @@ export interface MessagePathDeps {
   host: PluginHost;
   log: Logger;
   store: () => Store;
+  /** The bus, once it is open: quota windows and turn leases. */
+  bus: () => Bus;
   fighters: FighterRegistry;
   declaredMoves: ReadonlyMap<string, MoveListing>;
   credentialFor: (settings: ModelSettings) => CredentialCheck;
@@ -106,7 +114,7 @@ export function createMessagePath(deps: MessagePathDeps) {
       return hooks.move.resolve.promise(name);
     },
   });
-  const quotas = createQuotaGuard({ config, events, fighters });
+  const quotas = createQuotaGuard({ config, events, fighters, windows: () => deps.bus().quotas });
   const { refuseCycles, refuseOversized, refuseUncallable, estimateTurnTokens } = createAdmission({
     config,
     fighters,
@@ -125,7 +133,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     text: string,
     opts: MessageOptions = {},
   ): Promise<FighterMessageResult> {
-    const live = fighters.find(idOrName);
+    const live = await fighters.lookup(idOrName);
     refuseCycles(live, opts.chain ?? []);
     if (opts.bout_id && opts.bout === "new") {
       throw new SparError("VALIDATION_FAILED", 'give bout_id or "bout": "new", not both');
@@ -154,7 +162,12 @@ export function createMessagePath(deps: MessagePathDeps) {
     const named = live.row.manifest.model ?? config.default_model;
     refuseUncallable(named);
     refuseOversized(live, text, named);
-    const reservation = quotas.admit(live, estimateTurnTokens(live, text, named));
+    const reservation = await quotas.admit(live, estimateTurnTokens(live, text, named));
+    // The daemon began stopping while the bus admitted it: the turn never starts.
+    if (shutdown.signal.aborted) {
+      await deps.bus().quotas.settle(reservation, 0);
+      throw shutdown.signal.reason;
+    }
     const { controller, unlink } = childController(opts.signal);
     const active: ActiveTurn = { controller };
     turns.add(active);
@@ -166,12 +179,14 @@ export function createMessagePath(deps: MessagePathDeps) {
     };
     // The fighter is idle again the moment its turn is cancelled, whatever is still winding down.
     const idleOnCancel = () => quotas.settleStatus(live);
+    let lease: TurnLease | undefined;
     const work = live.queue.then(async () => {
       try {
         // A caller who gave up while this waited in the queue: the turn never starts.
         if (controller.signal.aborted) throw controller.signal.reason;
         if (!fighters.isLive(live))
           throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
+        lease = await takeLease(live, controller);
         // Its key's turn ran before: the stored reply, and no second turn (its request still counted).
         const replayed = await keyed?.recorded();
         if (replayed) return { result: replayed, completed: undefined };
@@ -179,7 +194,7 @@ export function createMessagePath(deps: MessagePathDeps) {
           ? named
           : await hooks.provider.route.promise(named, { fighter: live.row, text });
         refuseUncallable(model);
-        quotas.start(live, reservation);
+        await quotas.start(live, reservation);
         fighters.setStatus(live, "fighting");
         running.set(live.row.id, active);
         controller.signal.addEventListener("abort", idleOnCancel, { once: true });
@@ -199,11 +214,17 @@ export function createMessagePath(deps: MessagePathDeps) {
           progress,
         );
       } finally {
+        await lease
+          ?.release()
+          .catch((err: unknown) => deps.log.warn("turn lease release failed", { error: String(err) }));
         controller.signal.removeEventListener("abort", idleOnCancel);
         if (running.get(live.row.id) === active) running.delete(live.row.id);
         turns.delete(active);
         unlink();
-        quotas.settle(live, reservation, progress.usage.input_tokens + progress.usage.output_tokens);
+        // The reply stands whatever happens to the bookkeeping (a cluster bus that went away).
+        await quotas
+          .settle(live, reservation, progress.usage.input_tokens + progress.usage.output_tokens)
+          .catch((err: unknown) => deps.log.warn("quota settle failed", { error: String(err) }));
       }
     });
     pending.add(work);
@@ -228,14 +249,35 @@ export function createMessagePath(deps: MessagePathDeps) {
     return result;
   }
 
+  /** The fence of the last lease this daemon held, per fighter. */
+  const fences = new Map<string, number>();
+
+  /**
+   * The fighter's turn lease (at once on an in-process bus). On a shared bus, a grant that does not
+   * follow this daemon's own last one means another node held the lease since: a turn it left
+   * running (its node died) is failed first, and from then on the store refuses its late writes.
+   * Losing the lease mid-turn cancels the turn.
+   */
+  async function takeLease(live: LiveFighter, controller: AbortController): Promise<TurnLease> {
+    const bus = deps.bus();
+    const lease = await bus.leases.acquire(live.row.id, controller.signal);
+    const previous = fences.get(live.row.id);
+    fences.set(live.row.id, lease.fence);
+    if (bus.shared && previous !== lease.fence - 1) {
+      await deps.store().turns.abandon(ORPHANED, live.row.id);
+    }
+    lease.lost.addEventListener("abort", () => controller.abort(lease.lost.reason), { once: true });
+    return lease;
+  }
+
   async function messageTo(
     fromIdOrName: string,
     toIdOrName: string,
     content: string,
     opts: Pick<MessageOptions, "signal" | "chain"> = {},
   ): Promise<FighterMessageResult> {
-    const from = fighters.find(fromIdOrName);
-    const to = fighters.find(toIdOrName);
+    const from = await fighters.lookup(fromIdOrName);
+    const to = await fighters.lookup(toIdOrName);
     if (from === to) throw new SparError("VALIDATION_FAILED", "a fighter cannot message itself");
     const result = await message(
       to.row.id,
@@ -251,7 +293,7 @@ export function createMessagePath(deps: MessagePathDeps) {
   }
 
   async function cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }> {
-    const live = fighters.find(idOrName);
+    const live = await fighters.lookup(idOrName);
     const active = running.get(live.row.id);
     if (!active?.turn_id || !active.bout_id || active.controller.signal.aborted) {
       throw new SparError("CONFLICT", `fighter "${live.row.name}" has no turn running`);

@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createEventBus } from "../plugins/bus-local/events.js";
 import { loadConfig } from "./config.js";
 import { isSparError } from "./errors.js";
-import { createEventBus } from "./events.js";
 import { createHooks } from "./hooks.js";
 import { createLogger } from "./logger.js";
 import { createPluginHost } from "./plugin-host.js";

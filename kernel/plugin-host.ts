@@ -5,7 +5,12 @@ import { checkSections } from "./config-sections.js";
 import { SparError, wrapPluginError } from "./errors.js";
 import type { EventBus } from "./events.js";
 import type { RingHooks } from "./hooks.js";
-import { type DiscoveredPlugin, type PluginManifest, SINGLE_SLOT_KINDS } from "./plugin-manifest.js";
+import {
+  type DiscoveredPlugin,
+  type PluginManifest,
+  SINGLE_SLOT_KINDS,
+  type SlotKind,
+} from "./plugin-manifest.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "./sdk.js";
 import type { RingServices } from "./services.js";
 
@@ -146,14 +151,7 @@ function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
   if (disable.includes(manifest.id)) return false;
   if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind))
     return false;
-  if (
-    manifest.kind === "store" ||
-    manifest.kind === "arena" ||
-    manifest.kind === "scheduler" ||
-    manifest.kind === "troops" ||
-    manifest.kind === "tunnel"
-  )
-    return config.plugins[manifest.kind] === manifest.id;
+  if (SINGLE_SLOT_KINDS.has(manifest.kind)) return config.plugins[manifest.kind as SlotKind] === manifest.id;
   return true;
 }
 
@@ -176,6 +174,7 @@ function scopeEvents(events: EventBus, manifest: PluginManifest): EventBus {
     get lastSeq() {
       return events.lastSeq;
     },
+    delivered: () => events.delivered(),
   };
 }
 

@@ -61,15 +61,10 @@ export interface DiscoveredPlugin {
   source: "bundled" | "user";
 }
 
-/** Kinds of which exactly one plugin is active, chosen by config. */
-export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set([
-  "store",
-  "arena",
-  "tunnel",
-  "scheduler",
-  "troops",
-  "bus",
-]);
+/** Kinds of which exactly one plugin is active, chosen by `[plugins] <kind>` in config. */
+const SLOT_KINDS = ["store", "arena", "tunnel", "scheduler", "troops", "bus"] as const;
+export type SlotKind = (typeof SLOT_KINDS)[number];
+export const SINGLE_SLOT_KINDS: ReadonlySet<PluginKind> = new Set(SLOT_KINDS);
 
 /** Bundled plugins are the compiled ones: dist/plugins/<id>/ holds both plugin.json and the code. */
 export const BUNDLED_PLUGINS_DIR = join(PACKAGE_ROOT, "dist", "plugins");

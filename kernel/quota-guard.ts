@@ -1,17 +1,20 @@
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
+import type { Admission, EventBus, QuotaLimits, QuotaWindows, Reservation } from "./events.js";
 import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
-import { type Admission, createScheduler, type QuotaLimits, type Reservation } from "./scheduler.js";
 
 /**
  * Quotas at the door (DESIGN §4 step 2): a message is admitted or refused before it is queued, with
  * its estimated tokens reserved, so a burst can overshoot the token quota by at most one turn's
  * estimate error. A refused message puts the fighter to Resting until its window frees, then a timer
- * returns it to Idle by itself.
+ * returns it to Idle by itself. The windows are the bus's, so a cluster bus counts every node's turns.
  */
-export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; fighters: FighterRegistry }) {
-  const scheduler = createScheduler({ windowMs: deps.config.quotas.window_s * 1000 });
+export function createQuotaGuard(deps: {
+  config: SparConfig;
+  events: EventBus;
+  fighters: FighterRegistry;
+  windows: () => QuotaWindows;
+}) {
   const restingUntil = new Map<string, number>();
   const timers = new Map<string, NodeJS.Timeout>();
 
@@ -26,13 +29,13 @@ export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; f
   function wakeAt(live: LiveFighter, at: number): void {
     clearTimeout(timers.get(live.row.id));
     const timer = setTimeout(
-      () => {
+      async () => {
         timers.delete(live.row.id);
         if (!deps.fighters.isLive(live) || live.status !== "resting") return;
-        const more = scheduler.freesInMs(live.row.id, limitsOf(live));
+        const more = await deps.windows().freesInMs(live.row.id, limitsOf(live));
         if (more > 0) return wakeAt(live, Date.now() + more);
         restingUntil.delete(live.row.id);
-        deps.fighters.setStatus(live, "idle");
+        if (live.status === "resting") deps.fighters.setStatus(live, "idle");
       },
       Math.max(0, at - Date.now()),
     );
@@ -60,31 +63,35 @@ export function createQuotaGuard(deps: { config: SparConfig; events: EventBus; f
     );
   }
 
+  /** The fighter's status once no turn of its runs: resting while refused, else idle. */
+  function settleStatus(live: LiveFighter): void {
+    const until = restingUntil.get(live.row.id) ?? 0;
+    deps.fighters.setStatus(live, until > Date.now() ? "resting" : "idle");
+  }
+
   return {
     /**
      * Counts the message against the fighter's window and reserves `estimatedTokens` (the turn's
      * input plus its max_tokens), or refuses it with RATE_LIMITED.
      */
-    admit(live: LiveFighter, estimatedTokens: number): Reservation {
-      const admission = scheduler.admit(live.row.id, limitsOf(live), estimatedTokens);
+    async admit(live: LiveFighter, estimatedTokens: number): Promise<Reservation> {
+      const admission = await deps.windows().admit(live.row.id, limitsOf(live), estimatedTokens);
       if (admission.ok) return admission.reservation;
       return refuse(live, admission);
     },
     /** Just before the queued turn runs: refuses it (RATE_LIMITED) if settled usage leaves no room. */
-    start(live: LiveFighter, reservation: Reservation): void {
-      const admission = scheduler.start(reservation, limitsOf(live));
+    async start(live: LiveFighter, reservation: Reservation): Promise<void> {
+      const admission = await deps.windows().start(reservation, limitsOf(live));
       if (!admission.ok) refuse(live, admission);
     },
-    /** The fighter's status once no turn of its runs: resting while refused, else idle. */
-    settleStatus(live: LiveFighter): void {
-      const until = restingUntil.get(live.row.id) ?? 0;
-      deps.fighters.setStatus(live, until > Date.now() ? "resting" : "idle");
-    },
+    settleStatus,
     /** After a turn: its real tokens replace the reservation; it rests if it was refused meanwhile. */
-    settle(live: LiveFighter, reservation: Reservation, tokens: number): void {
-      scheduler.settle(reservation, tokens);
-      const until = restingUntil.get(live.row.id) ?? 0;
-      deps.fighters.setStatus(live, until > Date.now() ? "resting" : "idle");
+    async settle(live: LiveFighter, reservation: Reservation, tokens: number): Promise<void> {
+      try {
+        await deps.windows().settle(reservation, tokens);
+      } finally {
+        settleStatus(live);
+      }
     },
     stop(): void {
       for (const timer of timers.values()) clearTimeout(timer);

@@ -2,7 +2,7 @@ import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "./config.js";
 import { SparError } from "./errors.js";
-import { createEventBus, type EventBus } from "./events.js";
+import type { Bus, EventBus, EventListener } from "./events.js";
 import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
 import { createHooks, type RingHooks, type TunnelInfo } from "./hooks.js";
@@ -44,11 +44,27 @@ export interface Ring {
 export function createRing(options: RingOptions): Ring {
   const { config, log } = options;
   const hooks = createHooks();
-  const events = createEventBus({
-    historySize: 1000,
-    onListenerError: (err, event) =>
-      log.error("event listener failed", { kind: event.kind, error: String(err) }),
-  });
+  // The bus plugin opens first thing in `open`; until then listeners wait here, and the kernel's
+  // listeners and the plugins' all hang off this one subscription to it.
+  let bus: Bus | undefined;
+  const listeners = new Set<EventListener>();
+  const events: EventBus = {
+    publish(payload) {
+      if (!bus) throw new SparError("PLUGIN_FAILED", `"${payload.kind}" was published before the bus opened`);
+      bus.events.publish(payload);
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    since: async (seq) => (bus ? bus.events.since(seq) : []),
+    get lastSeq() {
+      return bus?.events.lastSeq ?? 0;
+    },
+    delivered: async () => bus?.events.delivered(),
+  };
+  const listenerFailed = (err: unknown, event: { kind: string }) =>
+    log.error("event listener failed", { kind: event.kind, error: String(err) });
   events.subscribe((event) => {
     hooks.events.published
       .promise(event)
@@ -124,13 +140,17 @@ export function createRing(options: RingOptions): Ring {
     host,
     log,
     store: requireStore,
+    bus: () => {
+      if (!bus) throw new SparError("PLUGIN_FAILED", "the bus is not open");
+      return bus;
+    },
     fighters,
     declaredMoves,
     credentialFor,
   });
 
-  function fighterRow(idOrName: string) {
-    return fighters.find(idOrName).row;
+  async function fighterRow(idOrName: string) {
+    return (await fighters.lookup(idOrName)).row;
   }
 
   const services: RingServices = {
@@ -139,26 +159,25 @@ export function createRing(options: RingOptions): Ring {
     fighters: {
       spawn: (request) => fighters.spawn(request),
       list: async () => fighters.all().map(fighters.record),
-      get: async (idOrName) => fighters.record(fighters.find(idOrName)),
-      manifest: async (idOrName) => fighters.find(idOrName).row.manifest,
+      get: async (idOrName) => fighters.record(await fighters.lookup(idOrName)),
+      manifest: async (idOrName) => (await fighterRow(idOrName)).manifest,
       kill: async (idOrName) => {
-        const { id } = fighters.find(idOrName).row;
+        await fighterRow(idOrName);
         await fighters.kill(idOrName);
-        path.killed(id);
       },
       message: path.message,
       messageTo: path.messageTo,
       cancel: path.cancel,
-      relationships: async (idOrName) => requireStore().relationships.list(fighterRow(idOrName).name),
+      relationships: async (idOrName) => requireStore().relationships.list((await fighterRow(idOrName)).name),
       contact: async (idOrName, user, note) =>
         requireStore().relationships.record(
-          fighterRow(idOrName).name,
+          (await fighterRow(idOrName)).name,
           { with: user, kind: "user" },
           note,
           new Date().toISOString(),
         ),
       usage: async (idOrName) => {
-        const row = fighterRow(idOrName);
+        const row = await fighterRow(idOrName);
         const usage = await requireStore().usage.summary(row.id);
         const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
         return {
@@ -171,7 +190,7 @@ export function createRing(options: RingOptions): Ring {
           },
         };
       },
-      bouts: async (idOrName) => requireStore().bouts.list(fighters.find(idOrName).row.id),
+      bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
     },
     bouts: {
       async messages(boutId) {
@@ -288,30 +307,55 @@ export function createRing(options: RingOptions): Ring {
     },
   };
 
+  /** Opens the bus through the bus plugin: every listener registered so far hangs off it. */
+  async function openBus(): Promise<void> {
+    await host.activatePlugin(config.plugins.bus);
+    const opened = await hooks.bus.open.promise({
+      historySize: 1000,
+      quotaWindowMs: config.quotas.window_s * 1000,
+      onListenerError: listenerFailed,
+    });
+    if (!opened) throw new SparError("PLUGIN_FAILED", `the bus plugin ${config.plugins.bus} opened no bus`);
+    bus = opened;
+    opened.events.subscribe((event) => {
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          listenerFailed(err, event);
+        }
+      }
+    });
+  }
+
   return {
     hooks,
     events,
     services,
     host,
     async open(masterSecret) {
-      // The store's key derivation (Argon2id, on the thread pool) runs while the other start-up
-      // plugins are imported and applied on the main thread.
+      // The store's key derivation (Argon2id, on the thread pool) runs while the bus opens and the
+      // other start-up plugins are imported and applied on the main thread.
+      const busOpen = openBus();
       await host.activatePlugin(config.plugins.store);
       const opening = hooks.store.open.promise({ home: options.home, masterSecret });
       const others = Promise.all([
         host.activate("onStartup"),
         ...configuredChannels.map((platform) => host.activate(`onChannel:${platform}`)),
       ]);
-      const [opened] = await Promise.all([opening, others]);
+      const [opened] = await Promise.all([opening, others, busOpen]);
       if (!opened)
         throw new SparError("STORE_FAILED", `the store plugin ${config.plugins.store} did not open a store`);
       store = opened;
       // Turns a stopped daemon left running end as failed; a retry with their key gets that reply.
-      const abandoned = await opened.turns.abandon({
-        code: "INTERRUPTED",
-        message: "the daemon stopped before this turn ended; its steps so far are kept",
-      });
-      if (abandoned > 0) log.warn("turns interrupted by the last stop marked failed", { turns: abandoned });
+      // On a shared bus they may be another node's: each fighter's next lease holder does it.
+      if (!bus?.shared) {
+        const abandoned = await opened.turns.abandon({
+          code: "INTERRUPTED",
+          message: "the daemon stopped before this turn ended; its steps so far are kept",
+        });
+        if (abandoned > 0) log.warn("turns interrupted by the last stop marked failed", { turns: abandoned });
+      }
       fighters.load(await opened.fighters.list());
       await path.purgeIdempotency();
       purgeTimer = setInterval(() => {
@@ -334,6 +378,7 @@ export function createRing(options: RingOptions): Ring {
       await stopped;
       await store?.close();
       store = undefined;
+      await bus?.close();
     },
   };
 }

@@ -15,7 +15,22 @@ export type { CompactionConfig, DecayConfig, RoutingConfig, SparConfig } from ".
 export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
-export type { EventBus, SparEvent, SparEventKind, SparEventMap, SparEventPayload } from "./events.js";
+export type {
+  Admission,
+  Bus,
+  BusOpenOptions,
+  EventBus,
+  EventListener,
+  QuotaLimits,
+  QuotaWindows,
+  Reservation,
+  SparEvent,
+  SparEventKind,
+  SparEventMap,
+  SparEventPayload,
+  TurnLease,
+  TurnLeases,
+} from "./events.js";
 export { OPEN_CAPABILITY } from "./fighter-manifest.js";
 export type {
   ChannelAdapter,

@@ -253,8 +253,12 @@ export interface Store {
     list(boutId: string): Promise<TurnRecord[]>;
     /** The bout's turns that did not complete (running, failed, cancelled), oldest first. */
     unfinished(boutId: string): Promise<TurnRecord[]>;
-    /** Turns a stopped daemon left `running` become `failed` with `error`; returns how many. */
-    abandon(error: { code: string; message: string }): Promise<number>;
+    /**
+     * Turns left `running` (by a stopped daemon; with `fighterId`, that fighter's only, by a node
+     * whose lease lapsed) become `failed` with `error`; returns how many. Their later writes are
+     * refused (CONFLICT): `append` and `finish` take running turns only.
+     */
+    abandon(error: { code: string; message: string }, fighterId?: string): Promise<number>;
   };
   readonly messages: {
     /** Every message of the bout in order, compacted ones included (and marked). */

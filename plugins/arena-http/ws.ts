@@ -127,7 +127,9 @@ function serve(
     return subscription.kinds === "all" || subscription.kinds.has(event.kind);
   };
 
-  const unsubscribe = events.subscribe((event) => {
+  /** Live events that arrive while a resumed subscription's backlog is read, sent after it. */
+  let held: SparEvent[] | undefined;
+  const deliver = (event: SparEvent) => {
     if (!wanted(event)) return;
     // Chat ids belong to their connection: the client sees its own id, no one else's.
     if (event.kind === "message.delta" && event.request_id !== undefined) {
@@ -136,7 +138,8 @@ function serve(
       return send({ type: "event", ...event, request_id: event.request_id.slice(prefix.length) });
     }
     send({ type: "event", ...event });
-  });
+  };
+  const unsubscribe = events.subscribe((event) => (held ? held.push(event) : deliver(event)));
   socket.on("close", () => {
     closing = true;
     unsubscribe();
@@ -161,19 +164,35 @@ function serve(
     }
     if (frame.type === "subscribe") {
       subscription = frame.subscription;
-      if (frame.since !== undefined) {
-        const backlog = events.since(frame.since);
-        const oldest = backlog[0]?.seq;
-        if (oldest !== undefined && oldest > frame.since + 1) {
-          send({
-            type: "notice",
-            code: "HISTORY_GAP",
-            message: `events after ${frame.since} before ${oldest} are no longer kept`,
-          });
-        }
-        for (const event of backlog) if (wanted(event)) send({ type: "event", ...event });
-      }
-      return send({ type: "subscribed", last_seq: events.lastSeq });
+      if (frame.since === undefined) return send({ type: "subscribed", last_seq: events.lastSeq });
+      const since = frame.since;
+      const waiting: SparEvent[] = [];
+      held = waiting;
+      events.since(since).then(
+        (backlog) => {
+          const oldest = backlog[0]?.seq;
+          if (oldest !== undefined && oldest > since + 1) {
+            send({
+              type: "notice",
+              code: "HISTORY_GAP",
+              message: `events after ${since} before ${oldest} are no longer kept`,
+            });
+          }
+          for (const event of backlog) deliver(event);
+          // A cluster bus may deliver live what the backlog also held: each event goes out once.
+          const sent = new Set(backlog.map((e) => e.seq));
+          if (held === waiting) held = undefined;
+          for (const event of waiting) if (!sent.has(event.seq)) deliver(event);
+          send({ type: "subscribed", last_seq: events.lastSeq });
+        },
+        (err: unknown) => {
+          if (held === waiting) held = undefined;
+          for (const event of waiting) deliver(event);
+          const failed = new SparError("INTERNAL", `the event history could not be read: ${String(err)}`);
+          send({ type: "error", error: failed.toJSON().error });
+        },
+      );
+      return;
     }
     const admitted = admit();
     if (!admitted.ok) {
@@ -198,7 +217,11 @@ function serve(
         signal: controller.signal,
       })
       .then(
-        (result) => send({ type: "reply", id: frame.id, ...result }),
+        // After the chat's own deltas, which a cluster bus delivers a round trip later.
+        async (result) => {
+          await events.delivered();
+          send({ type: "reply", id: frame.id, ...result });
+        },
         (err: unknown) => {
           const error = isSparError(err) ? err : new SparError("INTERNAL", "internal error");
           send({ type: "error", id: frame.id, error: error.toJSON().error });

@@ -107,6 +107,9 @@ export function createTurns(
        WHERE id = @id AND status = 'running'`,
     ),
     running: db.prepare<[], TurnDbRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'running'`),
+    runningOf: db.prepare<[string], TurnDbRow>(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'running' AND fighter_id = ?`,
+    ),
     insertKey: db.prepare<[string, string, string, string, string], void>(
       "INSERT INTO idempotency (key, request_hash, fighter_id, turn_id, created_at) VALUES (?, ?, ?, ?, ?)",
     ),
@@ -198,10 +201,10 @@ export function createTurns(
     return toTurn(s.turn.get(turnId) as TurnDbRow);
   });
 
-  const abandon = db.transaction((error: { code: string; message: string }) => {
+  const abandon = db.transaction((error: { code: string; message: string }, fighterId?: string) => {
     const at = now();
     const reply: StoredReply = { ok: false, error };
-    const running = s.running.all();
+    const running = fighterId === undefined ? s.running.all() : s.runningOf.all(fighterId);
     for (const turn of running) {
       s.endTurn.run({
         id: turn.id,
@@ -232,7 +235,7 @@ export function createTurns(
       },
       list: (boutId) => s.turns.all(boutId).map(toTurn),
       unfinished: (boutId) => s.unfinished.all(boutId).map(toTurn),
-      abandon: (error) => abandon.immediate(error),
+      abandon: (error, fighterId) => abandon.immediate(error, fighterId),
     },
     idempotency: {
       get(key) {

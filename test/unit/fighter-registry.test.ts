@@ -1,11 +1,12 @@
 /** The fighter registry against the real SQLite store: spawn, find, kill, and what survives a reload. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isSparError, type SparError } from "../../kernel/errors.js";
-import { createEventBus, type SparEvent } from "../../kernel/events.js";
+import type { SparEvent } from "../../kernel/events.js";
 import { CAPABILITY_TYPES, fighterTemplate } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
 import type { Store } from "../../kernel/store-types.js";
 import type { ModelSettings } from "../../kernel/types.js";
+import { createEventBus } from "../../plugins/bus-local/events.js";
 import { openTestStore } from "./harness.js";
 
 const DEFAULT_MODEL: ModelSettings = { provider: "scripted", model: "scripted-1" };
@@ -16,8 +17,10 @@ let closeStore: () => Promise<void>;
 let published: SparEvent[];
 let registry: FighterRegistry;
 
-function newRegistry(modelProblem: (settings: ModelSettings) => string | undefined = () => undefined) {
-  const events = createEventBus({ historySize: 1000 });
+function newRegistry(
+  modelProblem: (settings: ModelSettings) => string | undefined = () => undefined,
+  events = createEventBus({ historySize: 1000 }),
+) {
   events.subscribe((event) => published.push(event));
   return createFighterRegistry({
     events,
@@ -228,5 +231,29 @@ describe("fighter registry", () => {
       "fighting",
       "idle",
     ]);
+  });
+});
+
+describe("fighter registry, two daemons sharing a store and a bus", () => {
+  it("finds a fighter the other spawned, from the store at once and from the bus after, and drops it when the other kills it", async () => {
+    const bus = createEventBus({ historySize: 1000 });
+    const one = newRegistry(undefined, bus);
+    const two = newRegistry(undefined, bus);
+    const other = newRegistry();
+
+    const alice = await one.spawn(manifest("alice"));
+
+    // Asked before the announcement's store read settled: the store answers.
+    expect((await two.lookup("alice")).row.id).toBe(alice.id);
+    // A daemon on another bus never heard of it, but finds it in the shared store by id or name.
+    expect(() => other.find(alice.id)).toThrow(/no fighter with id or name/);
+    expect((await other.lookup(alice.id)).row.name).toBe("alice");
+    const bob = await one.spawn(manifest("bob"));
+    await expect.poll(() => two.all().map((f) => f.row.id)).toContain(bob.id);
+
+    await one.kill("alice");
+
+    expect(() => two.find("alice")).toThrow(/no fighter with id or name "alice"/);
+    expect((await refusal(two.lookup("alice"))).code).toBe("FIGHTER_NOT_FOUND");
   });
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type SparConfig } from "../../kernel/config.js";
-import { createEventBus, type EventBus, type SparEvent } from "../../kernel/events.js";
+import type { EventBus, SparEvent } from "../../kernel/events.js";
 import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
 import { createHooks, type RingHooks } from "../../kernel/hooks.js";
@@ -26,6 +26,7 @@ import type {
   MoveContext,
   MoveDeclaration,
 } from "../../kernel/types.js";
+import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
 
 export interface Deferred<T> {
@@ -216,7 +217,12 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
   const { store, home, close } = await openTestStore();
   const config = testConfig(overrides);
   const hooks = createHooks();
-  const events = createEventBus({ historySize: 10_000 });
+  const bus = createLocalBus({
+    historySize: 10_000,
+    quotaWindowMs: config.quotas.window_s * 1000,
+    onListenerError: () => undefined,
+  });
+  const { events } = bus;
   const published: SparEvent[] = [];
   events.subscribe((event) => published.push(event));
   const log = recordingLog();
@@ -245,6 +251,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     host: { activate: async () => undefined } as unknown as PluginHost,
     log,
     store: () => store,
+    bus: () => bus,
     fighters,
     declaredMoves,
     credentialFor: () => ({ ok: true, credential: {}, names: [] }),

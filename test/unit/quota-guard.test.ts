@@ -4,11 +4,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { isSparError, type SparError } from "../../kernel/errors.js";
-import { createEventBus, type SparEvent } from "../../kernel/events.js";
+import type { SparEvent } from "../../kernel/events.js";
 import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
 import { createFighterRegistry } from "../../kernel/fighter-registry.js";
 import { createQuotaGuard } from "../../kernel/quota-guard.js";
 import type { FighterManifest } from "../../kernel/types.js";
+import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { type ConfigOverrides, testConfig } from "./harness.js";
 
 let stop: (() => void) | undefined;
@@ -20,7 +21,12 @@ afterEach(() => {
 
 function setup(quotas: ConfigOverrides["quotas"], quota?: FighterManifest["quota"]) {
   const config = testConfig({ quotas });
-  const events = createEventBus({ historySize: 1000 });
+  const bus = createLocalBus({
+    historySize: 1000,
+    quotaWindowMs: config.quotas.window_s * 1000,
+    onListenerError: () => undefined,
+  });
+  const { events } = bus;
   const published: SparEvent[] = [];
   events.subscribe((event) => published.push(event));
   const fighters = createFighterRegistry({
@@ -45,16 +51,16 @@ function setup(quotas: ConfigOverrides["quotas"], quota?: FighterManifest["quota
       },
     },
   ]);
-  const guard = createQuotaGuard({ config, events, fighters });
+  const guard = createQuotaGuard({ config, events, fighters, windows: () => bus.quotas });
   stop = guard.stop;
   const live = fighters.find("alice");
   return { guard, live, fighters, published };
 }
 
 /** The SparError `work` throws (fails the test when it does not throw one). */
-function thrown(work: () => unknown): SparError {
+async function thrown(work: () => Promise<unknown>): Promise<SparError> {
   try {
-    work();
+    await work();
   } catch (err) {
     if (isSparError(err)) return err;
     throw err;
@@ -66,12 +72,12 @@ const statuses = (published: SparEvent[]) =>
   published.flatMap((e) => (e.kind === "fighter.status" ? [e.status] : []));
 
 describe("quota guard", () => {
-  it("refuses a request over requests_per_minute with RATE_LIMITED, rests the fighter and says so", () => {
+  it("refuses a request over requests_per_minute with RATE_LIMITED, rests the fighter and says so", async () => {
     const { guard, live, published } = setup({ requests_per_minute: 2 });
-    guard.admit(live, 10);
-    guard.admit(live, 10);
+    await guard.admit(live, 10);
+    await guard.admit(live, 10);
 
-    const error = thrown(() => guard.admit(live, 10));
+    const error = await thrown(() => guard.admit(live, 10));
 
     expect(error.code).toBe("RATE_LIMITED");
     expect(error.extra).toEqual({ retry_after_s: 60, fighter: "alice" });
@@ -88,11 +94,11 @@ describe("quota guard", () => {
     });
   });
 
-  it("counts reserved tokens at admission, so a burst cannot overrun the token quota", () => {
+  it("counts reserved tokens at admission, so a burst cannot overrun the token quota", async () => {
     const { guard, live, published } = setup({ tokens_per_minute: 1000 });
-    guard.admit(live, 600);
+    await guard.admit(live, 600);
 
-    const error = thrown(() => guard.admit(live, 600));
+    const error = await thrown(() => guard.admit(live, 600));
 
     expect(error.code).toBe("RATE_LIMITED");
     expect(error.message).toContain("over its tokens per minute quota");
@@ -100,27 +106,27 @@ describe("quota guard", () => {
     expect(published.at(-1)).toMatchObject({ kind: "fighter.rate_limited", reason: "tokens" });
     expect(live.status).toBe("resting");
     // What still fits is admitted.
-    expect(guard.admit(live, 400)).toMatchObject({ fighterId: "f-alice", tokens: 400 });
+    expect(await guard.admit(live, 400)).toMatchObject({ fighterId: "f-alice", tokens: 400 });
   });
 
-  it("admits one request into an empty window, however large, and nothing after it", () => {
+  it("admits one request into an empty window, however large, and nothing after it", async () => {
     const { guard, live } = setup({ tokens_per_minute: 1000 });
 
-    expect(guard.admit(live, 50_000).tokens).toBe(50_000);
-    expect(thrown(() => guard.admit(live, 1)).code).toBe("RATE_LIMITED");
+    expect((await guard.admit(live, 50_000)).tokens).toBe(50_000);
+    expect((await thrown(() => guard.admit(live, 1))).code).toBe("RATE_LIMITED");
   });
 
-  it("takes a manifest's own quota over the config's", () => {
+  it("takes a manifest's own quota over the config's", async () => {
     const { guard, live } = setup({ requests_per_minute: 100 }, { requests_per_minute: 1 });
-    guard.admit(live, 1);
+    await guard.admit(live, 1);
 
-    expect(thrown(() => guard.admit(live, 1)).extra).toMatchObject({ fighter: "alice" });
+    expect((await thrown(() => guard.admit(live, 1))).extra).toMatchObject({ fighter: "alice" });
   });
 
   it("wakes a resting fighter to idle by itself once its window frees, and admits it again", async () => {
     const { guard, live, published } = setup({ requests_per_minute: 1, window_s: 0.2 });
-    guard.admit(live, 1);
-    const error = thrown(() => guard.admit(live, 1));
+    await guard.admit(live, 1);
+    const error = await thrown(() => guard.admit(live, 1));
     // Retry-After is whole seconds: a window shorter than one still says 1.
     expect(error.extra.retry_after_s).toBe(1);
     expect(live.status).toBe("resting");
@@ -128,63 +134,63 @@ describe("quota guard", () => {
     await expect.poll(() => live.status, { timeout: 5000, interval: 50 }).toBe("idle");
 
     expect(statuses(published)).toEqual(["resting", "idle"]);
-    expect(guard.admit(live, 1)).toMatchObject({ fighterId: "f-alice" });
+    expect(await guard.admit(live, 1)).toMatchObject({ fighterId: "f-alice" });
   });
 
-  it("refuses to start a queued turn when settled usage leaves no room, releasing its reservation", () => {
+  it("refuses to start a queued turn when settled usage leaves no room, releasing its reservation", async () => {
     const { guard, live, published } = setup({ tokens_per_minute: 1000 });
-    const first = guard.admit(live, 300);
-    const second = guard.admit(live, 300);
-    guard.start(live, first);
+    const first = await guard.admit(live, 300);
+    const second = await guard.admit(live, 300);
+    await guard.start(live, first);
     // The first turn used far more than it reserved.
-    guard.settle(live, first, 900);
+    await guard.settle(live, first, 900);
 
-    const error = thrown(() => guard.start(live, second));
+    const error = await thrown(() => guard.start(live, second));
 
     expect(error.code).toBe("RATE_LIMITED");
     expect(error.message).toContain("tokens per minute");
     expect(published.at(-1)).toMatchObject({ kind: "fighter.rate_limited", reason: "tokens" });
     expect(live.status).toBe("resting");
     // The refused turn's 300 no longer count: 900 settled + 100 fits in 1000.
-    expect(guard.admit(live, 100).tokens).toBe(100);
+    expect((await guard.admit(live, 100)).tokens).toBe(100);
   });
 
-  it("settle releases the reservation and counts the tokens really used instead", () => {
+  it("settle releases the reservation and counts the tokens really used instead", async () => {
     const { guard, live } = setup({ tokens_per_minute: 1000 });
-    const reservation = guard.admit(live, 800);
-    expect(thrown(() => guard.admit(live, 800)).code).toBe("RATE_LIMITED");
+    const reservation = await guard.admit(live, 800);
+    expect((await thrown(() => guard.admit(live, 800))).code).toBe("RATE_LIMITED");
 
-    guard.settle(live, reservation, 100);
+    await guard.settle(live, reservation, 100);
 
-    const next = guard.admit(live, 800);
+    const next = await guard.admit(live, 800);
     expect(next.tokens).toBe(800);
     // 100 spent and 800 reserved: 200 more would not fit.
-    expect(thrown(() => guard.admit(live, 200)).code).toBe("RATE_LIMITED");
+    expect((await thrown(() => guard.admit(live, 200))).code).toBe("RATE_LIMITED");
     // Settling twice changes nothing.
-    guard.settle(live, reservation, 100);
-    expect(thrown(() => guard.admit(live, 200)).code).toBe("RATE_LIMITED");
+    await guard.settle(live, reservation, 100);
+    expect((await thrown(() => guard.admit(live, 200))).code).toBe("RATE_LIMITED");
   });
 
-  it("leaves a fighting fighter fighting when refused, and rests it when its turn settles", () => {
+  it("leaves a fighting fighter fighting when refused, and rests it when its turn settles", async () => {
     const { guard, live, fighters } = setup({ requests_per_minute: 1 });
-    const reservation = guard.admit(live, 1);
-    guard.start(live, reservation);
+    const reservation = await guard.admit(live, 1);
+    await guard.start(live, reservation);
     fighters.setStatus(live, "fighting");
 
-    expect(thrown(() => guard.admit(live, 1)).code).toBe("RATE_LIMITED");
+    expect((await thrown(() => guard.admit(live, 1))).code).toBe("RATE_LIMITED");
     expect(live.status).toBe("fighting");
 
-    guard.settle(live, reservation, 5);
+    await guard.settle(live, reservation, 5);
     expect(live.status).toBe("resting");
   });
 
-  it("returns a fighter to idle after its turn when it was never refused", () => {
+  it("returns a fighter to idle after its turn when it was never refused", async () => {
     const { guard, live, fighters } = setup({});
-    const reservation = guard.admit(live, 1);
-    guard.start(live, reservation);
+    const reservation = await guard.admit(live, 1);
+    await guard.start(live, reservation);
     fighters.setStatus(live, "fighting");
 
-    guard.settle(live, reservation, 5);
+    await guard.settle(live, reservation, 5);
 
     expect(live.status).toBe("idle");
     fighters.setStatus(live, "fighting");

@@ -1,37 +1,16 @@
-export interface QuotaLimits {
-  requests_per_minute: number;
-  tokens_per_minute: number;
-}
+/**
+ * The in-process quota windows of `bus-local`: per-fighter sliding windows kept in memory (a
+ * restart starts them empty), with running sums so an admission costs the same however busy the
+ * window is.
+ */
+import type { Admission, QuotaLimits, Reservation } from "../../kernel/sdk.js";
 
-/** Tokens held for an admitted turn until it ends and its real usage replaces them. */
-export interface Reservation {
-  readonly fighterId: string;
-  readonly tokens: number;
-}
-
-export type Admission =
-  | { ok: true; reservation: Reservation }
-  | { ok: false; reason: "requests" | "tokens"; retry_after_s: number };
-
-export interface Scheduler {
-  /**
-   * Admits one request for the fighter when its window has room, counting the request and reserving
-   * `reserveTokens` at once, so concurrent admissions see each other; otherwise says when the window
-   * frees. A window with nothing used or reserved admits any one request, however large.
-   */
+/** The windows as this module keeps them: synchronous; index.ts hands the kernel promises of them. */
+export interface QuotaWindow {
   admit(fighterId: string, limits: QuotaLimits, reserveTokens?: number): Admission;
-  /**
-   * The admitted turn is about to run (turns of one fighter run one at a time): it may, if the
-   * tokens already settled in the window leave room for its own reservation. Earlier turns' real
-   * usage is known by now, so a burst overshoots by at most the one turn that runs last. On a
-   * refusal the reservation is released.
-   */
   start(reservation: Reservation, limits: QuotaLimits): Admission;
-  /** The turn ended: its reservation is released and the tokens it really used count instead. */
   settle(reservation: Reservation, tokens: number): void;
-  /** Milliseconds until the fighter could be admitted again (0 when it could be now). */
   freesInMs(fighterId: string, limits: QuotaLimits): number;
-  forget(fighterId: string): void;
 }
 
 /** Running sums beside the lists, so an admission costs the same however busy the window is. */
@@ -49,7 +28,7 @@ interface Window {
  * settled with the real usage afterwards, so a burst of concurrent turns cannot overrun the token
  * quota by more than one turn's estimate error. Time is injected so tests can move it.
  */
-export function createScheduler(options: { windowMs: number; now?: () => number }): Scheduler {
+export function createQuotaWindow(options: { windowMs: number; now?: () => number }): QuotaWindow {
   const now = options.now ?? Date.now;
   const windows = new Map<string, Window>();
 
@@ -142,9 +121,6 @@ export function createScheduler(options: { windowMs: number; now?: () => number 
       // Free means room for at least one more token, as a new admission needs.
       const block = blocked(windowOf(fighterId), limits, 1);
       return block ? Math.max(0, block.freeAt - now()) : 0;
-    },
-    forget(fighterId) {
-      windows.delete(fighterId);
     },
   };
 }

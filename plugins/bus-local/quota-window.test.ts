@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type Admission, createScheduler, type Scheduler } from "./scheduler.js";
+import type { Admission } from "../../kernel/sdk.js";
+import { createQuotaWindow, type QuotaWindow } from "./quota-window.js";
 
 function clock(start = 1_000_000) {
   let t = start;
@@ -17,12 +18,12 @@ function settle(admission: Admission, tokens: number, s = current): void {
   if (!admission.ok) throw new Error("expected an admission");
   s?.settle(admission.reservation, tokens);
 }
-let current: Scheduler | undefined;
+let current: QuotaWindow | undefined;
 
-describe("scheduler", () => {
+describe("quota window", () => {
   it("admits requests_per_minute requests in a sliding window, then says when one frees", () => {
     const c = clock();
-    const s = createScheduler({ windowMs: 60_000, now: c.now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: c.now });
     expect(s.admit("f", limits).ok).toBe(true);
     c.advance(10_000);
     expect(s.admit("f", limits).ok).toBe(true);
@@ -40,7 +41,7 @@ describe("scheduler", () => {
 
   it("refuses once the window's tokens reach tokens_per_minute, until enough leave it", () => {
     const c = clock();
-    const s = createScheduler({ windowMs: 60_000, now: c.now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: c.now });
     current = s;
     const big = { requests_per_minute: 100, tokens_per_minute: 1000 };
     settle(s.admit("f", big), 600);
@@ -53,7 +54,7 @@ describe("scheduler", () => {
 
   it("keeps fighters apart, and rounds retry-after up to whole seconds", () => {
     const c = clock();
-    const s = createScheduler({ windowMs: 60_000, now: c.now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: c.now });
     const one = { requests_per_minute: 1, tokens_per_minute: 1000 };
     s.admit("a", one);
     expect(s.admit("b", one).ok).toBe(true);
@@ -62,7 +63,7 @@ describe("scheduler", () => {
   });
 
   it("admits exactly the quota of a burst, however many arrive at once", () => {
-    const s = createScheduler({ windowMs: 60_000, now: clock().now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: clock().now });
     const results = Array.from({ length: 1000 }, () =>
       s.admit("f", { requests_per_minute: 60, tokens_per_minute: 1e9 }),
     );
@@ -71,7 +72,7 @@ describe("scheduler", () => {
 
   it("reserves a turn's estimate at admission, so a concurrent burst cannot overrun tokens", () => {
     const c = clock();
-    const s = createScheduler({ windowMs: 60_000, now: c.now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: c.now });
     current = s;
     const tight = { requests_per_minute: 1000, tokens_per_minute: 1000 };
     const burst = Array.from({ length: 50 }, () => s.admit("f", tight, 300));
@@ -83,7 +84,7 @@ describe("scheduler", () => {
   });
 
   it("admits one turn into an empty window even when its estimate exceeds the quota", () => {
-    const s = createScheduler({ windowMs: 60_000, now: clock().now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: clock().now });
     current = s;
     const small = { requests_per_minute: 100, tokens_per_minute: 500 };
     const first = s.admit("f", small, 2000);
@@ -94,7 +95,7 @@ describe("scheduler", () => {
   });
 
   it("releases a reservation once, whatever calls settle again", () => {
-    const s = createScheduler({ windowMs: 60_000, now: clock().now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: clock().now });
     current = s;
     const q = { requests_per_minute: 100, tokens_per_minute: 1000 };
     const a = s.admit("f", q, 900);
@@ -104,7 +105,7 @@ describe("scheduler", () => {
   });
 
   it("lets a queued turn start only while settled usage leaves room for its estimate", () => {
-    const s = createScheduler({ windowMs: 60_000, now: clock().now });
+    const s = createQuotaWindow({ windowMs: 60_000, now: clock().now });
     current = s;
     const q = { requests_per_minute: 100, tokens_per_minute: 1000 };
     const turns = Array.from({ length: 8 }, () => s.admit("f", q, 120));

@@ -1,0 +1,28 @@
+/** The in-process bus: `bus-local`'s events and quota windows, as the kernel's `Bus`. */
+import type { Bus, BusOpenOptions, TurnLease } from "../../kernel/sdk.js";
+import { createEventBus } from "./events.js";
+import { createQuotaWindow } from "./quota-window.js";
+
+/** Granted at once, never lost: the fighter's queue in this process already orders its turns. */
+const LOCAL_LEASE: TurnLease = {
+  fence: 0,
+  lost: new AbortController().signal,
+  release: async () => undefined,
+};
+
+/** Opens the in-process bus. `now` moves the quota windows' clock in tests. */
+export function createLocalBus(options: BusOpenOptions & { now?: () => number }): Bus {
+  const window = createQuotaWindow({ windowMs: options.quotaWindowMs, now: options.now });
+  return {
+    events: createEventBus(options),
+    quotas: {
+      admit: async (fighterId, limits, tokens) => window.admit(fighterId, limits, tokens),
+      start: async (reservation, limits) => window.start(reservation, limits),
+      settle: async (reservation, tokens) => window.settle(reservation, tokens),
+      freesInMs: async (fighterId, limits) => window.freesInMs(fighterId, limits),
+    },
+    leases: { acquire: async () => LOCAL_LEASE },
+    shared: false,
+    close: async () => undefined,
+  };
+}

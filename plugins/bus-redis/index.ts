@@ -1,0 +1,36 @@
+/**
+ * The cluster bus (kind `bus`, `[plugins] bus = "bus-redis"`): daemons that share one Redis share
+ * their events (one global order, resumable seqs), their quota windows and each fighter's turn lease. `[redis] url_env` names
+ * the variable holding the URL; `[redis] prefix` namespaces the keys, so clusters can share a server.
+ */
+import { definePlugin } from "../../kernel/sdk.js";
+import { connectRedis, type RedisSettings } from "./connect.js";
+import { createRedisEvents } from "./events.js";
+import { createRedisLeases } from "./leases.js";
+import { createRedisQuotas } from "./quotas.js";
+
+export default definePlugin<{ redis: RedisSettings }>({
+  id: "bus-redis",
+  apply(api, { redis: settings }) {
+    api.hooks.bus.open.tap(async (options) => {
+      const redis = await connectRedis(settings);
+      const events = await createRedisEvents({
+        redis,
+        prefix: settings.prefix,
+        historySize: options.historySize,
+        log: api.log,
+        onListenerError: options.onListenerError,
+      });
+      return {
+        events,
+        quotas: createRedisQuotas({ redis, prefix: settings.prefix, windowMs: options.quotaWindowMs }),
+        leases: createRedisLeases({ redis, prefix: settings.prefix }),
+        shared: true,
+        async close() {
+          await events.close();
+          redis.disconnect();
+        },
+      };
+    });
+  },
+});
