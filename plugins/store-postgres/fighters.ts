@@ -1,0 +1,144 @@
+/**
+ * Fighters, bouts, messages (listing and compaction) and bout summaries. A fighter's manifest holds
+ * its system prompt, written by a user, so it is sealed like a message.
+ */
+import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
+import { SparError } from "../../kernel/sdk.js";
+import { inTransaction, isUniqueViolation } from "./connection.js";
+import { requireBout, type StoreContext, type StoreData } from "./context.js";
+import { MESSAGE_COLUMNS, type MessageDbRow, toStoredMessage } from "./message-rows.js";
+
+interface FighterDbRow {
+  id: string;
+  name: string;
+  manifest: Buffer;
+  created_at: string;
+}
+
+const FIGHTER_COLUMNS = "id, name, manifest, created_at";
+export const BOUT_COLUMNS = "id, fighter_id, created_at, updated_at, message_count";
+
+type Core = Pick<StoreData, "fighters" | "bouts" | "messages" | "summaries">;
+
+export function createCore(ctx: StoreContext): Core {
+  const { pool, cipher, now } = ctx;
+  const toFighter = (row: FighterDbRow): FighterRow => ({
+    id: row.id,
+    name: row.name,
+    manifest: JSON.parse(cipher.open("fighters.manifest", row.manifest)) as FighterManifest,
+    created_at: row.created_at,
+  });
+  const fighterWhere = async (where: string, value: string) =>
+    (
+      await pool.query<FighterDbRow>(
+        `SELECT ${FIGHTER_COLUMNS} FROM fighters WHERE ${where} AND killed_at IS NULL`,
+        [value],
+      )
+    ).rows.map(toFighter)[0];
+  const messages = async (sql: string, params: unknown[]) =>
+    (await pool.query<MessageDbRow>(sql, params)).rows.map((row) => toStoredMessage(cipher, row));
+
+  return {
+    fighters: {
+      async insert(row) {
+        try {
+          await pool.query(`INSERT INTO fighters (${FIGHTER_COLUMNS}) VALUES ($1, $2, $3, $4)`, [
+            row.id,
+            row.name,
+            cipher.seal("fighters.manifest", JSON.stringify(row.manifest)),
+            row.created_at,
+          ]);
+        } catch (err) {
+          if (isUniqueViolation(err)) {
+            throw new SparError(
+              "CONFLICT",
+              `A fighter named ${row.name} (or with id ${row.id}) already exists`,
+            );
+          }
+          throw err;
+        }
+      },
+      list: async () =>
+        (
+          await pool.query<FighterDbRow>(
+            `SELECT ${FIGHTER_COLUMNS} FROM fighters WHERE killed_at IS NULL ORDER BY created_at, seq`,
+          )
+        ).rows.map(toFighter),
+      get: (id) => fighterWhere("id = $1", id),
+      getByName: (name) => fighterWhere("name = $1", name),
+      kill: async (id) =>
+        ((
+          await pool.query("UPDATE fighters SET killed_at = $1 WHERE id = $2 AND killed_at IS NULL", [
+            now(),
+            id,
+          ])
+        ).rowCount ?? 0) > 0,
+    },
+    bouts: {
+      get: async (id) =>
+        (await pool.query<BoutRecord>(`SELECT ${BOUT_COLUMNS} FROM bouts WHERE id = $1`, [id])).rows[0],
+      // Newest = most recently updated, in both, so latest(f) is always list(f)[0].
+      latest: async (fighterId) =>
+        (
+          await pool.query<BoutRecord>(
+            `SELECT ${BOUT_COLUMNS} FROM bouts WHERE fighter_id = $1 ORDER BY updated_at DESC, seq DESC LIMIT 1`,
+            [fighterId],
+          )
+        ).rows[0],
+      list: async (fighterId) =>
+        (
+          await pool.query<BoutRecord>(
+            `SELECT ${BOUT_COLUMNS} FROM bouts WHERE fighter_id = $1 ORDER BY updated_at DESC, seq DESC`,
+            [fighterId],
+          )
+        ).rows,
+    },
+    messages: {
+      list: (boutId) =>
+        messages(`SELECT ${MESSAGE_COLUMNS}, compacted FROM messages WHERE bout_id = $1 ORDER BY seq`, [
+          boutId,
+        ]),
+      // A range of the (bout_id, seq) index: only the tail is read, however long the bout.
+      tail: (boutId) =>
+        messages(
+          `SELECT ${MESSAGE_COLUMNS}, compacted FROM messages
+           WHERE bout_id = $1 AND seq > (SELECT compacted_through FROM bouts WHERE id = $1) AND NOT compacted
+           ORDER BY seq`,
+          [boutId],
+        ),
+      // Truncation (no summary) leaves an earlier summary as it was: it still covers what it covered.
+      compact: (boutId, throughSeq, summary) =>
+        inTransaction(pool, async (client) => {
+          await requireBout(client, boutId);
+          const marked = await client.query(
+            "UPDATE messages SET compacted = TRUE WHERE bout_id = $1 AND seq <= $2 AND NOT compacted",
+            [boutId, throughSeq],
+          );
+          await client.query(
+            "UPDATE bouts SET compacted_through = greatest(compacted_through, $1) WHERE id = $2",
+            [throughSeq, boutId],
+          );
+          if (summary !== undefined) {
+            await client.query(
+              `INSERT INTO bout_summaries (bout_id, summary, through_seq, updated_at) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (bout_id) DO UPDATE SET summary = excluded.summary,
+                 through_seq = excluded.through_seq, updated_at = excluded.updated_at`,
+              [boutId, cipher.seal("bout_summaries.summary", summary), throughSeq, now()],
+            );
+          }
+          return marked.rowCount ?? 0;
+        }),
+    },
+    summaries: {
+      async get(boutId) {
+        const row = (
+          await pool.query<Omit<BoutSummary, "summary"> & { summary: Buffer }>(
+            "SELECT bout_id, summary, through_seq, updated_at FROM bout_summaries WHERE bout_id = $1",
+            [boutId],
+          )
+        ).rows[0];
+        return row && { ...row, summary: cipher.open("bout_summaries.summary", row.summary) };
+      },
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Master key rotation against a real server: after `rekey` only the new secret opens the schema,
+ * every sealed value reads back, and the lookups that go through HMACs (a memory's key, an entity's
+ * name) still find what they found.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { Store } from "../../kernel/sdk.js";
+import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { openPostgresStore } from "./store.js";
+
+const URL_ = TEST_DATABASE_URL ?? "";
+const OLD = "e5".repeat(32);
+const NEW = "f6".repeat(32);
+const homes: string[] = [];
+afterAll(async () => {
+  for (const dir of homes) rmSync(dir, { recursive: true, force: true });
+  if (TEST_DATABASE_URL) await dropSchemas(URL_, homes.map(schemaForHome));
+});
+
+function open(home: string, secret: string): Promise<Store> {
+  return openPostgresStore(
+    { home, masterSecret: Buffer.from(secret) },
+    { url: URL_, schema: schemaForHome(home), poolMax: 2 },
+  );
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => "opened",
+    (e: { code?: unknown }) => e.code,
+  );
+}
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `store-postgres rekey${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    it("re-encrypts everything under the new secret; the old one no longer opens", async () => {
+      const home = mkdtempSync(join(tmpdir(), "spar-pg-rekey-"));
+      homes.push(home);
+      const store = await open(home, OLD);
+      const fighter = { id: randomUUID(), name: "rekeyed", created_at: new Date().toISOString() };
+      const manifest = { name: fighter.name, description: "d", system_prompt: "secret prompt", skills: [] };
+      await store.fighters.insert({ ...fighter, manifest });
+      const { bout } = await store.turns.begin({
+        fighter_id: fighter.id,
+        user: { role: "user", content: "hello" },
+      });
+      await store.memories.put(fighter.id, "Drink", "green tea");
+      await store.knowledge.add(
+        fighter.id,
+        [{ name: "Tea", type: "drink" }],
+        [{ from: "Tea", to: "Cup", type: "in" }],
+      );
+
+      await store.rekey(Buffer.from(NEW));
+      // The open store goes on under the new key.
+      expect((await store.messages.list(bout.id))[0]?.content).toBe("hello");
+      await store.close();
+
+      expect(await codeOf(open(home, OLD))).toBe("STORE_KEY_INVALID");
+      const after = await open(home, NEW);
+      expect((await after.fighters.get(fighter.id))?.manifest).toEqual(manifest);
+      expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);
+      expect((await after.memories.candidates(fighter.id, ["tea"])).map((m) => m.key)).toEqual(["Drink"]);
+      // The same key replaces the memory (its HMAC was recomputed), and entities still merge.
+      await after.memories.put(fighter.id, "Drink", "coffee");
+      expect((await after.memories.candidates(fighter.id, [])).map((m) => m.value)).toEqual(["coffee"]);
+      expect(
+        await after.knowledge.add(
+          fighter.id,
+          [{ name: "TEA", type: "Drink" }],
+          [{ from: "tea", to: "cup", type: "IN" }],
+        ),
+      ).toEqual({
+        entities_added: 0,
+        entities_merged: 1,
+        relations_added: 0,
+      });
+      expect((await after.knowledge.query(fighter.id, ["tea"], 5))[0]?.relations).toEqual([
+        { from: "Tea", to: "Cup", type: "in" },
+      ]);
+      await after.close();
+    });
+
+    it("opens with master.key.next when a rotation committed but the key files were not yet swapped", async () => {
+      const home = mkdtempSync(join(tmpdir(), "spar-pg-rekey-"));
+      homes.push(home);
+      writeFileSync(join(home, "master.key"), OLD, { mode: 0o600 });
+      const store = await open(home, OLD);
+      await store.rekey(Buffer.from(NEW));
+      await store.close();
+      // `spar rekey` was stopped after the commit: master.key still holds the old secret.
+      writeFileSync(join(home, "master.key.next"), NEW, { mode: 0o600 });
+      const reopened = await open(home, OLD);
+      await reopened.close();
+      // The rotation was finished on that open: master.key now holds the new secret.
+      expect(readFileSync(join(home, "master.key"), "utf8")).toBe(NEW);
+      expect(existsSync(join(home, "master.key.next"))).toBe(false);
+      expect(await codeOf(open(home, NEW))).toBe("opened");
+    });
+  },
+);

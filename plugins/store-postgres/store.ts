@@ -1,0 +1,183 @@
+/**
+ * Opens the PostgreSQL store: pool → migrations (under an advisory lock) → salt and key check →
+ * the table groups, each call's failures turned into coded errors with the password scrubbed.
+ * Like the SQLite store, a master key rotation left half done by `spar rekey` is settled here:
+ * the given secret first, then master.key.next.
+ */
+import type pg from "pg";
+import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../kernel/sdk.js";
+import { isSparError, SparError } from "../../kernel/sdk.js";
+import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
+import { createClock } from "./checks.js";
+import type { Cipher } from "./cipher.js";
+import { createPool, type PostgresSettings, storeError } from "./connection.js";
+import type { StoreContext, StoreData } from "./context.js";
+import { createCore } from "./fighters.js";
+import { createGorillas } from "./gorillas.js";
+import { createIdentity } from "./identity.js";
+import { openCipher } from "./keys.js";
+import { createKnowledge } from "./knowledge.js";
+import { createMemories } from "./memories.js";
+import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
+import { createRecords } from "./records.js";
+import { rekeySchema } from "./rekey.js";
+import { createTroops } from "./troops.js";
+import { createTurns } from "./turns.js";
+
+export interface PostgresStoreOptions extends PostgresSettings {
+  log?: Logger;
+}
+
+const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/**
+ * Opens (creating on first use) the store in `settings.schema`. The caller still owns and zeroizes
+ * `options.masterSecret`; the store keeps only the derived key, for its life.
+ *
+ * @example
+ * const store = await openPostgresStore({ home, masterSecret }, { url, schema: "spar", poolMax: 10 });
+ * const { turn } = await store.turns.begin({ fighter_id, user: { role: "user", content: "hi" } });
+ */
+export async function openPostgresStore(
+  options: StoreOpenOptions,
+  settings: PostgresStoreOptions,
+): Promise<Store> {
+  const pool = createPool(settings);
+  const log = settings.log ?? SILENT;
+  try {
+    await migrate(pool, settings.schema).catch((err: unknown) => {
+      throw storeError(err, `opening the schema ${settings.schema}`, settings.url);
+    });
+    const cipher = await openRotatedCipher(pool, options, settings, log);
+    return assemble(pool, cipher, settings);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw storeError(err, `opening the schema ${settings.schema}`, settings.url);
+  }
+}
+
+/** The cipher of the given secret, else of the one an interrupted `spar rekey` left in master.key.next. */
+async function openRotatedCipher(
+  pool: pg.Pool,
+  options: StoreOpenOptions,
+  settings: PostgresSettings,
+  log: Logger,
+): Promise<Cipher> {
+  const next = readNextMasterSecret(options.home);
+  try {
+    let working = options.masterSecret;
+    let cipher: Cipher;
+    try {
+      cipher = await openCipher(pool, options.masterSecret, settings.schema);
+    } catch (err) {
+      if (!next || !isSparError(err) || err.code !== "STORE_KEY_INVALID") throw err;
+      cipher = await openCipher(pool, next, settings.schema).catch(() => Promise.reject(err));
+      working = next;
+    }
+    const outcome = settleMasterKeyFiles(options.home, working);
+    if (outcome)
+      log.warn(
+        `a master key rotation (spar rekey) in ${options.home} was ${outcome === "completed" ? "completed" : "rolled back"}`,
+      );
+    return cipher;
+  } finally {
+    next?.fill(0);
+  }
+}
+
+function assemble(pool: pg.Pool, first: Cipher, settings: PostgresSettings): Store {
+  let current = first;
+  // The groups hold this one object; rekey swaps the key behind it.
+  const cipher: Cipher = {
+    seal: (column, text) => current.seal(column, text),
+    open: (column, sealed) => current.open(column, sealed),
+    mac: (purpose, text) => current.mac(purpose, text),
+    wipe: () => current.wipe(),
+  };
+  const ctx: StoreContext = { pool, cipher, now: createClock() };
+  const data: StoreData = {
+    ...createCore(ctx),
+    ...createTurns(ctx),
+    memories: createMemories(ctx),
+    ...createIdentity(ctx),
+    knowledge: createKnowledge(ctx),
+    ...createRecords(ctx),
+    gorillas: createGorillas(ctx),
+    troops: createTroops(ctx),
+    async close() {
+      await pool.end();
+      current.wipe();
+    },
+  };
+  const check = integrityCheck(pool, settings);
+  let closed = false;
+  const guarded = guard(data, "", settings.url) as StoreData;
+  return {
+    ...guarded,
+    // The server answers for its pages; health reports what the store itself has seen: nothing damaged.
+    health: () => ({ status: "ok" }),
+    integrity: () => check,
+    // With synchronous_commit on (PostgreSQL's default), a commit has reached the WAL on disk when it returns.
+    durable: async () => undefined,
+    backup: async () => {
+      throw new SparError(
+        "VALIDATION_FAILED",
+        `the PostgreSQL store does not write backups itself: use pg_dump --schema=${settings.schema} (sealed columns stay ` +
+          "encrypted in the dump, and the salt travels with it in spar_meta, so it restores under the same master secret)",
+      );
+    },
+    rekey: async (secret) => {
+      try {
+        const next = await rekeySchema(pool, settings.schema, current, secret);
+        const old = current;
+        current = next;
+        old.wipe();
+      } catch (err) {
+        throw storeError(err, `re-encrypting the schema ${settings.schema}`, settings.url);
+      }
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await guarded.close();
+    },
+  };
+}
+
+/** `SELECT 1` and the migrations checked again: PostgreSQL guards its own pages. Never rejects. */
+async function integrityCheck(pool: pg.Pool, settings: PostgresSettings): Promise<StoreCheck> {
+  try {
+    await pool.query("SELECT 1");
+    await verifyMigrations(pool, settings.schema);
+    return { status: "ok", checked: true };
+  } catch (err) {
+    return {
+      status: "ok",
+      checked: false,
+      detail: storeError(
+        err,
+        `checking the schema ${settings.schema} (version ${SCHEMA_VERSION})`,
+        settings.url,
+      ).message,
+    };
+  }
+}
+
+/** Every method of `data`, its failures turned into SparErrors (STORE_FAILED, password scrubbed). */
+function guard(data: object, path: string, url: string): object {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(data)) {
+    const at = path ? `${path}.${name}` : name;
+    if (typeof value === "function") {
+      out[name] = async (...args: unknown[]) => {
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>)(...args);
+        } catch (err) {
+          throw storeError(err, at, url);
+        }
+      };
+    } else if (value && typeof value === "object") out[name] = guard(value, at, url);
+    else out[name] = value;
+  }
+  return out;
+}
