@@ -3,7 +3,7 @@ import type { GorillaRunRecord } from "../../kernel/store-types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 
-/** A gorilla as the daemon shows it (plugins/scheduler-croner). */
+/** A gorilla as the daemon shows it (lib/gorillas/view.ts). */
 interface GorillaView {
   name: string;
   display_name: string;

@@ -4,7 +4,7 @@
  * the variable holding the URL; `[redis] prefix` namespaces the keys, so clusters can share a server.
  */
 import { definePlugin } from "../../kernel/sdk.js";
-import { connectRedis, type RedisSettings } from "./connect.js";
+import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
 import { createRedisEvents } from "./events.js";
 import { createRedisLeases } from "./leases.js";
 import { createRedisQuotas } from "./quotas.js";
@@ -13,7 +13,11 @@ export default definePlugin<{ redis: RedisSettings }>({
   id: "bus-redis",
   apply(api, { redis: settings }) {
     api.hooks.bus.open.tap(async (options) => {
-      const redis = await connectRedis(settings);
+      const redis = await connectRedis(redisUrl(settings, "bus-redis"), {
+        plugin: "bus-redis",
+        purpose: "bus",
+        maxRetriesPerRequest: 3,
+      });
       const events = await createRedisEvents({
         redis,
         prefix: settings.prefix,

@@ -1,112 +1,15 @@
 /**
  * The in-process gorilla scheduler (kind `scheduler`, the single slot `[plugins] scheduler` names):
- * GORILLA.toml gorillas, bundled and the user's, fired on their schedules, each cycle a fresh bout
- * of the gorilla's own fighter. Besides the lifecycle (runtime.ts) and the routes (routes.ts), it
- * taps the turns of gorilla fighters: before every model call the cycle's budgets are checked (a
- * call past one is refused, and the cycle stopped), the prompt is the gorilla file's current one,
- * and the fighter is offered, and may call, only the moves its GORILLA.toml declares.
+ * the gorilla runtime of lib/gorillas (lifecycle, cycles, budgets, routes) fired by timers in this
+ * process (timers.ts).
  */
-
-import { definePlugin, type GorillaRunTrigger, SparError, type Usage } from "../../kernel/sdk.js";
-import { machineTimezone, parseSchedule } from "../../lib/gorillas/schedule.js";
-import { stopCycle } from "./cycle.js";
-import { addGorillaRoutes } from "./routes.js";
-import { createGorillaRuntime } from "./runtime.js";
-
-declare module "../../kernel/sdk.js" {
-  interface SparEventMap {
-    /** Unleashed: fires on its schedule from now on. */
-    "gorilla.unleashed": { gorilla: string; next_run_at: string | null };
-    /** Caged: no more fires; the cycle it was running, if any, is aborted. */
-    "gorilla.caged": { gorilla: string; aborted_run_id: string | null };
-    /** A cycle began (its run is recorded `running`); `scheduled_at` is the fire it answers. */
-    "gorilla.rampage.started": {
-      gorilla: string;
-      run_id: string;
-      trigger: GorillaRunTrigger;
-      started_at: string;
-      scheduled_at?: string;
-    };
-    /** A cycle ended and its run is recorded. */
-    "gorilla.rampage.completed": {
-      gorilla: string;
-      run_id: string;
-      trigger: GorillaRunTrigger;
-      outcome: "ok" | "failed" | "aborted";
-      usage: Usage;
-      error?: string;
-      bout_id?: string;
-    };
-  }
-}
-
-export interface GorillasSettings {
-  timezone?: string;
-  keep_runs: number;
-}
+import { definePlugin } from "../../kernel/sdk.js";
+import { type GorillasSettings, installGorillas } from "../../lib/gorillas/plugin.js";
+import { createTimerFiring } from "./timers.js";
 
 export default definePlugin<{ gorillas: GorillasSettings }>({
   id: "scheduler-croner",
-  apply({ hooks, ring, events, home, log }, { gorillas: settings }) {
-    const timezone = settings.timezone ?? machineTimezone();
-    try {
-      parseSchedule("daily", timezone);
-    } catch (err) {
-      throw new SparError("CONFIG_INVALID", `[gorillas] timezone: ${(err as Error).message}`, {
-        path: "gorillas.timezone",
-      });
-    }
-    const runtime = createGorillaRuntime({ ring, events, log, home, timezone, keepRuns: settings.keep_runs });
-
-    // First: the gorilla file's prompt and moves, before other plugins add to the prompt.
-    hooks.turn.prepare.tap(
-      (prompt, { fighter }) => {
-        const mine = runtime.ofFighter(fighter.name);
-        if (!mine) return prompt;
-        const { gorilla } = mine;
-        const own = fighter.manifest.system_prompt;
-        const system =
-          own !== gorilla.system_prompt && prompt.system.startsWith(own)
-            ? `${gorilla.system_prompt}${prompt.system.slice(own.length)}`
-            : prompt.system;
-        return { ...prompt, system, tools: prompt.tools.filter((t) => gorilla.moves.includes(t.name)) };
-      },
-      { stage: -100 },
-    );
-
-    // Last, on the prompt as it will be sent: the cycle's budgets, before the model call starts.
-    hooks.turn.prepare.tap(
-      (prompt, { fighter, bout_id }) => {
-        const cycle = runtime.ofFighter(fighter.name)?.cycle;
-        if (!cycle?.sent) return prompt;
-        cycle.bout_id ??= bout_id;
-        // A cycle already stopped (caged, timed out, over budget) starts no model call.
-        if (cycle.controller.signal.aborted) throw cycle.controller.signal.reason;
-        const verdict = cycle.budget.admit(prompt);
-        if (!verdict.ok) {
-          stopCycle(cycle, { outcome: "failed", reason: verdict.reason });
-          throw cycle.controller.signal.reason;
-        }
-        return prompt;
-      },
-      { stage: 1000 },
-    );
-
-    hooks.move.beforeCall.tap((info) => {
-      const gorilla = runtime.ofFighter(info.fighter.name)?.gorilla;
-      if (!gorilla || gorilla.moves.includes(info.call.name)) return undefined;
-      return {
-        code: "CAPABILITY_DENIED",
-        message: `the gorilla "${gorilla.name}" may use only the moves its GORILLA.toml declares (${gorilla.moves.join(", ") || "none"}); ${info.call.name} is not one of them`,
-      };
-    });
-
-    hooks.arena.routes.tap((routes) => addGorillaRoutes(routes, runtime));
-    hooks.daemon.ready.tap(async () => {
-      await runtime.start();
-    });
-    hooks.daemon.close.tap(async () => {
-      await runtime.stop();
-    });
+  apply(api, { gorillas }) {
+    installGorillas(api, gorillas, createTimerFiring(api));
   },
 });

@@ -12,8 +12,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Bus, BusOpenOptions, QuotaLimits, SparEvent } from "../../kernel/sdk.js";
+import { connectRedis } from "../../lib/redis.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
-import { connectRedis } from "../../plugins/bus-redis/connect.js";
 import { createRedisEvents } from "../../plugins/bus-redis/events.js";
 import { createRedisLeases } from "../../plugins/bus-redis/leases.js";
 import { createRedisQuotas } from "../../plugins/bus-redis/quotas.js";
@@ -38,7 +38,11 @@ const FACTORIES: BusFactory[] = [
       ? undefined
       : "SPAR_TEST_REDIS_URL is not set (CI sets it; redis://127.0.0.1:6379/0 here)",
     async open(options, namespace) {
-      const redis = await connectRedis({ url_env: "SPAR_TEST_REDIS_URL", prefix: namespace });
+      const redis = await connectRedis(process.env.SPAR_TEST_REDIS_URL as string, {
+        plugin: "tests",
+        purpose: "tests",
+        maxRetriesPerRequest: 3,
+      });
       const events = await createRedisEvents({
         redis,
         prefix: namespace,
@@ -66,7 +70,11 @@ afterAll(async () => {
   for (const bus of opened.reverse()) await bus.close().catch(() => undefined);
   if (!REDIS_URL) return;
   // What the Redis half wrote, and nothing else on the server.
-  const redis = await connectRedis({ url_env: "SPAR_TEST_REDIS_URL", prefix: "cleanup" });
+  const redis = await connectRedis(process.env.SPAR_TEST_REDIS_URL as string, {
+    plugin: "tests",
+    purpose: "tests",
+    maxRetriesPerRequest: 3,
+  });
   for (const namespace of namespaces) {
     const keys = await redis.keys(`${namespace}:*`);
     if (keys.length > 0) await redis.del(...keys);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseSchedule } from "../../lib/gorillas/schedule.js";
 import { catchUp, cycleMessage, cycleOutcome, missedFire, onFire, statusOf } from "./lifecycle.js";
+import { parseSchedule } from "./schedule.js";
 
 const everyHour = parseSchedule("hourly", "UTC");
 const everySecond = parseSchedule("every 1s", "UTC");

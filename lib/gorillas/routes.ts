@@ -3,7 +3,7 @@
  * Arena. Lists answer `{gorillas, problems}` and `{runs}`; a gorilla's id is its name.
  */
 import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
-import { pageOf } from "../../lib/paging.js";
+import { pageOf } from "../paging.js";
 import type { GorillaRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/gorillas";

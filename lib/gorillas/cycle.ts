@@ -17,9 +17,9 @@ import {
   type RingServices,
   type Usage,
 } from "../../kernel/sdk.js";
-import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
 import { type CycleBudget, createCycleBudget } from "./budget.js";
 import { cycleMessage, cycleOutcome, type Stop } from "./lifecycle.js";
+import type { LoadedGorilla } from "./manifest.js";
 
 /** A cycle in progress, as the hooks and the lifecycle see it. */
 export interface Cycle {

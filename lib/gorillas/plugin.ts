@@ -1,0 +1,139 @@
+/**
+ * What both gorilla scheduler plugins install (kind `scheduler`): GORILLA.toml gorillas, bundled and
+ * the user's, fired on their schedules, each cycle a fresh bout of the gorilla's own fighter. Besides
+ * the lifecycle (runtime.ts) and the routes (routes.ts), it taps the turns of gorilla fighters:
+ * before every model call the cycle's budgets are checked (a call past one is refused, and the cycle
+ * stopped), the prompt is the gorilla file's current one, and the fighter is offered, and may call,
+ * only the moves its GORILLA.toml declares. The plugin gives the firing (firing.ts).
+ */
+
+import { type GorillaRunTrigger, type PluginApi, SparError, type Usage } from "../../kernel/sdk.js";
+import { stopCycle } from "./cycle.js";
+import type { Firing } from "./firing.js";
+import { addGorillaRoutes } from "./routes.js";
+import { createGorillaRuntime, type GorillaRuntime } from "./runtime.js";
+import { machineTimezone, parseSchedule } from "./schedule.js";
+
+declare module "../../kernel/sdk.js" {
+  interface SparEventMap {
+    /** Unleashed: fires on its schedule from now on. */
+    "gorilla.unleashed": { gorilla: string; next_run_at: string | null };
+    /** Caged: no more fires; the cycle it was running, if any, is aborted. */
+    "gorilla.caged": { gorilla: string; aborted_run_id: string | null };
+    /** A cycle began (its run is recorded `running`); `scheduled_at` is the fire it answers. */
+    "gorilla.rampage.started": {
+      gorilla: string;
+      run_id: string;
+      trigger: GorillaRunTrigger;
+      started_at: string;
+      scheduled_at?: string;
+    };
+    /** A cycle ended and its run is recorded. */
+    "gorilla.rampage.completed": {
+      gorilla: string;
+      run_id: string;
+      trigger: GorillaRunTrigger;
+      outcome: "ok" | "failed" | "aborted";
+      usage: Usage;
+      error?: string;
+      bout_id?: string;
+    };
+  }
+}
+
+/** The `[gorillas]` table, as both scheduler plugins declare it. */
+export interface GorillasSettings {
+  timezone?: string;
+  keep_runs: number;
+}
+
+/** The `[gorillas]` time zone, checked: the machine's when none is set. */
+export function gorillaTimezone(settings: GorillasSettings): string {
+  const timezone = settings.timezone ?? machineTimezone();
+  try {
+    parseSchedule("daily", timezone);
+  } catch (err) {
+    throw new SparError("CONFIG_INVALID", `[gorillas] timezone: ${(err as Error).message}`, {
+      path: "gorillas.timezone",
+    });
+  }
+  return timezone;
+}
+
+/**
+ * Installs the gorilla runtime on a firing: the hooks, the routes, start at `daemon.ready` and stop
+ * at `daemon.close`.
+ *
+ * @example
+ * apply(api, { gorillas }) {
+ *   installGorillas(api, gorillas, createTimerFiring(api));
+ * }
+ */
+export function installGorillas(
+  { hooks, ring, events, home, log }: PluginApi,
+  settings: GorillasSettings,
+  firing: Firing,
+  timezone: string = gorillaTimezone(settings),
+): GorillaRuntime {
+  const runtime = createGorillaRuntime({
+    ring,
+    events,
+    log,
+    home,
+    timezone,
+    keepRuns: settings.keep_runs,
+    firing,
+  });
+
+  // First: the gorilla file's prompt and moves, before other plugins add to the prompt.
+  hooks.turn.prepare.tap(
+    (prompt, { fighter }) => {
+      const mine = runtime.ofFighter(fighter.name);
+      if (!mine) return prompt;
+      const { gorilla } = mine;
+      const own = fighter.manifest.system_prompt;
+      const system =
+        own !== gorilla.system_prompt && prompt.system.startsWith(own)
+          ? `${gorilla.system_prompt}${prompt.system.slice(own.length)}`
+          : prompt.system;
+      return { ...prompt, system, tools: prompt.tools.filter((t) => gorilla.moves.includes(t.name)) };
+    },
+    { stage: -100 },
+  );
+
+  // Last, on the prompt as it will be sent: the cycle's budgets, before the model call starts.
+  hooks.turn.prepare.tap(
+    (prompt, { fighter, bout_id }) => {
+      const cycle = runtime.ofFighter(fighter.name)?.cycle;
+      if (!cycle?.sent) return prompt;
+      cycle.bout_id ??= bout_id;
+      // A cycle already stopped (caged, timed out, over budget) starts no model call.
+      if (cycle.controller.signal.aborted) throw cycle.controller.signal.reason;
+      const verdict = cycle.budget.admit(prompt);
+      if (!verdict.ok) {
+        stopCycle(cycle, { outcome: "failed", reason: verdict.reason });
+        throw cycle.controller.signal.reason;
+      }
+      return prompt;
+    },
+    { stage: 1000 },
+  );
+
+  hooks.move.beforeCall.tap((info) => {
+    const gorilla = runtime.ofFighter(info.fighter.name)?.gorilla;
+    if (!gorilla || gorilla.moves.includes(info.call.name)) return undefined;
+    return {
+      code: "CAPABILITY_DENIED",
+      message: `the gorilla "${gorilla.name}" may use only the moves its GORILLA.toml declares (${gorilla.moves.join(", ") || "none"}); ${info.call.name} is not one of them`,
+    };
+  });
+
+  hooks.arena.routes.tap((routes) => addGorillaRoutes(routes, runtime));
+  hooks.daemon.ready.tap(async () => {
+    await runtime.start();
+  });
+  hooks.daemon.close.tap(async () => {
+    await runtime.stop();
+  });
+  return runtime;
+}

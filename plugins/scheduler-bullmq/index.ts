@@ -1,0 +1,24 @@
+/**
+ * The clustered gorilla scheduler (kind `scheduler`, chosen with `[plugins] scheduler =
+ * "scheduler-bullmq"`): the gorilla runtime of lib/gorillas fired by BullMQ job schedulers on one
+ * Redis (firing.ts), so every daemon sharing that Redis and the store runs each fire exactly once,
+ * and a gorilla is unleashed or caged from any of them.
+ */
+import { definePlugin } from "../../kernel/sdk.js";
+import { type GorillasSettings, gorillaTimezone, installGorillas } from "../../lib/gorillas/plugin.js";
+import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
+import { createBullmqFiring } from "./firing.js";
+
+export default definePlugin<{ gorillas: GorillasSettings; redis: RedisSettings }>({
+  id: "scheduler-bullmq",
+  async apply(api, { gorillas, redis }) {
+    const timezone = gorillaTimezone(gorillas);
+    const url = redisUrl(redis, "scheduler-bullmq");
+    // Unreachable Redis stops the daemon at start, rather than at the first fire.
+    (
+      await connectRedis(url, { plugin: "scheduler-bullmq", purpose: "check", maxRetriesPerRequest: null })
+    ).disconnect();
+    const firing = createBullmqFiring({ url, prefix: redis.prefix, ring: api.ring, log: api.log });
+    installGorillas(api, gorillas, firing, timezone);
+  },
+});
