@@ -1,7 +1,7 @@
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
+import { isSparError, SparError } from "./errors.js";
 import type { Bus, EventBus, EventListener } from "./events.js";
 import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
@@ -156,6 +156,9 @@ export function createRing(options: RingOptions): Ring {
   const services: RingServices = {
     version: options.version,
     startedAt,
+    get clustered() {
+      return bus?.shared ?? false;
+    },
     fighters: {
       spawn: (request) => fighters.spawn(request),
       list: async () => fighters.all().map(fighters.record),
@@ -366,8 +369,13 @@ export function createRing(options: RingOptions): Ring {
       purgeTimer.unref();
     },
     async ensureDefaultFighter() {
-      if (!fighters.all().some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) {
+      if (fighters.all().some((f) => f.row.name === DEFAULT_FIGHTER_NAME)) return;
+      try {
         await fighters.spawn({ manifest: fighterTemplate(DEFAULT_FIGHTER_NAME) });
+      } catch (err) {
+        // Another daemon sharing the store spawned it a moment ago.
+        if (!isSparError(err, "CONFLICT")) throw err;
+        await fighters.lookup(DEFAULT_FIGHTER_NAME);
       }
     },
     async close() {

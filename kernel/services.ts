@@ -97,6 +97,11 @@ export interface PluginListing {
 export interface RingServices {
   readonly version: string;
   readonly startedAt: Date;
+  /**
+   * Whether other daemons share this one's bus and store (a cluster bus): what a starting daemon
+   * finds running may then be another node's, not left by its own last stop.
+   */
+  readonly clustered: boolean;
   readonly fighters: {
     spawn(request: SpawnRequest): Promise<FighterRecord>;
     list(): Promise<FighterRecord[]>;

@@ -205,8 +205,12 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
       return structuredClone(await running.done);
     },
 
-    /** At start: tasks the last daemon left unfinished end `failed`. */
+    /**
+     * At start: tasks the last daemon left unfinished end `failed`. Not in a cluster, where they may
+     * be another node's (a task whose node died stays `running`: a known limit, see the README).
+     */
     async start(): Promise<void> {
+      if (ring.clustered) return;
       const abandoned = await ring.troops.tasks.abandon(
         { code: "INTERRUPTED", message: "daemon restarted before the task ended; its steps so far are kept" },
         new Date().toISOString(),

@@ -1,0 +1,329 @@
+/**
+ * Three daemons as one (issue 21): three real `spar start` processes on loopback ports, each with
+ * its own data dir, sharing one PostgreSQL schema (`store-postgres`), one Redis namespace
+ * (`bus-redis`, `scheduler-bullmq`) and one master secret. What one node does, the others see:
+ * fighters, turn order, events, quotas, gorilla fires, and a node's death.
+ *
+ * Needs SPAR_TEST_DATABASE_URL and SPAR_TEST_REDIS_URL (`.ci/run` starts both servers through
+ * scripts/ci-services.sh); without them it is skipped, saying so. `npm run test:cluster` runs the
+ * long version (the gorilla counted for a minute); `npm test` a short one (15 s). Each test prints
+ * its figures.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { connectRedis } from "../../lib/redis.js";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import {
+  freePort,
+  removeHome,
+  startDaemon,
+  type TestDaemon,
+  tempHome,
+  writeConfig,
+} from "../helpers/daemon.js";
+import { dropSchemas } from "../helpers/postgres.js";
+
+const DATABASE_URL = process.env.SPAR_TEST_DATABASE_URL;
+const REDIS_URL = process.env.SPAR_TEST_REDIS_URL;
+const SKIP = !DATABASE_URL || !REDIS_URL;
+const LONG = process.env.SPAR_CLUSTER === "long";
+/** How long the gorilla is counted. */
+const GORILLA_S = LONG ? 60 : 15;
+
+const SCHEMA = `t_cluster_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const PREFIX = `c${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const MASTER_KEY = randomBytes(32).toString("hex");
+
+const figure = (line: string) => console.log(`cluster: ${line}`);
+
+interface Node {
+  daemon: TestDaemon;
+  home: string;
+  port: number;
+}
+
+describe.skipIf(SKIP)(
+  `three daemons on one PostgreSQL and one Redis${SKIP ? " (skipped: SPAR_TEST_DATABASE_URL and SPAR_TEST_REDIS_URL are not both set; scripts/ci-services.sh starts the servers)" : ""}`,
+  () => {
+    let fake: FakeOpenAI;
+    const nodes: Node[] = [];
+    const env = {
+      SPAR_DATABASE_URL: DATABASE_URL,
+      SPAR_REDIS_URL: REDIS_URL,
+      SPAR_MASTER_KEY: MASTER_KEY,
+    };
+    const node = (i: number) => nodes[i] as Node;
+
+    async function startNode(home: string, port: number): Promise<TestDaemon> {
+      return startDaemon(home, port, env);
+    }
+
+    beforeAll(async () => {
+      fake = await startFakeOpenAI();
+      // A message marked [slow] keeps the model busy long enough to kill its node mid-turn.
+      fake.setDefault((body) => {
+        const last = body.messages.at(-1);
+        const text = typeof last?.content === "string" ? last.content : "";
+        return text.includes("[slow]") ? { text: "too late", delay_ms: 60_000 } : { text: `echo: ${text}` };
+      });
+      for (let i = 0; i < 3; i++) {
+        const home = tempHome();
+        const port = await freePort();
+        writeConfig(
+          home,
+          port,
+          fake.url,
+          `\n[plugins]\nstore = "store-postgres"\nbus = "bus-redis"\nscheduler = "scheduler-bullmq"\n\n` +
+            `[store.postgres]\nschema = "${SCHEMA}"\npool_max = 8\n\n[redis]\nprefix = "${PREFIX}"\n\n` +
+            `[creed]\nreflect = false\n\n[gorillas]\ntimezone = "UTC"\n\n` +
+            "[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n",
+        );
+        // Gorillas are files in each data dir: every node has the same one.
+        mkdirSync(join(home, "gorillas", "tick"), { recursive: true });
+        writeFileSync(
+          join(home, "gorillas", "tick", "GORILLA.toml"),
+          [
+            'name = "tick"',
+            'description = "The cluster test gorilla."',
+            'schedule = "every 1s"',
+            'moves = ["memory_store"]',
+            'system_prompt = "You are tick, a test gorilla."',
+            'task = "Say done."',
+            "[settings]",
+            "timeout_s = 120",
+            "",
+          ].join("\n"),
+        );
+        // One after another: the first creates the schema and the default fighter.
+        nodes.push({ daemon: await startNode(home, port), home, port });
+      }
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const n of nodes) await n.daemon.stop();
+      for (const n of nodes) removeHome(n.home);
+      await fake?.close();
+      if (DATABASE_URL) await dropSchemas(DATABASE_URL, [SCHEMA]);
+      if (REDIS_URL) {
+        const redis = await connectRedis(process.env.SPAR_TEST_REDIS_URL as string, {
+          plugin: "tests",
+          purpose: "tests",
+          maxRetriesPerRequest: 3,
+        });
+        const keys = await redis.keys(`${PREFIX}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+        // BullMQ's own keys live under the prefix too (bull:<prefix>… is not used).
+        redis.disconnect();
+      }
+    }, 60_000);
+
+    async function spawn(on: Node, name: string, quota?: Record<string, number>) {
+      const { status, body } = await on.daemon.request<{ id: string }>("POST", "/api/v1/fighters", {
+        manifest: {
+          name,
+          description: `${name}, for the cluster test`,
+          system_prompt: `You are ${name}.`,
+          ...(quota ? { quota } : {}),
+        },
+      });
+      expect(status).toBe(201);
+      return body.id;
+    }
+
+    const send = (on: Node, fighter: string, message: string) =>
+      on.daemon.request<{ response?: string; bout_id?: string; error?: { code: string } }>(
+        "POST",
+        `/api/v1/fighters/${fighter}/message`,
+        { message },
+      );
+
+    it("answers on every node for a fighter spawned on one", async () => {
+      const id = await spawn(node(0), "relay");
+      for (const n of [node(1), node(2)]) {
+        const { status, body } = await send(n, id, `hello from ${n.port}`);
+        expect(status).toBe(200);
+        expect(body.response).toBe(`echo: hello from ${n.port}`);
+      }
+      // By name too, and listed everywhere once the spawn's announcement arrived.
+      expect((await send(node(2), "relay", "by name")).status).toBe(200);
+      for (const n of nodes) {
+        await expect
+          .poll(async () => {
+            const { body } = await n.daemon.request<{ fighters: { name: string }[] }>(
+              "GET",
+              "/api/v1/fighters",
+            );
+            return body.fighters.map((f) => f.name);
+          })
+          .toContain("relay");
+      }
+    });
+
+    it("runs 300 concurrent messages to one fighter over three nodes one at a time, none lost", async () => {
+      const id = await spawn(node(0), "queue", {
+        requests_per_minute: 10_000,
+        tokens_per_minute: 100_000_000,
+      });
+      const texts = Array.from({ length: 300 }, (_, i) => `m${i}`);
+      const started = Date.now();
+      const answers = await Promise.all(texts.map((text, i) => send(node(i % 3), id, text)));
+      const seconds = (Date.now() - started) / 1000;
+      expect(answers.map((a) => a.status)).toEqual(texts.map(() => 200));
+      answers.forEach((a, i) => {
+        expect(a.body.response).toBe(`echo: ${texts[i]}`);
+      });
+
+      // One bout: each user message followed at once by its own reply, every message once.
+      const bouts = await node(1).daemon.request<{ bouts: { id: string }[] }>(
+        "GET",
+        `/api/v1/fighters/${id}/bouts`,
+      );
+      expect(bouts.body.bouts).toHaveLength(1);
+      const bout = bouts.body.bouts[0]?.id as string;
+      const { body } = await node(2).daemon.request<{ messages: { role: string; content: string }[] }>(
+        "GET",
+        `/api/v1/bouts/${bout}/messages`,
+      );
+      expect(body.messages).toHaveLength(600);
+      for (let i = 0; i < 600; i += 2) {
+        const user = body.messages[i];
+        expect(user?.role).toBe("user");
+        expect(body.messages[i + 1]).toMatchObject({ role: "assistant", content: `echo: ${user?.content}` });
+      }
+      expect(new Set(body.messages.filter((m) => m.role === "user").map((m) => m.content)).size).toBe(300);
+      // One at a time: each model call saw every earlier turn of the bout, never the same history twice.
+      const sizes = fake.requests
+        .filter(
+          (r) =>
+            r.body?.messages[0]?.content === "You are queue." ||
+            JSON.stringify(r.body?.messages[0]).includes("You are queue."),
+        )
+        .map((r) => r.body?.messages.length ?? 0);
+      expect(sizes).toHaveLength(300);
+      expect(sizes).toEqual([...sizes].sort((a, b) => a - b));
+      expect(new Set(sizes).size).toBe(300);
+      figure(
+        `300 concurrent messages to one fighter over 3 nodes: 300 answered in ${seconds.toFixed(1)} s, one at a time (300 distinct histories), lost 0, duplicated 0`,
+      );
+    }, 180_000);
+
+    it("streams node 1's events to a WebSocket on node 3 in order, and resumes after a reconnect", async () => {
+      const id = await spawn(node(0), "watched");
+      const completed: number[] = [];
+      const open = (since?: number) =>
+        new Promise<WebSocket>((done, fail) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${node(2).port}/api/v1/ws`);
+          ws.on("message", (data) => {
+            const frame = JSON.parse(String(data)) as { type: string; kind?: string; seq?: number };
+            if (frame.type === "subscribed") done(ws);
+            if (frame.type === "event" && frame.kind === "message.completed")
+              completed.push(frame.seq as number);
+          });
+          ws.once("error", fail);
+          ws.once("open", () =>
+            ws.send(
+              JSON.stringify({
+                type: "subscribe",
+                kinds: ["message.completed"],
+                fighter_id: id,
+                ...(since === undefined ? {} : { since }),
+              }),
+            ),
+          );
+        });
+      const first = await open();
+      for (let i = 0; i < 5; i++) expect((await send(node(0), id, `seen ${i}`)).status).toBe(200);
+      await expect.poll(() => completed.length).toBe(5);
+      first.close();
+      const last = completed.at(-1) as number;
+      for (let i = 0; i < 3; i++) expect((await send(node(0), id, `missed ${i}`)).status).toBe(200);
+      const again = await open(last);
+      await expect.poll(() => completed.length).toBe(8);
+      again.close();
+      expect(completed).toEqual([...completed].sort((a, b) => a - b));
+      expect(new Set(completed).size).toBe(8);
+      figure(
+        "WebSocket on node 3: 5 of node 1's completions live, 3 more resumed after a reconnect, in seq order",
+      );
+    });
+
+    it("admits exactly a 60/min quota of 1000 concurrent messages spread over the nodes", async () => {
+      const id = await spawn(node(0), "limited", { requests_per_minute: 60, tokens_per_minute: 100_000_000 });
+      const answers = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) => send(node(i % 3), id, `q${i}`)),
+      );
+      const admitted = answers.filter((a) => a.status === 200);
+      const limited = answers.filter((a) => a.status === 429);
+      expect(admitted).toHaveLength(60);
+      expect(limited).toHaveLength(940);
+      for (const a of limited) expect(a.body.error?.code).toBe("RATE_LIMITED");
+      expect(limited.every((a) => Number(a.headers.get("retry-after")) >= 1)).toBe(true);
+      figure(
+        "quota 60/min over 3 nodes: 1000 concurrent, admitted 60, RATE_LIMITED 940 with Retry-After, 5xx 0",
+      );
+    }, 120_000);
+
+    it(
+      `fires a one-second gorilla exactly once per second across the cluster (${GORILLA_S} s)`,
+      async () => {
+        const unleashed = await node(1).daemon.cli(["gorilla", "unleash", "tick"]);
+        expect(unleashed.code, unleashed.stderr).toBe(0);
+        await new Promise((r) => setTimeout(r, GORILLA_S * 1000));
+        // Caged from another node than the one that unleashed it.
+        const caged = await node(2).daemon.cli(["gorilla", "cage", "tick"]);
+        expect(caged.code, caged.stderr).toBe(0);
+        const { body } = await node(0).daemon.request<{
+          runs: { started_at: string; outcome: string; trigger: string }[];
+        }>("GET", "/api/v1/gorillas/tick/runs?limit=500");
+        const fired = body.runs.filter((r) => r.trigger === "schedule" && r.outcome !== "skipped");
+        // A fire's cycle starts a few ms after its whole second: the second it started in is its fire time.
+        const seconds = fired.map((r) => Math.floor(Date.parse(r.started_at) / 1000)).sort((a, b) => a - b);
+        // Each fire once: no second twice, and none missed between the first and the last.
+        expect(new Set(seconds).size).toBe(seconds.length);
+        expect(seconds.length).toBeGreaterThanOrEqual(GORILLA_S - 2);
+        expect((seconds.at(-1) ?? 0) - (seconds[0] ?? 0)).toBe(seconds.length - 1);
+        const outcomes = fired.reduce<Record<string, number>>(
+          (n, r) => ({ ...n, [r.outcome]: (n[r.outcome] ?? 0) + 1 }),
+          {},
+        );
+        figure(
+          `gorilla "every 1s" on 3 nodes for ${GORILLA_S} s: ${seconds.length} fires, each second once, none missed, none twice (${JSON.stringify(outcomes)})`,
+        );
+      },
+      (GORILLA_S + 60) * 1000,
+    );
+
+    it("leaves a fighter usable from the other nodes when the node running its turn is killed", async () => {
+      const id = await spawn(node(0), "survivor");
+      const victim = node(1);
+      const slow = send(victim, id, "[slow] hold on").catch(() => undefined);
+      await expect
+        .poll(() =>
+          fake.requests.some((r) => JSON.stringify(r.body?.messages ?? []).includes("[slow] hold on")),
+        )
+        .toBe(true);
+      victim.daemon.process.kill("SIGKILL");
+      await slow;
+
+      const after = await send(node(0), id, "are you there?");
+      expect(after.status).toBe(200);
+      expect(after.body.response).toBe("echo: are you there?");
+      const { body } = await node(2).daemon.request<{
+        turns: { status: string; error?: { code: string } }[];
+      }>("GET", `/api/v1/bouts/${after.body.bout_id}/turns`);
+      expect(body.turns.map((t) => [t.status, t.error?.code])).toEqual([
+        ["failed", "INTERRUPTED"],
+        ["completed", undefined],
+      ]);
+      // The killed node comes back and works with the others.
+      victim.daemon = await startNode(victim.home, victim.port);
+      expect((await send(victim, id, "back")).status).toBe(200);
+      figure(
+        "kill -9 of the node mid-turn: the turn failed INTERRUPTED, the fighter answered on another node after the lease lapsed",
+      );
+    }, 120_000);
+  },
+);
