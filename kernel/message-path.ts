@@ -1,4 +1,3 @@
-import { providerError } from "../lib/provider-errors.js";
 import type { CredentialCheck } from "../lib/provider-keys.js";
 import { anySignal } from "../lib/signals.js";
 import { createAdmission } from "./admission.js";
@@ -13,19 +12,14 @@ import { createHistoryCache } from "./history-cache.js";
 import type { RingHooks } from "./hooks.js";
 import { createIdempotency, requestHash } from "./idempotency.js";
 import type { PluginHost } from "./plugin-host.js";
-import { callProvider, policyFor } from "./provider-call.js";
+import { callProvider, driverResolver, policyFor } from "./provider-call.js";
 import { createQuotaGuard } from "./quota-guard.js";
 import type { Logger } from "./sdk.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
 import type { Store } from "./store-types.js";
+import { createTurnLeases } from "./turn-leases.js";
 import { createTurnRunner } from "./turn-runner.js";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
-
-/** How a turn whose node lost its fighter's lease (it died) ends, as the next holder records it. */
-const ORPHANED = {
-  code: "INTERRUPTED",
-  message: "the daemon running this turn stopped before it ended; its steps so far are kept",
-};
+import type { LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
 export interface MessagePathDeps {
   config: SparConfig;
@@ -59,18 +53,7 @@ interface ActiveTurn {
 export function createMessagePath(deps: MessagePathDeps) {
   const { config, hooks, events, host, fighters } = deps;
 
-  async function resolveDriver(settings: ModelSettings): Promise<LlmDriver> {
-    const check = deps.credentialFor(settings);
-    if (!check.ok)
-      throw new SparError("PROVIDER_ERROR", check.problem, { provider: settings.provider, retryable: false });
-    await host.activate(`onProvider:${settings.provider}`);
-    const driver = await hooks.provider.resolve.promise(settings, check.credential);
-    if (!driver)
-      throw providerError(settings.provider, "no active plugin answered for this provider", {
-        retryable: false,
-      });
-    return driver;
-  }
+  const resolveDriver = driverResolver(deps.credentialFor, host, hooks);
 
   /** Aborted at shutdown: reflection and summary calls end with the daemon, not after it. */
   const shutdown = new AbortController();
@@ -121,6 +104,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     credentialFor: deps.credentialFor,
   });
   const idempotency = createIdempotency(deps.store);
+  const leases = createTurnLeases(deps.bus, deps.store);
   /** Every turn admitted and not yet ended, queued or running, so shutdown can cancel them all. */
   const turns = new Set<ActiveTurn>();
   /** The running turn of each fighter. */
@@ -186,7 +170,7 @@ export function createMessagePath(deps: MessagePathDeps) {
         if (controller.signal.aborted) throw controller.signal.reason;
         if (!fighters.isLive(live))
           throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
-        lease = await takeLease(live, controller);
+        lease = await leases.take(live.row.id, controller);
         // Its key's turn ran before: the stored reply, and no second turn (its request still counted).
         const replayed = await keyed?.recorded();
         if (replayed) return { result: replayed, completed: undefined };
@@ -247,27 +231,6 @@ export function createMessagePath(deps: MessagePathDeps) {
       stop_reason: result.stop_reason,
     });
     return result;
-  }
-
-  /** The fence of the last lease this daemon held, per fighter. */
-  const fences = new Map<string, number>();
-
-  /**
-   * The fighter's turn lease (at once on an in-process bus). On a shared bus, a grant that does not
-   * follow this daemon's own last one means another node held the lease since: a turn it left
-   * running (its node died) is failed first, and from then on the store refuses its late writes.
-   * Losing the lease mid-turn cancels the turn.
-   */
-  async function takeLease(live: LiveFighter, controller: AbortController): Promise<TurnLease> {
-    const bus = deps.bus();
-    const lease = await bus.leases.acquire(live.row.id, controller.signal);
-    const previous = fences.get(live.row.id);
-    fences.set(live.row.id, lease.fence);
-    if (bus.shared && previous !== lease.fence - 1) {
-      await deps.store().turns.abandon(ORPHANED, live.row.id);
-    }
-    lease.lost.addEventListener("abort", () => controller.abort(lease.lost.reason), { once: true });
-    return lease;
   }
 
   async function messageTo(

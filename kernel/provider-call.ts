@@ -1,6 +1,10 @@
+import { providerError } from "../lib/provider-errors.js";
+import type { CredentialCheck } from "../lib/provider-keys.js";
 import { anySignal } from "../lib/signals.js";
 import { cancelledError } from "./cancel.js";
 import { isSparError, SparError } from "./errors.js";
+import type { RingHooks } from "./hooks.js";
+import type { PluginHost } from "./plugin-host.js";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
 export interface CallPolicy {
@@ -111,4 +115,28 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener("abort", finish);
   });
+}
+
+/**
+ * The driver for a model setting: the key the operator's pairings allow for it (PROVIDER_ERROR,
+ * not retryable, when there is none), the provider's plugin activated on first use, and its answer
+ * to `provider.resolve`.
+ */
+export function driverResolver(
+  credentialFor: (settings: ModelSettings) => CredentialCheck,
+  host: PluginHost,
+  hooks: RingHooks,
+) {
+  return async (settings: ModelSettings): Promise<LlmDriver> => {
+    const check = credentialFor(settings);
+    if (!check.ok)
+      throw new SparError("PROVIDER_ERROR", check.problem, { provider: settings.provider, retryable: false });
+    await host.activate(`onProvider:${settings.provider}`);
+    const driver = await hooks.provider.resolve.promise(settings, check.credential);
+    if (!driver)
+      throw providerError(settings.provider, "no active plugin answered for this provider", {
+        retryable: false,
+      });
+    return driver;
+  };
 }

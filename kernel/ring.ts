@@ -1,17 +1,20 @@
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
+import { createBusSlot } from "./bus.js";
 import type { SparConfig } from "./config.js";
 import { isSparError, SparError } from "./errors.js";
-import type { Bus, EventBus, EventListener } from "./events.js";
+import type { EventBus } from "./events.js";
 import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
 import { createFighterRegistry } from "./fighter-registry.js";
-import { createHooks, type RingHooks, type TunnelInfo } from "./hooks.js";
+import { createHooks, type RingHooks } from "./hooks.js";
 import { createMessagePath } from "./message-path.js";
 import { createPluginHost, type PluginHost } from "./plugin-host.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
 import type { Logger } from "./sdk.js";
 import type { MoveListing, RingServices } from "./services.js";
+import { storeServices } from "./store-services.js";
 import type { Store } from "./store-types.js";
+import { createTunnelService } from "./tunnel-service.js";
 import type { ModelSettings, ProviderDeclaration } from "./types.js";
 
 /** Idempotency keys older than a day are forgotten this often. */
@@ -44,27 +47,8 @@ export interface Ring {
 export function createRing(options: RingOptions): Ring {
   const { config, log } = options;
   const hooks = createHooks();
-  // The bus plugin opens first thing in `open`; until then listeners wait here, and the kernel's
-  // listeners and the plugins' all hang off this one subscription to it.
-  let bus: Bus | undefined;
-  const listeners = new Set<EventListener>();
-  const events: EventBus = {
-    publish(payload) {
-      if (!bus) throw new SparError("PLUGIN_FAILED", `"${payload.kind}" was published before the bus opened`);
-      bus.events.publish(payload);
-    },
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    since: async (seq) => (bus ? bus.events.since(seq) : []),
-    get lastSeq() {
-      return bus?.events.lastSeq ?? 0;
-    },
-    delivered: async () => bus?.events.delivered(),
-  };
-  const listenerFailed = (err: unknown, event: { kind: string }) =>
-    log.error("event listener failed", { kind: event.kind, error: String(err) });
+  const busSlot = createBusSlot(hooks, log);
+  const { events } = busSlot;
   events.subscribe((event) => {
     hooks.events.published
       .promise(event)
@@ -90,7 +74,6 @@ export function createRing(options: RingOptions): Ring {
   const configuredChannels = Object.keys(config.sections)
     .filter((path) => /^channels\.[^.]+$/.test(path))
     .map((path) => path.slice("channels.".length));
-  let tunnel: Promise<TunnelInfo> | undefined;
 
   const declaredMoves = new Map<string, MoveListing>();
   for (const p of host.eligible) {
@@ -140,10 +123,7 @@ export function createRing(options: RingOptions): Ring {
     host,
     log,
     store: requireStore,
-    bus: () => {
-      if (!bus) throw new SparError("PLUGIN_FAILED", "the bus is not open");
-      return bus;
-    },
+    bus: busSlot.bus,
     fighters,
     declaredMoves,
     credentialFor,
@@ -157,7 +137,15 @@ export function createRing(options: RingOptions): Ring {
     version: options.version,
     startedAt,
     get clustered() {
-      return bus?.shared ?? false;
+      return busSlot.shared;
+    },
+    ...storeServices(requireStore),
+    // Looked up on each use: the store opens after plugins are applied.
+    get gorillas() {
+      return requireStore().gorillas;
+    },
+    get troops() {
+      return requireStore().troops;
     },
     fighters: {
       spawn: (request) => fighters.spawn(request),
@@ -195,39 +183,6 @@ export function createRing(options: RingOptions): Ring {
       },
       bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
     },
-    bouts: {
-      async messages(boutId) {
-        const db = requireStore();
-        if (!(await db.bouts.get(boutId)))
-          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
-        return db.messages.list(boutId);
-      },
-      async turns(boutId) {
-        const db = requireStore();
-        if (!(await db.bouts.get(boutId)))
-          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
-        return db.turns.list(boutId);
-      },
-    },
-    memory: {
-      put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
-      candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
-      rescore: (updates, at) => requireStore().memories.rescore(updates, at),
-    },
-    creeds: {
-      get: (name) => requireStore().creeds.get(name),
-      put: (name, creed) => requireStore().creeds.put(name, creed),
-    },
-    schedules: {
-      add: (record) => requireStore().schedules.add(record),
-      list: (fighterId) => requireStore().schedules.list(fighterId),
-      ran: (id, run) => requireStore().schedules.ran(id, run),
-      remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
-    },
-    // Looked up on each use: the store opens after plugins are applied.
-    get gorillas() {
-      return requireStore().gorillas;
-    },
     channels: {
       get bouts() {
         return requireStore().channelBouts;
@@ -239,40 +194,13 @@ export function createRing(options: RingOptions): Ring {
         return hooks.channel.resolve.promise(platform);
       },
     },
-    tunnel: {
-      open() {
-        tunnel ??= (async () => {
-          await host.activatePlugin(config.plugins.tunnel);
-          const listen = String(config.sections.channels?.webhook_listen ?? "");
-          const info = await hooks.tunnel.open.promise({ target: `http://${listen}` });
-          if (!info) {
-            throw new SparError(
-              "CONFIG_INVALID",
-              `the tunnel plugin ${config.plugins.tunnel} opened no tunnel`,
-            );
-          }
-          return info;
-        })();
-        // A failed open is tried again on the next call.
-        tunnel.catch(() => {
-          tunnel = undefined;
-        });
-        return tunnel;
-      },
-    },
-    get troops() {
-      return requireStore().troops;
-    },
+    tunnel: createTunnelService(config, host, hooks),
     strategies: {
       names: () => host.eligible.flatMap((p) => p.manifest.contributes?.strategies ?? []),
       async resolve(name) {
         await host.activate(`onStrategy:${name}`);
         return hooks.strategy.resolve.promise(name);
       },
-    },
-    knowledge: {
-      add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
-      query: (fighterId, words, limit) => requireStore().knowledge.query(fighterId, words, limit),
     },
     llm: { complete: path.llm },
     moves: {
@@ -302,34 +230,7 @@ export function createRing(options: RingOptions): Ring {
         })),
       manifest: async (id) => host.manifestFor(id),
     },
-    store: {
-      health: () => requireStore().health(),
-      integrity: () => requireStore().integrity(),
-      backup: (destination) => requireStore().backup(destination),
-      rekey: (masterSecret) => requireStore().rekey(masterSecret),
-    },
   };
-
-  /** Opens the bus through the bus plugin: every listener registered so far hangs off it. */
-  async function openBus(): Promise<void> {
-    await host.activatePlugin(config.plugins.bus);
-    const opened = await hooks.bus.open.promise({
-      historySize: 1000,
-      quotaWindowMs: config.quotas.window_s * 1000,
-      onListenerError: listenerFailed,
-    });
-    if (!opened) throw new SparError("PLUGIN_FAILED", `the bus plugin ${config.plugins.bus} opened no bus`);
-    bus = opened;
-    opened.events.subscribe((event) => {
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch (err) {
-          listenerFailed(err, event);
-        }
-      }
-    });
-  }
 
   return {
     hooks,
@@ -339,7 +240,9 @@ export function createRing(options: RingOptions): Ring {
     async open(masterSecret) {
       // The store's key derivation (Argon2id, on the thread pool) runs while the bus opens and the
       // other start-up plugins are imported and applied on the main thread.
-      const busOpen = openBus();
+      const busOpen = host
+        .activatePlugin(config.plugins.bus)
+        .then(() => busSlot.open(config.plugins.bus, config.quotas.window_s));
       await host.activatePlugin(config.plugins.store);
       const opening = hooks.store.open.promise({ home: options.home, masterSecret });
       const others = Promise.all([
@@ -352,7 +255,7 @@ export function createRing(options: RingOptions): Ring {
       store = opened;
       // Turns a stopped daemon left running end as failed; a retry with their key gets that reply.
       // On a shared bus they may be another node's: each fighter's next lease holder does it.
-      if (!bus?.shared) {
+      if (!busSlot.shared) {
         const abandoned = await opened.turns.abandon({
           code: "INTERRUPTED",
           message: "the daemon stopped before this turn ended; its steps so far are kept",
@@ -386,7 +289,7 @@ export function createRing(options: RingOptions): Ring {
       await stopped;
       await store?.close();
       store = undefined;
-      await bus?.close();
+      await busSlot.close();
     },
   };
 }

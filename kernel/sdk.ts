@@ -33,8 +33,6 @@ export type {
 } from "./events.js";
 export { OPEN_CAPABILITY } from "./fighter-manifest.js";
 export type {
-  ChannelAdapter,
-  ChannelStatus,
   CompactionInput,
   CompactionStrategy,
   ListenRequest,
@@ -46,14 +44,18 @@ export type {
   RingHooks,
   RouteContext,
   StoreOpenOptions,
+  TurnContext,
+  TurnSummary,
+} from "./hooks.js";
+export type {
+  ChannelAdapter,
+  ChannelStatus,
   StrategyOutcome,
   StrategyTask,
   TroopMember,
   TroopStrategy,
   TunnelInfo,
-  TurnContext,
-  TurnSummary,
-} from "./hooks.js";
+} from "./plugin-contracts.js";
 export type { PluginManifest } from "./plugin-manifest.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";

@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./hooks.js";
+import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
   KgEntity,

@@ -7,7 +7,7 @@
  */
 
 import { isSparError, SparError } from "../../kernel/errors.js";
-import type { ChannelStatus, TunnelInfo } from "../../kernel/hooks.js";
+import type { ChannelStatus, TunnelInfo } from "../../kernel/plugin-contracts.js";
 import { resolveHome } from "../../lib/home.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";

@@ -1,0 +1,176 @@
+/** The records the Store hands back and takes: memories, Creeds, knowledge, usage, turns, health. */
+import type { ChatMessage, Usage } from "./types.js";
+
+export interface MemoryRecord {
+  id: string;
+  fighter_id: string;
+  key: string;
+  value: string;
+  /** Relevance at `scored_at`; decays as score0 · e^(−rate · days since scored_at). */
+  score0: number;
+  scored_at: string;
+  created_at: string;
+}
+
+/**
+ * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
+ * `next_run_at` moves on after each run). Kept until removed, run once, or its fighter is gone.
+ */
+export interface ScheduleRecord {
+  id: string;
+  fighter_id: string;
+  message: string;
+  /** A five-field cron expression; absent for a one-time schedule. */
+  cron?: string;
+  /** IANA time zone the cron expression is read in (default UTC). */
+  timezone?: string;
+  /** When it runs next (ISO time). */
+  next_run_at: string;
+  created_at: string;
+  last_run_at?: string;
+  /** How the last run went: "completed", or the error code it failed with. */
+  last_status?: string;
+}
+
+/** A memory candidate for a query, with how many query words it contains. */
+export type MemoryMatch = MemoryRecord & { matches: number };
+
+/** Something a fighter learned, held with a confidence that decays and is reinforced on repetition. */
+export interface CreedObservation {
+  text: string;
+  /** Confidence at `last_seen`. */
+  confidence: number;
+  /** How often it was observed. */
+  seen: number;
+  last_seen: string;
+}
+
+export interface CreedCounters {
+  bouts: number;
+  conversations: number;
+  messages: number;
+}
+
+/** A fighter's living identity, keyed by fighter name so it survives kill and respawn. */
+export interface CreedDocument {
+  identity: string;
+  traits: string[];
+  directives: string[];
+  observations: CreedObservation[];
+  counters: CreedCounters;
+  updated_at: string;
+}
+
+export interface Relationship {
+  /** The other side: a fighter's name, or a channel user (`<platform>:<user id>`). */
+  with: string;
+  kind: "fighter" | "user";
+  exchanges: number;
+  last_contact: string;
+  note: string;
+}
+
+export interface KgEntity {
+  name: string;
+  type: string;
+}
+
+export interface KgRelation {
+  from: string;
+  to: string;
+  type: string;
+}
+
+export interface BoutSummary {
+  bout_id: string;
+  summary: string;
+  /** The summary covers every message with `seq` up to this one. */
+  through_seq: number;
+  updated_at: string;
+}
+
+/** What one fighter spent on one model, summed over every message it answered. */
+export interface UsageSummary {
+  provider: string;
+  model: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** Whether the store's data can be trusted. */
+export interface StoreHealth {
+  /** `corrupt` once any call or the integrity check met a damaged database; it stays so until restart. */
+  status: "ok" | "corrupt";
+  /**
+   * For the operator (logs, `spar doctor`): what is wrong, naming the files, and how to recover.
+   * Never for unsigned callers: it holds paths.
+   */
+  detail?: string;
+}
+
+/** The outcome of the integrity check a store runs when it opens. */
+export interface StoreCheck extends StoreHealth {
+  /** False when the check could not run; `detail` says why, and `status` is what the calls have seen. */
+  checked: boolean;
+}
+
+/** Where a turn stands: `running` until it ends; the others are final. */
+export type TurnStatus = "running" | "completed" | "failed" | "cancelled";
+
+/** One turn of a bout: the user's message and everything the fighter did about it. */
+export interface TurnRecord {
+  id: string;
+  bout_id: string;
+  fighter_id: string;
+  status: TurnStatus;
+  /** Why it did not complete (absent for running and completed turns). */
+  error?: { code: string; message: string };
+  started_at: string;
+  finished_at?: string;
+  usage: Usage;
+  iterations: number;
+  /** The model name the provider reported. */
+  model?: string;
+  stop_reason?: string;
+}
+
+/** What a retry with the same Idempotency-Key gets: the first attempt's result or its error. */
+export type StoredReply =
+  | { ok: true; result: unknown }
+  | { ok: false; error: { code: string; message: string; [extra: string]: unknown } };
+
+export interface IdempotencyRecord {
+  key: string;
+  /** A hash of what was asked (fighter, message, bout): the same key with another request is a conflict. */
+  request_hash: string;
+  fighter_id: string;
+  turn_id: string;
+  created_at: string;
+  /** Absent while the turn runs. */
+  reply?: StoredReply;
+}
+
+export interface TurnStart {
+  fighter_id: string;
+  /** A bout of the fighter to continue; absent to start a new one. */
+  bout_id?: string;
+  user: ChatMessage & { role: "user" };
+  /** Remembered with the turn, in the same transaction, so a retry finds it. */
+  idempotency?: { key: string; request_hash: string };
+}
+
+export interface TurnEnd {
+  status: Exclude<TurnStatus, "running">;
+  error?: { code: string; message: string };
+  /** The last step's messages (the final answer, or results for calls left unanswered). */
+  messages: ChatMessage[];
+  usage: Usage;
+  iterations: number;
+  model?: string;
+  stop_reason?: string;
+  /** Where the tokens went: recorded in the fighter's usage when any were spent. */
+  provider?: { provider: string; model: string };
+  /** Stored for the turn's Idempotency-Key, if it has one. */
+  reply?: StoredReply;
+}

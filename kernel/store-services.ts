@@ -1,0 +1,54 @@
+import { SparError } from "./errors.js";
+import type { RingServices } from "./services.js";
+import type { Store } from "./store-types.js";
+
+/**
+ * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, schedules,
+ * knowledge, the store itself). Each looks the store up on use: it opens after the plugins holding
+ * these services are applied. (No getters here: the Ring spreads this object into its services.)
+ */
+export function storeServices(
+  requireStore: () => Store,
+): Pick<RingServices, "bouts" | "memory" | "creeds" | "schedules" | "knowledge" | "store"> {
+  return {
+    bouts: {
+      async messages(boutId) {
+        const db = requireStore();
+        if (!(await db.bouts.get(boutId)))
+          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
+        return db.messages.list(boutId);
+      },
+      async turns(boutId) {
+        const db = requireStore();
+        if (!(await db.bouts.get(boutId)))
+          throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
+        return db.turns.list(boutId);
+      },
+    },
+    memory: {
+      put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
+      candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
+      rescore: (updates, at) => requireStore().memories.rescore(updates, at),
+    },
+    creeds: {
+      get: (name) => requireStore().creeds.get(name),
+      put: (name, creed) => requireStore().creeds.put(name, creed),
+    },
+    schedules: {
+      add: (record) => requireStore().schedules.add(record),
+      list: (fighterId) => requireStore().schedules.list(fighterId),
+      ran: (id, run) => requireStore().schedules.ran(id, run),
+      remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
+    },
+    knowledge: {
+      add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
+      query: (fighterId, words, limit) => requireStore().knowledge.query(fighterId, words, limit),
+    },
+    store: {
+      health: () => requireStore().health(),
+      integrity: () => requireStore().integrity(),
+      backup: (destination) => requireStore().backup(destination),
+      rekey: (masterSecret) => requireStore().rekey(masterSecret),
+    },
+  };
+}
