@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, parseListen } from "../kernel/config.js";
 import { SparError } from "../kernel/errors.js";
@@ -28,7 +28,7 @@ export async function startDaemon(home: string, env = process.env): Promise<Runn
   const log = createLogger();
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   const ring = createRing({ config, home, version: KERNEL_VERSION, plugins, log });
-  claimPidFile(home);
+  claimDataDir(home, "daemon");
   try {
     const secret = readMasterSecret(home, env);
     try {
@@ -58,37 +58,84 @@ export async function startDaemon(home: string, env = process.env): Promise<Runn
   };
 }
 
-/** One daemon per data dir: a second one would fight the first over the database. */
-function claimPidFile(home: string): void {
+/**
+ * Who holds a data dir through its pid file: the daemon, or a command that rewrites the database and
+ * must have it alone (`spar rekey`, `spar restore`). A daemon starting meanwhile would meet a
+ * half-rewritten database (or SQLITE_BUSY); a rekey during a daemon's run would pull its key away.
+ */
+export type DataDirHolder = "daemon" | "rekey" | "restore";
+
+/**
+ * Takes `<home>/spar.pid` for `holder`, atomically (a file only one process can create), taking over
+ * one left by a process that is gone. Refused (CONFLICT) while a live process holds it, naming it and
+ * what to do. Returns the release, which removes the file if it is still this process's.
+ *
+ * @example
+ * const release = claimDataDir(home, "rekey");
+ * try { await rotate(); } finally { release(); }
+ */
+export function claimDataDir(home: string, holder: DataDirHolder): () => void {
   const path = join(home, PID_FILE);
-  if (existsSync(path)) {
-    const pid = Number(readFileSync(path, "utf8").trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
-      throw new SparError(
-        "CONFLICT",
-        `a Spar daemon (pid ${pid}) is already running on ${home}; stop it first (spar stop)`,
-      );
+  // The daemon's line stays a bare pid, as scripts that read spar.pid expect.
+  const line = holder === "daemon" ? `${process.pid}\n` : `${process.pid} ${holder}\n`;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      writeFileSync(path, line, { mode: 0o600, flag: "wx" });
+      return () => releasePidFile(home);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
+    const held = readHolder(path);
+    if (held && held.pid !== process.pid && isAlive(held.pid)) throw busy(home, held, holder);
+    // Left by a process that is gone (or by this one): take it over.
+    rmSync(path, { force: true });
   }
-  writeFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+  throw new SparError("CONFLICT", `could not take ${path}: another process keeps claiming it`);
+}
+
+function busy(home: string, held: { pid: number; holder: DataDirHolder }, wanted: DataDirHolder): SparError {
+  if (held.holder === "daemon") {
+    const then = wanted === "daemon" ? "" : `, then run spar ${wanted}`;
+    return new SparError(
+      "CONFLICT",
+      `a Spar daemon (pid ${held.pid}) is ${wanted === "daemon" ? "already " : ""}running on ${home}; stop it first (spar stop)${then}`,
+    );
+  }
+  const doing = held.holder === "rekey" ? "re-encrypting" : "restoring";
+  const next = wanted === "daemon" ? "start Spar" : `run spar ${wanted}`;
+  return new SparError(
+    "CONFLICT",
+    `spar ${held.holder} (pid ${held.pid}) is ${doing} the database in ${home} and holds ${join(home, PID_FILE)}; ${next} once it has finished`,
+  );
+}
+
+/** The pid file's holder: `<pid>` for the daemon, `<pid> <command>` for the others. */
+function readHolder(path: string): { pid: number; holder: DataDirHolder } | undefined {
+  try {
+    const [pidText, holder = "daemon"] = readFileSync(path, "utf8").trim().split(/\s+/);
+    const pid = Number(pidText);
+    if (!Number.isInteger(pid) || pid <= 0) return undefined;
+    return { pid, holder: holder === "rekey" || holder === "restore" ? holder : "daemon" };
+  } catch {
+    return undefined;
+  }
 }
 
 function releasePidFile(home: string): void {
   const path = join(home, PID_FILE);
-  try {
-    if (Number(readFileSync(path, "utf8").trim()) === process.pid) rmSync(path);
-  } catch {
-    // Already gone.
-  }
+  if (readHolder(path)?.pid === process.pid) rmSync(path, { force: true });
 }
 
+/** Refuses (CONFLICT, naming the holder) when a live process holds the data dir, as `claimDataDir` would. */
+export function assertDataDirFree(home: string, wanted: DataDirHolder): void {
+  const held = readHolder(join(home, PID_FILE));
+  if (held && held.pid !== process.pid && isAlive(held.pid)) throw busy(home, held, wanted);
+}
+
+/** The pid of the daemon running on `home`, if one is (a rekey or restore holding the dir is not one). */
 export function readPidFile(home: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(join(home, PID_FILE), "utf8").trim());
-    return Number.isInteger(pid) && pid > 0 && isAlive(pid) ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+  const held = readHolder(join(home, PID_FILE));
+  return held?.holder === "daemon" && isAlive(held.pid) ? held.pid : undefined;
 }
 
 function isAlive(pid: number): boolean {

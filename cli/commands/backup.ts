@@ -94,14 +94,17 @@ export async function restore(file: string, options: RestoreOptions): Promise<vo
   const home = resolveHome();
   loadDotEnv(home);
   const snapshot = resolve(file);
-  const { readPidFile } = await import("../daemon.js");
-  const pid = readPidFile(home);
-  if (pid) {
-    throw new SparError(
-      "CONFLICT",
-      `a Spar daemon (pid ${pid}) is running on ${home}; stop it first (spar stop), then run spar restore`,
-    );
+  // Held until the snapshot is in place: a daemon started meanwhile is refused, naming the restore.
+  const { claimDataDir } = await import("../daemon.js");
+  const release = claimDataDir(home, "restore");
+  try {
+    await restoreHeld(home, snapshot, options);
+  } finally {
+    release();
   }
+}
+
+async function restoreHeld(home: string, snapshot: string, options: RestoreOptions): Promise<void> {
   const manifest = readManifest(snapshot);
   const actual = await sha256Of(snapshot);
   if (actual !== manifest.sha256) {

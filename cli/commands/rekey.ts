@@ -32,13 +32,25 @@ export interface RekeyOptions extends GlobalOptions {
 const SECRET_BYTES = 32;
 
 /**
- * Rotates `<home>/master.key` and re-encrypts the database with it. Refused while a daemon runs, when
- * the secret comes from SPAR_MASTER_KEY (Spar cannot change a variable), and without `--yes`.
+ * Rotates `<home>/master.key` and re-encrypts the database with it, holding the data dir's pid file
+ * throughout (a `spar start` meanwhile is refused, naming the rekey). Refused while a daemon runs,
+ * when the secret comes from SPAR_MASTER_KEY (Spar cannot change a variable), and without `--yes`.
  */
 export async function rekey(options: RekeyOptions, env = process.env): Promise<void> {
   const home = resolveHome(env);
   loadDotEnv(home, env);
-  await refuseUnsafe(home, options, env);
+  // Held for the whole rotation, so a daemon started meanwhile is refused instead of meeting SQLITE_BUSY.
+  const { claimDataDir } = await import("../daemon.js");
+  const release = claimDataDir(home, "rekey");
+  try {
+    await rotate(home, options, env);
+  } finally {
+    release();
+  }
+}
+
+async function rotate(home: string, options: RekeyOptions, env: NodeJS.ProcessEnv): Promise<void> {
+  refuseUnsafe(home, options, env);
   const config = loadConfig(home, env);
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   // The first open says what it settled of an earlier rotation; the check after this one is quiet.
@@ -78,15 +90,7 @@ export async function rekey(options: RekeyOptions, env = process.env): Promise<v
   );
 }
 
-async function refuseUnsafe(home: string, options: RekeyOptions, env: NodeJS.ProcessEnv): Promise<void> {
-  const { readPidFile } = await import("../daemon.js");
-  const pid = readPidFile(home);
-  if (pid) {
-    throw new SparError(
-      "CONFLICT",
-      `a Spar daemon (pid ${pid}) is running on ${home}; stop it first (spar stop), then run spar rekey`,
-    );
-  }
+function refuseUnsafe(home: string, options: RekeyOptions, env: NodeJS.ProcessEnv): void {
   if (env.SPAR_MASTER_KEY) {
     throw new SparError(
       "VALIDATION_FAILED",

@@ -60,9 +60,11 @@ function warnOfWeakSecret(home: string): void {
 
 /** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
 async function detach(home: string, json: boolean): Promise<void> {
-  const { readPidFile } = await import("../daemon.js");
+  const { assertDataDirFree, readPidFile } = await import("../daemon.js");
   const running = readPidFile(home);
   if (running) throw new SparError("CONFLICT", `Spar is already running (pid ${running})`);
+  // A rekey or restore holding the data dir: say so here, not only in the log.
+  assertDataDirFree(home, "daemon");
   const logPath = join(home, "spar.log");
   const log = openSync(logPath, "a", 0o600);
   const bin = fileURLToPath(new URL("../../../bin/spar.js", import.meta.url));

@@ -13,6 +13,7 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { SparError } from "../../kernel/sdk.js";
 import { corruptError, isCorruption } from "./corruption.js";
+import { isStorageFull, storageFullError } from "./storage-full.js";
 
 /** What `backup` answers: the snapshot's size in bytes and its highest applied migration. */
 export interface BackupResult {
@@ -70,6 +71,7 @@ export function createBackup(
       if (existsSync(partial)) unlinkSync(partial);
       if (err instanceof SparError) throw err;
       if (isCorruption(err)) throw corruptError(dbPath, messageOf(err), err);
+      if (isStorageFull(err)) throw storageFullError(dirname(destination), "the backup was not written", err);
       throw new SparError(
         "STORE_FAILED",
         `could not back up ${dbPath} to ${destination}: ${messageOf(err)}`,

@@ -3,13 +3,16 @@
  * error: STORE_CORRUPT (503), naming the file and how to recover. The store remembers it, so its
  * health says so until the daemon restarts. Translated in one place: every Store method is wrapped
  * once, here, instead of a try/catch at each call site. The same wrapper holds back a call that
- * wrote until its commit is on disk (durability.ts).
+ * wrote until its commit is on disk (durability.ts), and turns a full disk into STORAGE_FULL
+ * (storage-full.ts), which is no damage.
  */
-import { basename } from "node:path";
+import { basename, dirname } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
 import { createWriteBatch, type GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
+import type { RefusedTurns } from "./refused-turns.js";
+import { isStorageFull, storageFullError } from "./storage-full.js";
 import type { StoreData } from "./sync-store.js";
 
 /** True for an SQLite error that says the file is damaged (see isCorruptionCode). */
@@ -32,11 +35,25 @@ export function corruptError(dbPath: string, reason: string, cause?: unknown): S
   return new SparError("STORE_CORRUPT", corruptionDetail(dbPath, reason), {}, cause ? { cause } : undefined);
 }
 
+/** A turn's own steps and end: a full disk refusing one leaves the turn to settle (refused-turns.ts). */
+const TURN_STEPS: ReadonlySet<string> = new Set(["turns.append", "turns.finish"]);
+/** For a store whose turns are settled elsewhere (or tests of the guard alone). */
+const NO_REFUSED_TURNS: RefusedTurns = {
+  refuse: () => undefined,
+  has: () => false,
+  pending: 0,
+  settle: () => false,
+};
+/** How often a turn a full disk refused is tried again while nothing else writes. */
+const SETTLE_RETRY_MS = 250;
+
 export interface GuardOptions {
   dbPath: string;
   log: Logger;
   /** The integrity check started at open; its outcome marks the store as soon as it arrives. */
   check: RunningCheck;
+  /** Turns a full disk left running, settled once the disk takes writes again (refused-turns.ts). */
+  refused?: RefusedTurns;
   /** How writes reach the disk: a call that changed rows resolves once that change is durable. */
   durability: {
     sync: GroupSync;
@@ -55,10 +72,11 @@ export interface GuardOptions {
  * Turns the synchronous data layer into the kernel's asynchronous Store: every method of `data` is
  * wrapped once, so it returns a promise, resolved once what it wrote is on disk (but for the
  * deferred ones), and a corruption error becomes STORE_CORRUPT and marks the store corrupt (logged
- * once, naming the file); and adds `health()`, `integrity()` and `durable()`.
+ * once, naming the file), a full disk STORAGE_FULL (which marks nothing: see refused-turns.ts for the
+ * turns it cuts short); and adds `health()`, `integrity()` and `durable()`.
  */
 export function guardStore(data: StoreData, options: GuardOptions): Store {
-  const { dbPath, log, check, durability } = options;
+  const { dbPath, log, check, durability, refused = NO_REFUSED_TURNS } = options;
   let health: StoreHealth = { status: "ok" };
   let closed = false;
 
@@ -69,6 +87,8 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
     log.error(detail);
   };
   const translate = (err: unknown): unknown => {
+    // A full disk is no damage: the write was rolled back, and the store stays healthy.
+    if (isStorageFull(err)) return storageFullError(dirname(dbPath), "this write was rolled back", err);
     if (!isCorruption(err)) return err;
     const reason = err instanceof Error ? err.message : String(err);
     markCorrupt(reason);
@@ -90,10 +110,35 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
 
   const { sync, changes, reads, deferred } = durability;
   const batch = createWriteBatch(durability.db, { committed: () => sync.wrote(), translate });
+  // Outside any batch, so a settled turn is committed on its own (it must not share a batch's fate).
+  let retry: NodeJS.Timeout | undefined;
+  const settleRefused = (): void => {
+    if (closed || refused.pending === 0) return;
+    if (!batch.open && refused.settle()) sync.wrote();
+    if (refused.pending > 0 && !retry) {
+      retry = setTimeout(() => {
+        retry = undefined;
+        settleRefused();
+      }, SETTLE_RETRY_MS);
+      retry.unref();
+    }
+  };
   const wrap = (name: string, fn: (...args: unknown[]) => unknown, self: object) => {
     const read = reads.has(name);
     const waits = !deferred.has(name);
+    const turnId = (args: unknown[]) => (TURN_STEPS.has(name) ? String(args[0]) : undefined);
+    const noteFull = (id: string | undefined, err: unknown): unknown => {
+      if (id && isStorageFull(err)) {
+        refused.refuse(id);
+        settleRefused();
+      }
+      return err;
+    };
     return (...args: unknown[]): Promise<unknown> => {
+      const turn = turnId(args);
+      // The kernel ending a turn the disk refused (as failed): it is settled here instead.
+      if (turn && refused.has(turn)) return Promise.resolve(settleRefused());
+      if (!read && !batch.open) settleRefused();
       try {
         const before = changes();
         const result = read ? fn.apply(self, args) : batch.run(() => fn.apply(self, args));
@@ -101,9 +146,14 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
         if (changes() === before) return Promise.resolve(result);
         if (!batch.open) sync.wrote(); // committed on its own, outside a batch
         const committed = batch.committed();
-        return (waits ? committed.then(() => sync.durable()) : committed).then(() => result);
+        const done = (waits ? committed.then(() => sync.durable()) : committed).then(() => result);
+        return turn
+          ? done.catch((err: unknown) => {
+              throw noteFull(turn, err);
+            })
+          : done;
       } catch (err) {
-        return Promise.reject(translate(err));
+        return Promise.reject(noteFull(turn, translate(err)));
       }
     };
   };
@@ -133,6 +183,7 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
     durable: () => batch.committed().then(() => sync.durable()),
     async close() {
       closed = true;
+      if (retry) clearTimeout(retry);
       check.stop();
       batch.end();
       // Everything committed is flushed before the file is let go.

@@ -11,6 +11,7 @@
 import { open } from "node:fs/promises";
 import { dirname } from "node:path";
 import { SparError } from "../../kernel/sdk.js";
+import { isStorageFull, storageFullError } from "./storage-full.js";
 
 export interface GroupSync {
   /** Counts a commit that must reach the disk before anyone waiting on `durable()` after it. */
@@ -92,17 +93,24 @@ export function createGroupSync(target: Flusher): GroupSync {
 /**
  * The flush for the database at `dbPath`: fdatasync of its `-wal` file, through a handle opened once
  * (the WAL keeps its inode while this connection is open), after one fsync of the directory, so the
- * WAL's own directory entry is durable too. Errors become STORE_FAILED, naming the file.
+ * WAL's own directory entry is durable too. Errors become STORE_FAILED, naming the file (STORAGE_FULL
+ * for a full disk).
  */
 export async function openWalFlush(dbPath: string): Promise<Flusher> {
   const walPath = `${dbPath}-wal`;
   const failed = (err: unknown) =>
-    new SparError(
-      "STORE_FAILED",
-      `could not flush ${walPath} to disk: ${err instanceof Error ? err.message : String(err)}`,
-      {},
-      { cause: err },
-    );
+    isStorageFull(err)
+      ? storageFullError(
+          dirname(dbPath),
+          `${walPath} could not be flushed, so the last writes were not acknowledged`,
+          err,
+        )
+      : new SparError(
+          "STORE_FAILED",
+          `could not flush ${walPath} to disk: ${err instanceof Error ? err.message : String(err)}`,
+          {},
+          { cause: err },
+        );
   try {
     const dir = await open(dirname(dbPath), "r");
     try {

@@ -16,8 +16,11 @@ import { startIntegrityCheck } from "./integrity.js";
 import { deriveKey, rawKeyLiteral, readOrCreateSalt, readSalt } from "./key.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
+import { createRefusedTurns } from "./refused-turns.js";
 import { openRotated, rekeyStore } from "./rekey.js";
 import { openRetained } from "./retain.js";
+import { isStorageFull, storageFullError } from "./storage-full.js";
+import { inspectWal } from "./wal-check.js";
 
 export const DB_FILE = "spar.db";
 export const SALT_FILE = "spar.db.salt";
@@ -90,6 +93,11 @@ export async function openSqliteStore(
     // A WAL without its database holds committed data a fresh database would silently drop.
     throw new SparError("STORE_FAILED", `${dbPath} is missing but ${dbPath}-wal exists; restore ${dbPath}`);
   }
+  if (exists) {
+    // Before SQLite sees it: its recovery would drop a damaged log's commits without a word.
+    const wal = inspectWal(dbPath);
+    if (wal.status === "damaged") throw corruptError(dbPath, wal.reason);
+  }
   const salt = exists ? readSalt(saltPath, dbPath) : readOrCreateSalt(saltPath, dbPath);
   // The integrity check's own connection needs the key too: a second literal, handed to its worker.
   let checkKey: Buffer = Buffer.alloc(0);
@@ -129,6 +137,7 @@ export async function openSqliteStore(
       dbPath,
       log: settings.log ?? SILENT,
       check,
+      refused: createRefusedTurns(db, () => new Date().toISOString()),
       durability: { sync, db, changes: () => totalChanges.get() as number, reads: READS, deferred: DEFERRED },
     });
     const settled = () => Promise.all([store.integrity(), store.durable()]);
@@ -142,6 +151,7 @@ export async function openSqliteStore(
     db.close();
     if (isSparError(err)) throw err;
     if (isCorruption(err)) throw corruptError(dbPath, messageOf(err), err);
+    if (isStorageFull(err)) throw storageFullError(options.home, `${dbPath} could not be opened`, err);
     throw new SparError("STORE_FAILED", `cannot open ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   }
 }
