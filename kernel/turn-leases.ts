@@ -30,8 +30,17 @@ export function createTurnLeases(bus: () => Bus, store: () => Store) {
           throw err;
         }
       }
-      lease.lost.addEventListener("abort", () => controller.abort(lease.lost.reason), { once: true });
-      return lease;
+      // Removed at release: an in-process bus hands every turn the same never-lost signal.
+      const onLost = () => controller.abort(lease.lost.reason);
+      lease.lost.addEventListener("abort", onLost, { once: true });
+      return {
+        fence: lease.fence,
+        lost: lease.lost,
+        release: async () => {
+          lease.lost.removeEventListener("abort", onLost);
+          await lease.release();
+        },
+      };
     },
   };
 }
