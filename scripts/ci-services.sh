@@ -13,6 +13,10 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 
+if [ -z "$(pg_lsclusters -h)" ]; then
+  # The package made no cluster (create_main_cluster off): make the default one.
+  "${as_root[@]}" pg_createcluster "$(ls /usr/lib/postgresql | sort -V | tail -n 1)" main >&2
+fi
 read -r version cluster _ < <(pg_lsclusters -h | head -n 1)
 if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
   "${as_root[@]}" pg_ctlcluster "$version" "$cluster" start >&2
