@@ -170,6 +170,8 @@ export function createMessagePath(deps: MessagePathDeps) {
         if (controller.signal.aborted) throw controller.signal.reason;
         if (!fighters.isLive(live))
           throw new SparError("FIGHTER_NOT_FOUND", `fighter "${live.row.name}" was killed`);
+        // From here a kill or a shutdown aborts this turn, however far its set-up has got.
+        running.set(live.row.id, active);
         lease = await leases.take(live.row.id, controller);
         // Its key's turn ran before: the stored reply, and no second turn (its request still counted).
         const replayed = await keyed?.recorded();
@@ -179,8 +181,8 @@ export function createMessagePath(deps: MessagePathDeps) {
           : await hooks.provider.route.promise(named, { fighter: live.row, text });
         refuseUncallable(model);
         await quotas.start(live, reservation);
+        controller.signal.throwIfAborted();
         fighters.setStatus(live, "fighting");
-        running.set(live.row.id, active);
         controller.signal.addEventListener("abort", idleOnCancel, { once: true });
         return await runner.run(
           {

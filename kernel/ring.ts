@@ -129,6 +129,11 @@ export function createRing(options: RingOptions): Ring {
     credentialFor,
   });
 
+  // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.
+  events.subscribe((event) => {
+    if (event.kind === "fighter.killed") path.killed(event.fighter_id);
+  });
+
   async function fighterRow(idOrName: string) {
     return (await fighters.lookup(idOrName)).row;
   }
