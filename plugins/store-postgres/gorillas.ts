@@ -13,7 +13,7 @@ import type {
   GorillaState,
 } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "./checks.js";
+import { count, isoTime } from "../../lib/store-checks.js";
 import { isUniqueViolation } from "./connection.js";
 import { requireBout, type StoreContext, type StoreData } from "./context.js";
 

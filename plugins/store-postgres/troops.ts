@@ -6,10 +6,19 @@
 import { randomUUID } from "node:crypto";
 import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "./checks.js";
+import {
+  count,
+  invalid,
+  isoTime,
+  members,
+  recordedError,
+  type TaskBody,
+  taskState,
+  taskText,
+  text,
+} from "../../lib/store-checks.js";
 import { inTransaction, isUniqueViolation } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
-import { invalid, members, recordedError, type TaskBody, taskState, taskText, text } from "./troop-checks.js";
 
 interface TaskDbRow {
   seq: number;

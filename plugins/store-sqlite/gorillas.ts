@@ -13,7 +13,7 @@ import type {
   GorillaState,
 } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "./checks.js";
+import { count, isoTime } from "../../lib/store-checks.js";
 import type { StoreData } from "./sync-store.js";
 
 /** The most of a run's output (and error) the store keeps, in bytes of UTF-8, marker included. */

@@ -11,12 +11,12 @@ import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store, TroopStep, TroopTaskRecord } from "../../kernel/sdk.js";
+import { TASK_BODY_LIMIT, TASK_TEXT_LIMIT } from "../../lib/store-checks.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
 import { openRetained } from "./retain.js";
 import { DB_FILE, openSqliteStore } from "./store.js";
 import type { StoreData } from "./sync-store.js";
-import { TASK_BODY_LIMIT, TASK_TEXT_LIMIT } from "./troops.js";
 
 const SECRET = "troops";
 const TASK_MARKER = "quokka-lighthouse-4417";

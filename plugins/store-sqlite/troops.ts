@@ -6,27 +6,20 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type {
-  RecordedError,
-  SpecialistReason,
-  TroopRecord,
-  TroopStep,
-  TroopTaskRecord,
-  TroopTaskStatus,
-  TroopVote,
-} from "../../kernel/sdk.js";
+import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../kernel/sdk.js";
 import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "./checks.js";
+import {
+  count,
+  invalid,
+  isoTime,
+  members,
+  recordedError,
+  type TaskBody,
+  taskState,
+  taskText,
+  text,
+} from "../../lib/store-checks.js";
 import type { StoreData } from "./sync-store.js";
-
-/**
- * The most task text the store keeps, in bytes of UTF-8. The API allows 100,000 characters (at most
- * 400,000 bytes), so this only stops a caller that skipped it.
- */
-export const TASK_TEXT_LIMIT = 1024 * 1024;
-
-/** The most a task's result, steps, votes and reason may take as JSON, in bytes of UTF-8. */
-export const TASK_BODY_LIMIT = 16 * 1024 * 1024;
 
 interface TroopDbRow {
   id: string;
@@ -59,12 +52,6 @@ interface TaskDbRow {
 type TaskStateDbRow = Omit<TaskDbRow, "seq" | "troop_id" | "task" | "strategy" | "created_at">;
 
 /** The JSON in `body`: what the fighters produced. */
-interface TaskBody {
-  result: string | null;
-  steps: TroopStep[];
-  votes?: TroopVote[];
-  reason?: SpecialistReason;
-}
 
 const TROOP_COLUMNS = "id, name, leader, members, strategy, created_at";
 const TASK_COLUMNS =
@@ -72,8 +59,6 @@ const TASK_COLUMNS =
   "output_tokens, created_at, started_at, finished_at";
 // Newest first; seq (the rowid, also the last column of troop_tasks_newest) breaks ties.
 const NEWEST = "ORDER BY created_at DESC, seq DESC";
-
-const STATUSES: ReadonlySet<string> = new Set(["pending", "running", "completed", "failed", "cancelled"]);
 
 export interface TroopDeps {
   now: () => string;
@@ -179,8 +164,8 @@ export function createTroops(db: Database.Database, deps: TroopDeps): StoreData[
     tasks: {
       create: (task) => createTask.immediate(task),
       save(task) {
-        const row = taskState(task);
-        if (s.saveTask.run(row).changes === 0) {
+        const state = taskState(task);
+        if (s.saveTask.run({ ...state, partial: state.partial ? 1 : 0 }).changes === 0) {
           throw new SparError("NOT_FOUND", `no troop task with id ${String(task.id)}`);
         }
       },
@@ -204,89 +189,6 @@ export function createTroops(db: Database.Database, deps: TroopDeps): StoreData[
       },
     },
   };
-}
-
-/** The columns a save writes, from the record as it stands; VALIDATION_FAILED for what cannot be kept. */
-function taskState(task: TroopTaskRecord): TaskStateDbRow {
-  if (!Array.isArray(task.steps)) throw invalid("steps must be an array");
-  if (task.votes !== undefined && !Array.isArray(task.votes)) throw invalid("votes must be an array");
-  if (task.reason !== undefined && (typeof task.reason !== "object" || task.reason === null)) {
-    throw invalid("reason must be an object");
-  }
-  if (task.result !== null && typeof task.result !== "string")
-    throw invalid("result must be a string or null");
-  if (typeof task.partial !== "boolean") throw invalid("partial must be true or false");
-  if (!STATUSES.has(task.status)) {
-    throw invalid(`status must be one of ${[...STATUSES].join(", ")}, not ${String(task.status)}`);
-  }
-  const error = recordedError(task.error, "error");
-  const body: TaskBody = {
-    result: task.result,
-    steps: task.steps,
-    ...(task.votes !== undefined ? { votes: task.votes } : {}),
-    ...(task.reason !== undefined ? { reason: task.reason } : {}),
-  };
-  return {
-    id: text(task.id, "id"),
-    status: task.status,
-    body: bodyJson(body, task.id),
-    error_code: error?.code ?? null,
-    error_message: error?.message ?? null,
-    partial: task.partial ? 1 : 0,
-    input_tokens: count(task.usage?.input_tokens, 0, "usage.input_tokens"),
-    output_tokens: count(task.usage?.output_tokens, 0, "usage.output_tokens"),
-    started_at: task.started_at === null ? null : isoTime(task.started_at, "started_at"),
-    finished_at: task.finished_at === null ? null : isoTime(task.finished_at, "finished_at"),
-  };
-}
-
-/** The body as JSON, refused (not cut) past TASK_BODY_LIMIT: a cut would no longer parse. */
-function bodyJson(body: TaskBody, id: string): string {
-  let json: string;
-  try {
-    json = JSON.stringify(body);
-  } catch (err) {
-    // A cycle, or more than a JavaScript string can hold.
-    throw invalid(`task ${id} cannot be stored as JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const bytes = Buffer.byteLength(json, "utf8");
-  if (bytes > TASK_BODY_LIMIT) {
-    throw invalid(
-      `task ${id}'s result, steps, votes and reason take ${bytes} bytes as JSON, more than the ${TASK_BODY_LIMIT} the store keeps`,
-    );
-  }
-  return json;
-}
-
-function taskText(value: string): string {
-  const task = text(value, "task");
-  const bytes = Buffer.byteLength(task, "utf8");
-  if (bytes > TASK_TEXT_LIMIT) {
-    throw invalid(`task is ${bytes} bytes of UTF-8, more than the ${TASK_TEXT_LIMIT} the store keeps`);
-  }
-  return task;
-}
-
-function members(value: string[]): string[] {
-  if (!Array.isArray(value)) throw invalid("members must be an array of fighter ids");
-  return value.map((member, i) => text(member, `members[${i}]`));
-}
-
-function recordedError(value: RecordedError | null, field: string): RecordedError | null {
-  if (value === null) return null;
-  if (typeof value !== "object" || typeof value.code !== "string" || typeof value.message !== "string") {
-    throw invalid(`${field} must be null or { code, message } with both strings`);
-  }
-  return { code: value.code, message: value.message };
-}
-
-function text(value: string, field: string): string {
-  if (typeof value !== "string" || value === "") throw invalid(`${field} must be a non-empty string`);
-  return value;
-}
-
-function invalid(message: string): SparError {
-  return new SparError("VALIDATION_FAILED", message);
 }
 
 function toTroop(row: TroopDbRow): TroopRecord {

@@ -1,18 +1,39 @@
 /**
- * What a troop task save may write, checked as store-sqlite checks it: each failure is
- * VALIDATION_FAILED, and the fighters' output travels as one JSON body (sealed by troops.ts).
+ * Checks of what a store is given, shared by the store plugins so that every store refuses the same
+ * values with the same words: each failure is VALIDATION_FAILED. Also the shape of a troop task's
+ * save (its plain columns and the JSON body of what the fighters produced), which each store then
+ * writes its own way (sealed in PostgreSQL, in the encrypted file in SQLite).
  */
-import type {
-  RecordedError,
-  SpecialistReason,
-  TroopStep,
-  TroopTaskRecord,
-  TroopVote,
-} from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "./checks.js";
+import {
+  type RecordedError,
+  SparError,
+  type SpecialistReason,
+  type TroopStep,
+  type TroopTaskRecord,
+  type TroopTaskStatus,
+  type TroopVote,
+} from "../kernel/sdk.js";
 
-/** The most task text the store keeps, in bytes of UTF-8. */
+/** An ISO time as a store keeps it (UTC, milliseconds), so times compare as text. */
+export function isoTime(value: string, field: string): string {
+  const ms = typeof value === "string" ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms))
+    throw new SparError("VALIDATION_FAILED", `${field} must be an ISO time, not ${String(value)}`);
+  return new Date(ms).toISOString();
+}
+
+/** A safe integer of at least `least`. */
+export function count(value: unknown, least: number, field: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) < least) {
+    throw new SparError("VALIDATION_FAILED", `${field} must be an integer ≥ ${least}, not ${String(value)}`);
+  }
+  return value as number;
+}
+
+/**
+ * The most task text a store keeps, in bytes of UTF-8. The API allows 100,000 characters (at most
+ * 400,000 bytes), so this only stops a caller that skipped it.
+ */
 export const TASK_TEXT_LIMIT = 1024 * 1024;
 /** The most a task's result, steps, votes and reason may take as JSON, in bytes of UTF-8. */
 export const TASK_BODY_LIMIT = 16 * 1024 * 1024;
@@ -30,7 +51,7 @@ export interface TaskBody {
 /** The plain columns of a save, and the body as JSON. */
 export interface TaskState {
   id: string;
-  status: string;
+  status: TroopTaskStatus;
   body: string;
   error_code: string | null;
   error_message: string | null;
