@@ -52,10 +52,14 @@ describe.skipIf(!URL)(
     const nodes: Node[] = [];
 
     /** A node whose fires run `onFire` (recording them first). */
-    async function startNode(onFire: (node: Node, name: string, at: Date) => Promise<void>): Promise<Node> {
+    /** A node on `namespace`: each test has its own, so no earlier test's workers take its fires. */
+    async function startNode(
+      onFire: (node: Node, name: string, at: Date) => Promise<void>,
+      namespace = prefix,
+    ): Promise<Node> {
       const ring = { gorillas: store.gorillas } as unknown as RingServices;
       const node: Node = {
-        firing: createBullmqFiring({ url: URL as string, prefix, ring, log: QUIET }),
+        firing: createBullmqFiring({ url: URL as string, prefix: namespace, ring, log: QUIET }),
         fires: [],
         changes: [],
       };
@@ -82,7 +86,7 @@ describe.skipIf(!URL)(
     afterAll(async () => {
       await Promise.all(nodes.map((n) => n.firing.stop()));
       const redis = new Redis(URL as string);
-      const keys = await redis.keys(`${prefix}:*`);
+      const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       await redis.quit();
       await store.close();
@@ -135,8 +139,8 @@ describe.skipIf(!URL)(
         });
         await slot.release();
       };
-      const a = await startNode(cycle);
-      const b = await startNode(cycle);
+      const a = await startNode(cycle, `${prefix}-cage`);
+      const b = await startNode(cycle, `${prefix}-cage`);
       await a.firing.arm(slow, { restart: false });
       await expect.poll(() => runId, { timeout: 10_000 }).toBeDefined();
       const other = ranOn === a ? b : a;
