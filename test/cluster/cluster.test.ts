@@ -10,8 +10,6 @@
  * its figures.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { connectRedis } from "../../lib/redis.js";
@@ -24,6 +22,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 import { dropSchemas } from "../helpers/postgres.js";
 
 const DATABASE_URL = process.env.SPAR_TEST_DATABASE_URL;
@@ -82,21 +81,7 @@ describe.skipIf(SKIP)(
             "[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n",
         );
         // Gorillas are files in each data dir: every node has the same one.
-        mkdirSync(join(home, "gorillas", "tick"), { recursive: true });
-        writeFileSync(
-          join(home, "gorillas", "tick", "GORILLA.toml"),
-          [
-            'name = "tick"',
-            'description = "The cluster test gorilla."',
-            'schedule = "every 1s"',
-            'moves = ["memory_store"]',
-            'system_prompt = "You are tick, a test gorilla."',
-            'task = "Say done."',
-            "[settings]",
-            "timeout_s = 120",
-            "",
-          ].join("\n"),
-        );
+        writeGorilla(home, "tick", gorillaToml("tick", "every 1s", "timeout_s = 120"));
         // One after another: the first creates the schema and the default fighter.
         nodes.push({ daemon: await startNode(home, port), home, port });
       }

@@ -1,12 +1,3 @@
-/**
- * Gorillas through the real daemon (plugins/scheduler-croner) and the scripted model: user gorillas
- * in <home>/gorillas, a broken one reported and skipped; a one-second gorilla unleashed from the CLI
- * runs cycles, survives a restart still unleashed (with its catch-up cycle), skips a fire that
- * overlaps a slow cycle, and is caged in the middle of one with no model request after; the
- * max_tokens and timeout_s budgets fail a cycle with the reason; the API's errors; and each of the
- * seven bundled gorillas runs one cycle end to end.
- */
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -20,6 +11,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,25 +33,6 @@ async function until<T>(
 const BUNDLED = ["alpha", "brawler", "ghost", "howler", "prophet", "scout-troop", "swarm"];
 /** A schedule that does not fire during the test: these gorillas run when told to. */
 const YEARLY = "0 0 1 1 *";
-
-function writeGorilla(home: string, name: string, body: string): void {
-  mkdirSync(join(home, "gorillas", name), { recursive: true });
-  writeFileSync(join(home, "gorillas", name, "GORILLA.toml"), body);
-}
-
-function gorillaToml(name: string, schedule: string, settings: string): string {
-  return [
-    `name = "${name}"`,
-    `description = "The ${name} test gorilla."`,
-    `schedule = "${schedule}"`,
-    `moves = ["memory_store"]`,
-    `system_prompt = "You are ${name}, a test gorilla."`,
-    `task = "Do the ${name} chore and say done."`,
-    "[settings]",
-    settings,
-    "",
-  ].join("\n");
-}
 
 type Run = GorillaRunRecord;
 interface View {

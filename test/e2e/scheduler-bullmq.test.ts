@@ -1,13 +1,3 @@
-/**
- * Gorillas through the real daemon with `[plugins] scheduler = "scheduler-bullmq"` on a real Redis
- * and the scripted model: the daemon refuses to start without the Redis URL or with Redis
- * unreachable (never showing the password); a one-second gorilla unleashed from the CLI runs cycles
- * as BullMQ fires, each fire once; caging stops it; a restart keeps the desired state; a daemon
- * killed (SIGKILL) in the middle of a cycle has that run recorded failed after the next start, and
- * the fires resume, each once (the fire job BullMQ finds stalled is not run again). Needs Redis: SPAR_TEST_REDIS_URL (skipped without it).
- */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -21,6 +11,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 
 const REDIS_URL = process.env.SPAR_TEST_REDIS_URL;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,21 +81,7 @@ describe.skipIf(!REDIS_URL)(
           "[creed]\nreflect = false\n\n[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n\n" +
           '[gorillas]\ntimezone = "UTC"\n',
       );
-      mkdirSync(join(home, "gorillas", "tick"), { recursive: true });
-      writeFileSync(
-        join(home, "gorillas", "tick", "GORILLA.toml"),
-        [
-          'name = "tick"',
-          'description = "The tick test gorilla."',
-          'schedule = "every 1s"',
-          'moves = ["memory_store"]',
-          'system_prompt = "You are tick, a test gorilla."',
-          'task = "Do the tick chore and say done."',
-          "[settings]",
-          "timeout_s = 120",
-          "",
-        ].join("\n"),
-      );
+      writeGorilla(home, "tick", gorillaToml("tick", "every 1s", "timeout_s = 120"));
     });
 
     afterAll(async () => {

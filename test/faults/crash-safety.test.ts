@@ -9,8 +9,6 @@
  * stored twice. Short: 50 kills; long (`npm run test:faults`): 1,000, with progress.
  */
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type {
   FighterMessageResult,
@@ -20,8 +18,7 @@ import type {
   TurnRecord,
 } from "../../kernel/sdk.js";
 import type { BoutRecord } from "../../kernel/types.js";
-import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import type { ScriptedReply } from "../fakes/scripted.js";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,
   removeHome,
@@ -30,7 +27,8 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-import { type Answer, between, call, figure, LONG, pool, size, sleep } from "./lib.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
+import { type Answer, between, call, figure, LONG, pool, size, sleep, toolOrEcho } from "./lib.js";
 
 const KILLS = size(50, 1000);
 /** Concurrent message senders per round, and fresh fighters per round (bouts stay small). */
@@ -67,38 +65,10 @@ interface Tally {
   interruptedTurns: Set<string>;
 }
 
-const text = (content: unknown): string => (typeof content === "string" ? content : "");
-
-/** The scripted model: a random short delay; "[tool]" messages call memory_store first. */
-function answer(body: ChatCompletionRequestBody): ScriptedReply {
-  const delay_ms = between(2, 30);
-  const last = body.messages.at(-1);
-  if (last?.role === "tool") return { text: `done: ${text(last.content).slice(0, 40)}`, delay_ms };
-  const user = text(body.messages.findLast((m) => m.role === "user")?.content);
-  if (user.includes("[tool]")) {
-    const key = `k-${randomUUID()}`;
-    return { tool_calls: [{ name: "memory_store", arguments: { key, value: user.slice(0, 60) } }], delay_ms };
-  }
-  return { text: `echo: ${user.slice(0, 60)}`, delay_ms };
-}
+const _text = (content: unknown): string => (typeof content === "string" ? content : "");
 
 function gorilla(home: string): void {
-  mkdirSync(join(home, "gorillas", "tick"), { recursive: true });
-  writeFileSync(
-    join(home, "gorillas", "tick", "GORILLA.toml"),
-    [
-      'name = "tick"',
-      'description = "A one-second gorilla for the crash suite."',
-      'schedule = "every 1s"',
-      'moves = ["memory_store"]',
-      'system_prompt = "You are tick, a test gorilla."',
-      'task = "Do the tick chore and say done."',
-      "[settings]",
-      'catch_up = "skip"',
-      "timeout_s = 30",
-      "",
-    ].join("\n"),
-  );
+  writeGorilla(home, "tick", gorillaToml("tick", "every 1s", 'catch_up = "skip"\ntimeout_s = 30'));
 }
 
 describe("crash safety under kill -9", () => {
@@ -175,7 +145,7 @@ describe("crash safety under kill -9", () => {
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
-    fake.setDefault(answer);
+    fake.setDefault(toolOrEcho(30));
     home = tempHome();
     port = await freePort();
     writeConfig(

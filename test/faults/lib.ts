@@ -3,7 +3,9 @@
  * `npm run test:faults`, short inside `npm test`), the one-line figures each file prints and
  * asserts, and small HTTP helpers against the real daemon that never throw on a dead socket.
  */
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ChatCompletionRequestBody, ScriptedReply } from "../fakes/openai-server.js";
 
 export { sleep };
 
@@ -23,6 +25,29 @@ export function figure(line: string): void {
 /** A random integer in [min, max]. */
 export function between(min: number, max: number): number {
   return min + Math.floor(Math.random() * (max - min + 1));
+}
+
+const text = (content: unknown): string => (typeof content === "string" ? content : "");
+
+/**
+ * The scripted model of the suites that send mixed traffic: it answers after a random 2 ms to
+ * `maxDelayMs`, and a message marked "[tool]" calls memory_store first, so tool calls are in flight.
+ */
+export function toolOrEcho(maxDelayMs: number): (body: ChatCompletionRequestBody) => ScriptedReply {
+  return (body) => {
+    const delay_ms = between(2, maxDelayMs);
+    const last = body.messages.at(-1);
+    if (last?.role === "tool") return { text: `done: ${text(last.content).slice(0, 40)}`, delay_ms };
+    const user = text(body.messages.findLast((m) => m.role === "user")?.content);
+    if (user.includes("[tool]")) {
+      const key = `k-${randomUUID()}`;
+      return {
+        tool_calls: [{ name: "memory_store", arguments: { key, value: user.slice(0, 60) } }],
+        delay_ms,
+      };
+    }
+    return { text: `echo: ${user.slice(0, 60)}`, delay_ms };
+  };
 }
 
 /** An HTTP answer, or `status: 0` with the network error when none came (a killed daemon). */

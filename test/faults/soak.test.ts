@@ -16,12 +16,11 @@
  * or SPAR_SOAK_MINUTES when set.
  */
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,
   removeHome,
@@ -30,7 +29,8 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-import { between, call, figure, pool, sleep } from "./lib.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
+import { between, call, figure, pool, sleep, toolOrEcho } from "./lib.js";
 
 const SOAK = process.env.SPAR_FAULTS === "soak";
 const MINUTES = Number(process.env.SPAR_SOAK_MINUTES ?? (SOAK ? 60 : 20 / 60));
@@ -46,42 +46,10 @@ interface Sample {
   healthMs: number;
 }
 
-const text = (content: unknown): string => (typeof content === "string" ? content : "");
-
-/** The scripted model: a short random delay; "[tool]" messages call memory_store first. */
-function answer(body: ChatCompletionRequestBody) {
-  const delay_ms = between(2, 20);
-  const last = body.messages.at(-1);
-  if (last?.role === "tool") return { text: `done: ${text(last.content).slice(0, 40)}`, delay_ms };
-  const user = text(body.messages.findLast((m) => m.role === "user")?.content);
-  if (user.includes("[tool]")) {
-    return {
-      tool_calls: [
-        { name: "memory_store", arguments: { key: `k-${randomUUID()}`, value: user.slice(0, 60) } },
-      ],
-      delay_ms,
-    };
-  }
-  return { text: `echo: ${user.slice(0, 60)}`, delay_ms };
-}
+const _text = (content: unknown): string => (typeof content === "string" ? content : "");
 
 function gorilla(home: string): void {
-  mkdirSync(join(home, "gorillas", "tick"), { recursive: true });
-  writeFileSync(
-    join(home, "gorillas", "tick", "GORILLA.toml"),
-    [
-      'name = "tick"',
-      'description = "A one-second gorilla for the soak."',
-      'schedule = "every 1s"',
-      'moves = ["memory_store"]',
-      'system_prompt = "You are tick, a test gorilla."',
-      'task = "Do the tick chore and say done."',
-      "[settings]",
-      'catch_up = "skip"',
-      "timeout_s = 30",
-      "",
-    ].join("\n"),
-  );
+  writeGorilla(home, "tick", gorillaToml("tick", "every 1s", 'catch_up = "skip"\ntimeout_s = 30'));
 }
 
 /** Opens a WebSocket subscribed to every event; counts the events it gets. */
@@ -115,7 +83,7 @@ describe("soak: mixed traffic, flat memory, fds and latency", () => {
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
-    fake.setDefault(answer);
+    fake.setDefault(toolOrEcho(20));
     home = tempHome();
     const port = await freePort();
     writeConfig(
