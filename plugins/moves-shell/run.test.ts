@@ -16,6 +16,8 @@ function alive(pid: number): boolean {
 }
 
 const readPid = (dir: string, name: string) => Number(readFileSync(join(dir, name), "utf8").trim());
+const written = (dir: string, name: string) =>
+  existsSync(join(dir, name)) && readFileSync(join(dir, name), "utf8").endsWith("\n");
 
 describe("runCommand", () => {
   let dir: string;
@@ -115,9 +117,8 @@ describe("runCommand", () => {
         signal: controller.signal,
       }),
     );
-    await expect
-      .poll(() => existsSync(join(dir, "child.pid")) && existsSync(join(dir, "grandchild.pid")))
-      .toBe(true);
+    // The shell creates each file before it writes the pid into it: wait for the whole line.
+    await expect.poll(() => written(dir, "child.pid") && written(dir, "grandchild.pid")).toBe(true);
     const child = readPid(dir, "child.pid");
     const grandchild = readPid(dir, "grandchild.pid");
     expect(alive(child) && alive(grandchild)).toBe(true);
@@ -135,7 +136,7 @@ describe("runCommand", () => {
         killGraceMs: 200,
       }),
     );
-    await expect.poll(() => existsSync(join(dir, "grandchild.pid"))).toBe(true);
+    await expect.poll(() => written(dir, "grandchild.pid")).toBe(true);
     const grandchild = readPid(dir, "grandchild.pid");
     controller.abort(new Error("stop"));
     await expect(running).rejects.toThrow("stop");
