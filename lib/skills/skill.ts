@@ -3,9 +3,13 @@
  * Markdown instructions. Shared by the daemon's skills plugin and the CLI, so both read a skill the
  * same way and refuse a bad one with the same words: the file and the key.
  */
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { SparError } from "../../kernel/errors.js";
 import type { SkillListing } from "../../kernel/types.js";
+
+// The YAML parser is 72 modules: loaded when the first skill is read, not when the daemon starts.
+const require = createRequire(import.meta.url);
+let yaml: typeof import("yaml") | undefined;
 
 /** What a skill says about itself: its listing but for where it came from. */
 export type SkillMeta = Omit<SkillListing, "source">;
@@ -57,7 +61,8 @@ export function parseSkill(text: string, file: string, folder?: string): ParsedS
   const bodyStart = open[0].length - 1 + close.index + close[0].length;
   let data: unknown;
   try {
-    data = parseYaml(yamlText, { prettyErrors: true, uniqueKeys: true, maxAliasCount: 0 });
+    yaml ??= require("yaml") as typeof import("yaml");
+    data = yaml.parse(yamlText, { prettyErrors: true, uniqueKeys: true, maxAliasCount: 0 });
   } catch (err) {
     throw invalid(file, `front matter is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
   }
