@@ -29,6 +29,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { connectInspector } from "../../bench/suite/inspector.mjs";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,
@@ -58,44 +59,7 @@ interface Sample {
   healthMs: number;
 }
 
-/** The daemon's inspector, spoken to over the Chrome DevTools Protocol. */
-interface Inspector {
-  /** Collects garbage, then reads the heap's used and committed size in bytes. */
-  heap(): Promise<{ usedSize: number; totalSize: number }>;
-  close(): void;
-}
-
-async function inspector(output: () => string): Promise<Inspector> {
-  const url = /Debugger listening on (ws:\/\/127\.0\.0\.1:\d+\/[\w-]+)/.exec(output())?.[1];
-  if (url === undefined) throw new Error(`the daemon printed no inspector address:\n${output()}`);
-  const ws = new WebSocket(url);
-  await new Promise<void>((done, fail) => {
-    ws.once("open", () => done());
-    ws.once("error", fail);
-  });
-  const waiting = new Map<number, (result: unknown) => void>();
-  ws.on("message", (data: Buffer) => {
-    const reply = JSON.parse(data.toString()) as { id?: number; result?: unknown };
-    if (reply.id !== undefined) waiting.get(reply.id)?.(reply.result);
-  });
-  let next = 0;
-  const send = (method: string) =>
-    new Promise<unknown>((done) => {
-      const id = ++next;
-      waiting.set(id, (result) => {
-        waiting.delete(id);
-        done(result);
-      });
-      ws.send(JSON.stringify({ id, method }));
-    });
-  return {
-    async heap() {
-      await send("HeapProfiler.collectGarbage");
-      return (await send("Runtime.getHeapUsage")) as { usedSize: number; totalSize: number };
-    },
-    close: () => ws.close(),
-  };
-}
+type Inspector = Awaited<ReturnType<typeof connectInspector>>;
 
 const _text = (content: unknown): string => (typeof content === "string" ? content : "");
 
@@ -153,7 +117,7 @@ describe("soak: mixed traffic, flat memory, fds and latency", () => {
     );
     gorilla(home);
     daemon = await startDaemon(home, port, { NODE_OPTIONS: "--inspect=127.0.0.1:0" });
-    probe = await inspector(daemon.output);
+    probe = await connectInspector(daemon.output());
     for (const name of FIGHTERS) {
       const made = await daemon.request("POST", "/api/v1/fighters", {
         manifest: {
