@@ -3,7 +3,7 @@
  * `spar.db.salt`; without it the key cannot be derived again, so it is never silently recreated.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { type Algorithm, hashRaw } from "@node-rs/argon2";
 import { SparError } from "../../kernel/sdk.js";
 
@@ -72,15 +72,31 @@ const HEX = "0123456789abcdef";
 /**
  * The raw-key literal `x'<64 hex>'` SQLite3MC accepts as a key, built in a Buffer rather than a string
  * so it can be zeroized too (a JS string cannot be). A raw key skips the cipher's own KDF: opening
- * takes under a millisecond instead of ~240 ms for a passphrase.
+ * takes under a millisecond instead of ~240 ms for a passphrase. With `cipherSalt` it is
+ * `x'<64 hex key><32 hex salt>'`: the SQLCipher scheme then uses that salt instead of a new random
+ * one (a rekey gives a database a new salt unless it is told one; see rekey.ts).
  */
-export function rawKeyLiteral(key: Buffer): Buffer {
-  const out = Buffer.alloc(3 + key.length * 2);
+export function rawKeyLiteral(key: Buffer, cipherSalt?: Buffer): Buffer {
+  const bytes = cipherSalt ? [...key, ...cipherSalt] : [...key];
+  const out = Buffer.alloc(3 + bytes.length * 2);
   out.write("x'", 0, "latin1");
-  key.forEach((byte, i) => {
+  bytes.forEach((byte, i) => {
     out[2 + i * 2] = HEX.charCodeAt(byte >> 4);
     out[3 + i * 2] = HEX.charCodeAt(byte & 15);
   });
+  bytes.fill(0);
   out[out.length - 1] = "'".charCodeAt(0);
   return out;
+}
+
+/** The SQLCipher scheme's salt: the database file's first 16 bytes, which it keeps in plaintext. */
+export function readCipherSalt(dbPath: string): Buffer {
+  const salt = Buffer.alloc(16);
+  const fd = openSync(dbPath, "r");
+  try {
+    if (readSync(fd, salt, 0, 16, 0) !== 16) throw new Error(`${dbPath} is shorter than its cipher salt`);
+  } finally {
+    closeSync(fd);
+  }
+  return salt;
 }

@@ -2,14 +2,20 @@
  * Store.rekey and the open after an interrupted rotation, on the real encrypted file: the kill -9
  * proof is test/e2e/rekey.test.ts; here each state a rotation can leave is set up exactly.
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Logger } from "../../kernel/sdk.js";
 import { writeNextMasterSecret } from "../../lib/home.js";
-import { openSqliteStore } from "./store.js";
+import { keyConnection } from "./cipher.js";
+import { deriveKey, rawKeyLiteral, readOrCreateSalt } from "./key.js";
+import { rekeyStore } from "./rekey.js";
+import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 const BUILT_WORKER = new URL("../../dist/plugins/store-sqlite/integrity-worker.js", import.meta.url);
 const homes: string[] = [];
@@ -103,5 +109,73 @@ describe("Store.rekey", () => {
     });
     expect(warnings).toEqual([]);
     expect(readFileSync(join(home, "master.key")).equals(old)).toBe(true);
+  });
+});
+
+describe("a rekey killed while committing", () => {
+  /**
+   * The state such a kill leaves, built exactly: the database file wholly re-encrypted by
+   * rekeyStore, beside a hot journal holding every original page under the old key. The database
+   * is two pages (the schema and a table's one leaf); the journal comes from a child whose
+   * transaction changes both, then grows the file past its cache of 10 pages, so the journal is
+   * synced and pages are written, and kills itself before committing. Were page 1's cipher salt a new one, the old key could neither
+   * roll that journal back nor read the file.
+   */
+  it("opens with the old secret: the journal rolls back, since the rekey kept the cipher salt", async () => {
+    const home = mkdtempSync(join(tmpdir(), "spar-rekey-"));
+    homes.push(home);
+    const old = randomBytes(32);
+    const dbPath = join(home, DB_FILE);
+    const salt = readOrCreateSalt(join(home, SALT_FILE), dbPath);
+    const oldKey = rawKeyLiteral(await deriveKey(old, salt));
+    const keyed = (key: Buffer) => {
+      const db = new Database(dbPath);
+      keyConnection(db, key);
+      return db;
+    };
+    const made = keyed(oldKey);
+    made.exec("PRAGMA journal_mode = DELETE; CREATE TABLE pad(n INTEGER, x BLOB)");
+    made.exec(
+      "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 5) INSERT INTO pad SELECT n, zeroblob(100) FROM k",
+    );
+    made.close();
+    const original = readFileSync(dbPath);
+    expect(original.length).toBe(2 * 4096);
+
+    const child = spawnSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import Database from "better-sqlite3-multiple-ciphers";
+         const db = new Database(${JSON.stringify(dbPath)});
+         db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
+         db.key(Buffer.from(${JSON.stringify(oldKey.toString("latin1"))}, "latin1"));
+         db.exec("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = 10");
+         db.exec("BEGIN IMMEDIATE; CREATE TABLE bulk(x); UPDATE pad SET n = n + 1000");
+         db.exec("WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 40) INSERT INTO bulk SELECT zeroblob(3000) FROM k");
+         process.kill(process.pid, "SIGKILL");`,
+      ],
+      { cwd: fileURLToPath(new URL("../..", import.meta.url)) },
+    );
+    expect(child.signal).toBe("SIGKILL");
+    const journal = readFileSync(`${dbPath}-journal`);
+
+    // What a finished rekey makes of the original, with the journal of the killed commit beside it.
+    writeFileSync(dbPath, original);
+    rmSync(`${dbPath}-journal`);
+    const db = keyed(oldKey);
+    await rekeyStore({ db, dbPath, salt, settled: async () => undefined }, randomBytes(32));
+    db.close();
+    expect(readFileSync(dbPath).subarray(0, 16)).toEqual(original.subarray(0, 16));
+    expect(readFileSync(dbPath).subarray(16, 4096).equals(original.subarray(16, 4096))).toBe(false);
+    writeFileSync(`${dbPath}-journal`, journal);
+
+    const store = await openSqliteStore({ home, masterSecret: old }, { integrityWorker: BUILT_WORKER });
+    await store.close();
+    expect(existsSync(`${dbPath}-journal`)).toBe(false);
+    const reopened = keyed(oldKey);
+    expect(reopened.prepare("SELECT count(*), sum(n) FROM pad").raw().get()).toEqual([5, 15]);
+    reopened.close();
   });
 });

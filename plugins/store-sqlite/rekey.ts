@@ -9,12 +9,18 @@
  * is hot and the next connection keyed with the old secret (still master.key then) rolls it back:
  * the file is the old database again. Killed after, every page is under the new key, which is in
  * master.key.next until the CLI moves it into master.key.
+ *
+ * The new key is given with the database's own cipher salt. By itself SQLite3MC gives a rekeyed
+ * database a new salt in page 1, and the cipher reads the salt from the file when a connection is
+ * keyed, before a hot journal is rolled back: killed while the commit wrote page 1, the old key's
+ * connection derived its keys from the new salt and could neither roll the journal back nor read the
+ * file, so neither key opened it. With one salt throughout, the old key rolls it back.
  */
 import type Database from "better-sqlite3-multiple-ciphers";
 import type { Logger } from "../../kernel/sdk.js";
 import { isSparError, SparError } from "../../kernel/sdk.js";
 import { type RekeySettlement, readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
-import { deriveKey, rawKeyLiteral } from "./key.js";
+import { deriveKey, rawKeyLiteral, readCipherSalt } from "./key.js";
 
 export interface RekeyTarget {
   db: Database.Database;
@@ -32,11 +38,11 @@ export interface RekeyTarget {
 export async function rekeyStore(target: RekeyTarget, masterSecret: Buffer): Promise<void> {
   await target.settled();
   const key = await deriveKey(masterSecret, target.salt);
-  const literal = rawKeyLiteral(key);
-  key.fill(0);
   const { db, dbPath } = target;
+  let literal: Buffer | undefined;
   try {
     db.pragma("wal_checkpoint(TRUNCATE)");
+    literal = rawKeyLiteral(key, readCipherSalt(dbPath));
     const mode = db.pragma("journal_mode = DELETE", { simple: true });
     if (mode !== "delete") {
       throw new SparError(
@@ -52,7 +58,8 @@ export async function rekeyStore(target: RekeyTarget, masterSecret: Buffer): Pro
     if (isSparError(err)) throw err;
     throw new SparError("STORE_FAILED", `cannot rekey ${dbPath}: ${messageOf(err)}`, {}, { cause: err });
   } finally {
-    literal.fill(0);
+    key.fill(0);
+    literal?.fill(0);
   }
 }
 
