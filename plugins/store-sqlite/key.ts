@@ -77,14 +77,14 @@ const HEX = "0123456789abcdef";
  * one (a rekey gives a database a new salt unless it is told one; see rekey.ts).
  */
 export function rawKeyLiteral(key: Buffer, cipherSalt?: Buffer): Buffer {
-  const bytes = cipherSalt ? [...key, ...cipherSalt] : [...key];
+  const bytes = cipherSalt ? Buffer.concat([key, cipherSalt]) : key;
   const out = Buffer.alloc(3 + bytes.length * 2);
   out.write("x'", 0, "latin1");
   bytes.forEach((byte, i) => {
     out[2 + i * 2] = HEX.charCodeAt(byte >> 4);
     out[3 + i * 2] = HEX.charCodeAt(byte & 15);
   });
-  bytes.fill(0);
+  if (bytes !== key) bytes.fill(0);
   out[out.length - 1] = "'".charCodeAt(0);
   return out;
 }

@@ -148,9 +148,9 @@ describe("a rekey killed while committing", () => {
         "--input-type=module",
         "-e",
         `import Database from "better-sqlite3-multiple-ciphers";
+         import { keyConnection } from "./dist/plugins/store-sqlite/cipher.js";
          const db = new Database(${JSON.stringify(dbPath)});
-         db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
-         db.key(Buffer.from(${JSON.stringify(oldKey.toString("latin1"))}, "latin1"));
+         keyConnection(db, Buffer.from(${JSON.stringify(oldKey.toString("latin1"))}, "latin1"));
          db.exec("PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = 10");
          db.exec("BEGIN IMMEDIATE; CREATE TABLE bulk(x); UPDATE pad SET n = n + 1000");
          db.exec("WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 40) INSERT INTO bulk SELECT zeroblob(3000) FROM k");

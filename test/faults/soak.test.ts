@@ -61,8 +61,6 @@ interface Sample {
 
 type Inspector = Awaited<ReturnType<typeof connectInspector>>;
 
-const _text = (content: unknown): string => (typeof content === "string" ? content : "");
-
 function gorilla(home: string): void {
   writeGorilla(home, "tick", gorillaToml("tick", "every 1s", 'catch_up = "skip"\ntimeout_s = 30'));
 }
