@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: [
       "kernel/**/*.test.ts",
+      "sdk/**/*.test.ts",
       "lib/**/*.test.ts",
       "plugins/**/*.test.ts",
       "cli/**/*.test.ts",

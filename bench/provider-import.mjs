@@ -11,7 +11,7 @@ const root = ROOT;
 const plugins = ["provider-ollama", "provider-openai", "provider-anthropic", "provider-google"];
 
 // The kernel's SDK surface is already loaded in a running daemon: import it first, outside the timing.
-const sdk = pathToFileURL(join(root, "dist", "kernel", "sdk.js")).href;
+const sdk = pathToFileURL(join(root, "dist", "sdk", "index.js")).href;
 
 function once(plugin) {
   const entry = pathToFileURL(join(root, "dist", "plugins", plugin, "index.js")).href;

@@ -1,9 +1,9 @@
-import { loadConfig } from "../kernel/config.js";
-import { type ErrorCode, type ErrorExtra, SparError } from "../kernel/errors.js";
+import { loadConfig } from "../kernel/host/config.js";
 import { loadDotEnv, resolveHome } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
 import { signedHeaders } from "../lib/sign.js";
+import { type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
 
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
 export function daemonUrl(env = process.env): string {

@@ -1,13 +1,14 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig, parseListen } from "../kernel/config.js";
-import { SparError } from "../kernel/errors.js";
-import type { ListenRequest } from "../kernel/hooks.js";
+import { loadConfig } from "../kernel/host/config.js";
+import { discoverPlugins, pluginRoots } from "../kernel/host/plugin-manifest.js";
 import { createLogger } from "../kernel/logger.js";
-import { discoverPlugins, pluginRoots } from "../kernel/plugin-manifest.js";
 import { createRing, type Ring } from "../kernel/ring.js";
-import { KERNEL_VERSION } from "../kernel/version.js";
 import { loadDotEnv, readMasterSecret } from "../lib/home.js";
+import { parseListen } from "../sdk/config.js";
+import { SparError } from "../sdk/errors.js";
+import type { ListenRequest } from "../sdk/hooks.js";
+import { KERNEL_VERSION } from "../sdk/version.js";
 
 export interface RunningDaemon {
   ring: Ring;

@@ -1,4 +1,4 @@
-import { KERNEL_VERSION } from "../kernel/version.js";
+import { KERNEL_VERSION } from "../sdk/version.js";
 import { help } from "./help.js";
 import { reportError } from "./output.js";
 import { parseCommandLine } from "./parse.js";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../kernel/errors.js";
+import { isSparError } from "../sdk/errors.js";
 import { parseCommandLine } from "./parse.js";
 import { COMMANDS, GLOBAL_OPTIONS } from "./registry.js";
 
@@ -63,8 +63,8 @@ describe("the command registry", () => {
       "cli/output.js",
       "cli/parse.js",
       "cli/registry.js",
-      "kernel/errors.js",
-      "kernel/version.js",
+      "sdk/errors.js",
+      "sdk/version.js",
     ]);
   });
 });

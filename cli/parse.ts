@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 import {
   type ActionSpec,
   COMMANDS,

@@ -134,7 +134,9 @@ export const COMMANDS: CommandSpec[] = [
         args: "<kind>",
         summary: "Spawn a fighter of a bundled kind",
         options: [{ flag: "--name", value: "name", summary: "Its name (default: the kind)" }],
-        more: async () => ({ kinds: (await import("../kernel/fighter-manifest.js")).templateNames() }),
+        more: async () => ({
+          kinds: (await import("../kernel/fighters/fighter-manifest.js")).templateNames(),
+        }),
       },
       { name: "list", args: "", summary: "Every fighter, its state and model" },
       { name: "kill", args: "<name|id>", summary: "Stop a fighter and remove it" },

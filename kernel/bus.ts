@@ -1,7 +1,7 @@
-import { SparError } from "./errors.js";
-import type { Bus, EventBus, EventListener } from "./events.js";
-import type { RingHooks } from "./hooks.js";
-import type { Logger } from "./sdk.js";
+import { SparError } from "../sdk/errors.js";
+import type { Bus, EventBus, EventListener } from "../sdk/events.js";
+import type { RingHooks } from "../sdk/hooks.js";
+import type { Logger } from "../sdk/index.js";
 
 /**
  * The Ring's side of the bus slot: the `EventBus` the kernel and plugins hold from the start, and

@@ -1,4 +1,4 @@
-import type { Logger } from "./sdk.js";
+import type { Logger } from "../sdk/index.js";
 
 type Level = "info" | "warn" | "error";
 

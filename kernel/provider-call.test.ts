@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseRetryAfter, providerError } from "../lib/provider-errors.js";
-import { isSparError } from "./errors.js";
+import { isSparError } from "../sdk/errors.js";
+import type { LlmDriver, LlmRequest, LlmResponse } from "../sdk/types.js";
 import { callProvider } from "./provider-call.js";
-import type { LlmDriver, LlmRequest, LlmResponse } from "./types.js";
 
 const ok: LlmResponse = {
   text: "fine",

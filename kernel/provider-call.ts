@@ -1,11 +1,11 @@
 import { providerError } from "../lib/provider-errors.js";
 import type { CredentialCheck } from "../lib/provider-keys.js";
 import { anySignal } from "../lib/signals.js";
-import { cancelledError } from "./cancel.js";
-import { isSparError, SparError } from "./errors.js";
-import type { RingHooks } from "./hooks.js";
-import type { PluginHost } from "./plugin-host.js";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "./types.js";
+import { cancelledError } from "../sdk/cancel.js";
+import { isSparError, SparError } from "../sdk/errors.js";
+import type { RingHooks } from "../sdk/hooks.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../sdk/types.js";
+import type { PluginHost } from "./host/plugin-host.js";
 
 export interface CallPolicy {
   /** The whole call, retries and waits included, ends within this. */

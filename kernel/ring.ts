@@ -1,21 +1,24 @@
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
+import type { SparConfig } from "../sdk/config.js";
+import { isSparError, SparError } from "../sdk/errors.js";
+import type { EventBus } from "../sdk/events.js";
+import type { RingHooks } from "../sdk/hooks.js";
+import type { Logger } from "../sdk/index.js";
+import { CAPABILITY_TYPES } from "../sdk/schemas.js";
+import type { MoveListing, RingServices } from "../sdk/services.js";
+import type { Store } from "../sdk/store-types.js";
+import type { ModelSettings, ProviderDeclaration } from "../sdk/types.js";
 import { createBusSlot } from "./bus.js";
-import type { SparConfig } from "./config.js";
-import { isSparError, SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
-import { CAPABILITY_TYPES, DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighter-manifest.js";
-import { createFighterRegistry } from "./fighter-registry.js";
-import { createHooks, type RingHooks } from "./hooks.js";
-import { createMessagePath } from "./message-path.js";
-import { createPluginHost, type PluginHost } from "./plugin-host.js";
-import type { DiscoveredPlugin } from "./plugin-manifest.js";
-import type { Logger } from "./sdk.js";
-import type { MoveListing, RingServices } from "./services.js";
+import { DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighters/fighter-manifest.js";
+import { createFighterRegistry } from "./fighters/fighter-registry.js";
+import { fighterServices } from "./fighters/fighter-services.js";
+import { createHooks } from "./hooks.js";
+import { createPluginHost, type PluginHost } from "./host/plugin-host.js";
+import type { DiscoveredPlugin } from "./host/plugin-manifest.js";
 import { storeServices } from "./store-services.js";
-import type { Store } from "./store-types.js";
 import { createTunnelService } from "./tunnel-service.js";
-import type { ModelSettings, ProviderDeclaration } from "./types.js";
+import { createMessagePath } from "./turns/message-path.js";
 
 /** Idempotency keys older than a day are forgotten this often. */
 const PURGE_INTERVAL_MS = 60 * 60 * 1000;
@@ -134,10 +137,6 @@ export function createRing(options: RingOptions): Ring {
     if (event.kind === "fighter.killed") path.killed(event.fighter_id);
   });
 
-  async function fighterRow(idOrName: string) {
-    return (await fighters.lookup(idOrName)).row;
-  }
-
   const services: RingServices = {
     version: options.version,
     startedAt,
@@ -152,42 +151,7 @@ export function createRing(options: RingOptions): Ring {
     get troops() {
       return requireStore().troops;
     },
-    fighters: {
-      spawn: (request) => fighters.spawn(request),
-      list: async () => fighters.all().map(fighters.record),
-      get: async (idOrName) => fighters.record(await fighters.lookup(idOrName)),
-      manifest: async (idOrName) => (await fighterRow(idOrName)).manifest,
-      kill: async (idOrName) => {
-        await fighterRow(idOrName);
-        await fighters.kill(idOrName);
-      },
-      message: path.message,
-      messageTo: path.messageTo,
-      cancel: path.cancel,
-      relationships: async (idOrName) => requireStore().relationships.list((await fighterRow(idOrName)).name),
-      contact: async (idOrName, user, note) =>
-        requireStore().relationships.record(
-          (await fighterRow(idOrName)).name,
-          { with: user, kind: "user" },
-          note,
-          new Date().toISOString(),
-        ),
-      usage: async (idOrName) => {
-        const row = await fighterRow(idOrName);
-        const usage = await requireStore().usage.summary(row.id);
-        const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
-        return {
-          fighter: row.name,
-          usage,
-          totals: {
-            requests: sum("requests"),
-            input_tokens: sum("input_tokens"),
-            output_tokens: sum("output_tokens"),
-          },
-        };
-      },
-      bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
-    },
+    fighters: fighterServices(fighters, path, requireStore),
     channels: {
       get bouts() {
         return requireStore().channelBouts;

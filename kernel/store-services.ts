@@ -1,6 +1,6 @@
-import { SparError } from "./errors.js";
-import type { RingServices } from "./services.js";
-import type { Store } from "./store-types.js";
+import { SparError } from "../sdk/errors.js";
+import type { RingServices } from "../sdk/services.js";
+import type { Store } from "../sdk/store-types.js";
 
 /**
  * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, schedules,

@@ -1,8 +1,8 @@
-import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
-import type { RingHooks } from "./hooks.js";
-import type { TunnelInfo } from "./plugin-contracts.js";
-import type { PluginHost } from "./plugin-host.js";
+import type { SparConfig } from "../sdk/config.js";
+import { SparError } from "../sdk/errors.js";
+import type { RingHooks } from "../sdk/hooks.js";
+import type { TunnelInfo } from "../sdk/plugin-contracts.js";
+import type { PluginHost } from "./host/plugin-host.js";
 
 /**
  * `ring.tunnel`: the public URL channels' webhooks are reached at. The `[plugins] tunnel` plugin is

@@ -1,4 +1,4 @@
-import type { LlmDriver, ModelSettings, ProviderCredential } from "../kernel/types.js";
+import type { LlmDriver, ModelSettings, ProviderCredential } from "../sdk/types.js";
 
 /** The variables a driver may read: only the key the kernel chose for its connection, if any. */
 export type CredentialEnv = Readonly<Record<string, string>>;

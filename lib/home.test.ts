@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isSparError } from "../kernel/errors.js";
+import { isSparError } from "../sdk/errors.js";
 import { inspectMasterSecret, readMasterSecret } from "./home.js";
 
 const homes: string[] = [];

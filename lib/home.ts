@@ -12,7 +12,7 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 import { type SecretStrength, secretStrength, secretWeakness } from "./secret-strength.js";
 
 /** The data dir: `$SPAR_HOME`, else `~/.spar`. */

@@ -1,5 +1,5 @@
 import { createHash, type KeyObject, randomBytes, sign, verify } from "node:crypto";
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 import {
   type Member,
   type Params,

@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 
 /**
  * Request-signing keys. Authorized public keys are files `<data dir>/keys/authorized/<name>.pub`

@@ -1,5 +1,5 @@
 /** `?limit=&before=` as the list routes read them (gorilla runs, troop tasks): newest first, by pages. */
-import { SparError } from "../kernel/sdk.js";
+import { SparError } from "../sdk/index.js";
 
 /** Items one page holds by default, and at most. */
 const PAGE = 20;

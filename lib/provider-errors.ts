@@ -1,4 +1,4 @@
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 
 /**
  * How provider plugins report a failed call, so the kernel's one retry policy can decide: every

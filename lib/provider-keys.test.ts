@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SparConfig } from "../kernel/config.js";
-import { loadConfig } from "../kernel/config.js";
-import type { ModelSettings, ProviderDeclaration } from "../kernel/types.js";
+import { loadConfig } from "../kernel/host/config.js";
+import type { SparConfig } from "../sdk/config.js";
+import type { ModelSettings, ProviderDeclaration } from "../sdk/types.js";
 import { createProviderPolicy, normalizeBaseUrl, resolveCredential } from "./provider-keys.js";
 
 const DECLARATIONS = new Map<string, ProviderDeclaration>([

@@ -1,6 +1,7 @@
 import { join } from "node:path";
-import type { SparConfig } from "../kernel/config.js";
-import type { ModelSettings, ProviderCredential, ProviderDeclaration } from "../kernel/types.js";
+import type { SparConfig } from "../sdk/config.js";
+import { SparError } from "../sdk/errors.js";
+import type { ModelSettings, ProviderCredential, ProviderDeclaration } from "../sdk/types.js";
 
 /**
  * Where a provider key may go. A key is only ever sent to the endpoint the operator paired it with in
@@ -39,6 +40,27 @@ export type CredentialCheck =
 /** Variables the daemon never reads as a provider key, whatever a setting says. */
 export function isReservedVariable(name: string): boolean {
   return /^SPAR_/i.test(name);
+}
+
+/** `SPAR_*` variables hold Spar's own secrets (the master key): never a provider key, even by config. */
+export function refuseReservedKeyVariables(path: string, config: SparConfig): void {
+  const named = [
+    ["default_model", config.default_model.api_key_env],
+    ...(["cheap", "mid", "expensive"] as const).map((t) => [
+      `model_routing.${t}`,
+      config.model_routing[t]?.api_key_env,
+    ]),
+    ...config.providers.endpoints.map((e, i) => [`providers.endpoints[${i}]`, e.api_key_env]),
+  ];
+  for (const [where, name] of named) {
+    if (name && isReservedVariable(name)) {
+      throw new SparError(
+        "CONFIG_INVALID",
+        `${path}: ${where}.api_key_env = "${name}": SPAR_* variables are Spar's own secrets and are never sent as a provider key`,
+        { path: `${where}.api_key_env` },
+      );
+    }
+  }
 }
 
 /**

@@ -4,7 +4,7 @@
  * files), and a connection checked with a PING at start. A URL is only ever shown redacted.
  */
 import { Redis } from "ioredis";
-import { SparError } from "../kernel/sdk.js";
+import { SparError } from "../sdk/index.js";
 
 /** How long the start-up check waits for Redis to answer. */
 const CONNECT_TIMEOUT_MS = 5_000;

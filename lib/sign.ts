@@ -1,5 +1,5 @@
 import { createPrivateKey, KeyObject } from "node:crypto";
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 import { contentDigest, signRequest } from "./http-signatures.js";
 
 /**

@@ -12,7 +12,7 @@ import {
   type TroopTaskRecord,
   type TroopTaskStatus,
   type TroopVote,
-} from "../kernel/sdk.js";
+} from "../sdk/index.js";
 
 /** An ISO time as a store keeps it (UTC, milliseconds), so times compare as text. */
 export function isoTime(value: string, field: string): string {

@@ -4,7 +4,7 @@
  * RFC's "last one wins" lets a proxy-added duplicate silently change what is verified), and decimals
  * are refused (no signature parameter uses them).
  */
-import { SparError } from "../kernel/errors.js";
+import { SparError } from "../sdk/errors.js";
 
 export type BareItem =
   | { type: "string"; value: string }

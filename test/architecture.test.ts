@@ -1,13 +1,14 @@
 /**
  * The boundaries DESIGN §2 draws, checked on the source: the kernel never imports a plugin (or the
- * CLI); a plugin imports only the SDK from the kernel, shared code from lib/, and its own files, never
- * another plugin's; lib/ imports no plugin and no CLI code. And the plugin manifest schema's kinds are
- * the TypeScript ones.
+ * CLI); a plugin imports only the SDK's entry, shared code from lib/, and its own files, never another
+ * plugin's nor the kernel; the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports
+ * no plugin and no CLI code. The kernel stays within its size budget, and the plugin manifest
+ * schema's kinds are the TypeScript ones.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { PLUGIN_KINDS } from "../kernel/plugin-manifest.js";
+import { PLUGIN_KINDS } from "../sdk/plugin-manifest.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -42,10 +43,19 @@ describe("import boundaries", () => {
       return imports(file)
         .filter(
           (target) =>
-            !(target === "kernel/sdk.js" || target.startsWith("lib/") || target.startsWith(`${own}/`)),
+            !(target === "sdk/index.js" || target.startsWith("lib/") || target.startsWith(`${own}/`)),
         )
         .map((target) => `${file} imports ${target}`);
     });
+    expect(offending).toEqual([]);
+  });
+
+  it("keeps the SDK free of the kernel, the plugins and the CLI", () => {
+    const offending = sources("sdk").flatMap((file) =>
+      imports(file)
+        .filter((target) => /^(kernel|plugins|cli)\//.test(target))
+        .map((target) => `${file} imports ${target}`),
+    );
     expect(offending).toEqual([]);
   });
 
@@ -56,6 +66,19 @@ describe("import boundaries", () => {
         .map((target) => `${file} imports ${target}`),
     );
     expect(offending).toEqual([]);
+  });
+});
+
+describe("the kernel's size budget", () => {
+  const files = sources("kernel").filter((f) => f.endsWith(".ts"));
+  const lines = (file: string) => readFileSync(join(ROOT, file), "utf8").split("\n").length - 1;
+
+  it("is at most 3,000 lines, tests excluded", () => {
+    expect(files.reduce((sum, f) => sum + lines(f), 0)).toBeLessThanOrEqual(3000);
+  });
+
+  it("has no file over 300 lines", () => {
+    expect(files.filter((f) => lines(f) > 300)).toEqual([]);
   });
 });
 

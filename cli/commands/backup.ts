@@ -15,11 +15,11 @@ import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { copyFile, open, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { SparConfig } from "../../kernel/config.js";
-import { loadSparConfig } from "../../kernel/config-sections.js";
-import { isSparError, SparError } from "../../kernel/errors.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadSparConfig } from "../../kernel/host/config-sections.js";
 import { loadDotEnv, MASTER_KEY_FILE, readMasterSecret, resolveHome } from "../../lib/home.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 
@@ -288,7 +288,7 @@ async function withOfflineStore<T>(
 async function openRing(home: string, dataDir: string, config: SparConfig) {
   const [{ createLogger }, { discoverPlugins, pluginRoots }, { createRing }] = await Promise.all([
     import("../../kernel/logger.js"),
-    import("../../kernel/plugin-manifest.js"),
+    import("../../kernel/host/plugin-manifest.js"),
     import("../../kernel/ring.js"),
   ]);
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);

@@ -1,5 +1,5 @@
-import { SparError } from "../../kernel/errors.js";
-import type { BoutRecord } from "../../kernel/types.js";
+import { SparError } from "../../sdk/errors.js";
+import type { BoutRecord } from "../../sdk/types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 

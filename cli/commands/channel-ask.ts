@@ -5,7 +5,7 @@
  * naming the flag that gives it, and progress is plain lines on stdout (none with `--json`, whose
  * single document is printed at the end).
  */
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 import { printable } from "../output.js";
 
 type Clack = typeof import("@clack/prompts");

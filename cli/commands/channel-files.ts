@@ -11,13 +11,13 @@ import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { parse, stringify } from "smol-toml";
-import { loadConfig } from "../../kernel/config.js";
-import { loadSparConfig } from "../../kernel/config-sections.js";
-import { SparError } from "../../kernel/errors.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
-import { formatSchemaErrors, validatorWithDefaults } from "../../kernel/schema.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { loadSparConfig } from "../../kernel/host/config-sections.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { parseDotEnv } from "../../lib/home.js";
+import { SparError } from "../../sdk/errors.js";
+import { formatSchemaErrors, validatorWithDefaults } from "../../sdk/schema.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 
 type Table = Record<string, unknown>;
 

@@ -6,7 +6,7 @@
  * Telegram's webhook set or deleted. No message here ever contains a token: URLs that carry one
  * (Telegram's `/bot<token>/…`) are never shown, only the API root.
  */
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 
 export type PlatformId = "telegram" | "slack" | "discord";
 

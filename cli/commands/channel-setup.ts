@@ -11,8 +11,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { SparError } from "../../kernel/errors.js";
 import { resolveHome } from "../../lib/home.js";
+import { SparError } from "../../sdk/errors.js";
 import { type GlobalOptions, printJson } from "../output.js";
 import { type Asker, createAsker } from "./channel-ask.js";
 import { checkTable, readConfig, readEnvFile, tableAt, updateEnvFile, writeTables } from "./channel-files.js";

@@ -4,7 +4,7 @@
  * (cloudflared with a tunnel made beforehand; the URL is `https://<hostname>`) or `manual` (a URL
  * of your own that forwards to the webhook listener). Keys the flags do not set are kept.
  */
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 import type { Asker } from "./channel-ask.js";
 
 export type TunnelMode = "quick" | "named" | "manual";

@@ -6,9 +6,9 @@
  * `list` and `tunnel` fall back to what config.toml says when it is not running.
  */
 
-import { isSparError, SparError } from "../../kernel/errors.js";
-import type { ChannelStatus, TunnelInfo } from "../../kernel/plugin-contracts.js";
 import { resolveHome } from "../../lib/home.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import type { ChannelStatus, TunnelInfo } from "../../sdk/plugin-contracts.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 import { createAsker } from "./channel-ask.js";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { SparError } from "../../kernel/errors.js";
-import type { FighterMessageResult } from "../../kernel/services.js";
+import { SparError } from "../../sdk/errors.js";
+import type { FighterMessageResult } from "../../sdk/services.js";
 import { apiStream } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
 

@@ -1,5 +1,5 @@
-import type { SparConfig } from "../../kernel/config.js";
-import { isSparError } from "../../kernel/errors.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError } from "../../sdk/errors.js";
 import { api } from "../client.js";
 
 /** One configured MCP server as the moves-mcp plugin reports it (`GET /api/v1/mcp/servers`). */

@@ -1,11 +1,11 @@
-import type { SparConfig } from "../../kernel/config.js";
-import { isSparError } from "../../kernel/errors.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { createLogger } from "../../kernel/logger.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { createRing } from "../../kernel/ring.js";
-import type { ModelSettings, ProviderDeclaration } from "../../kernel/types.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
 import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError } from "../../sdk/errors.js";
+import type { ModelSettings, ProviderDeclaration } from "../../sdk/types.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 
 export interface ProviderReport {
   provider: string;

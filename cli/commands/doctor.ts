@@ -1,9 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { SparConfig } from "../../kernel/config.js";
-import { loadSparConfig } from "../../kernel/config-sections.js";
-import { isSparError } from "../../kernel/errors.js";
-import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
+import { loadSparConfig } from "../../kernel/host/config-sections.js";
 import {
   inspectMasterSecret,
   loadDotEnv,
@@ -13,6 +10,9 @@ import {
   weakSecretFix,
 } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError } from "../../sdk/errors.js";
+import type { FighterRecord, ModelSettings } from "../../sdk/types.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
 import { checkMcpServers } from "./doctor-mcp.js";
@@ -89,8 +89,8 @@ async function gorillaProblems(home: string, config: SparConfig): Promise<{ file
     if (!isSparError(err, "DAEMON_UNREACHABLE")) return [];
   }
   const { loadGorillas } = await import("../../lib/gorillas/manifest.js");
-  const { discoverPlugins, pluginRoots } = await import("../../kernel/plugin-manifest.js");
-  const { KERNEL_VERSION, PACKAGE_ROOT } = await import("../../kernel/version.js");
+  const { discoverPlugins, pluginRoots } = await import("../../kernel/host/plugin-manifest.js");
+  const { KERNEL_VERSION, PACKAGE_ROOT } = await import("../../sdk/version.js");
   const moves = new Map(
     discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION).flatMap(({ manifest }) =>
       (manifest.contributes?.moves ?? []).map((m) => [m.name, m.capability] as const),

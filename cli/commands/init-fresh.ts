@@ -1,7 +1,7 @@
 import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { loadSparConfig } from "../../kernel/config-sections.js";
-import { SparError } from "../../kernel/errors.js";
+import { loadSparConfig } from "../../kernel/host/config-sections.js";
+import { SparError } from "../../sdk/errors.js";
 
 /** The database and the files that belong to it: SQLite's journal files and the key-derivation salt. */
 const DATABASE = "spar.db";

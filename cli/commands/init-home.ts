@@ -2,9 +2,10 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "smol-toml";
-import { LOCAL_RUNNER, loadConfig } from "../../kernel/config.js";
-import type { ModelSettings } from "../../kernel/types.js";
+import { loadConfig } from "../../kernel/host/config.js";
 import { loadDotEnv, MASTER_KEY_FILE } from "../../lib/home.js";
+import { LOCAL_RUNNER } from "../../sdk/schemas.js";
+import type { ModelSettings } from "../../sdk/types.js";
 
 /** The provider `spar init` picks from the keys it finds, in this order (DESIGN §7). */
 const PROVIDER_BY_KEY: { env: string; settings: ModelSettings }[] = [

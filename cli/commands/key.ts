@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
-import { SparError } from "../../kernel/errors.js";
 import { resolveHome } from "../../lib/home.js";
 import { addKey, CLI_KEY_ID, cliPublicKeyPath, listKeys, removeKey } from "../../lib/keys.js";
+import { SparError } from "../../sdk/errors.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /**

@@ -1,12 +1,12 @@
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { loadConfig } from "../../kernel/config.js";
-import { isSparError, SparError } from "../../kernel/errors.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
-import type { MoveDeclaration, SkillListing } from "../../kernel/types.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
 import type { Finding } from "../../lib/skills/scan.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import type { MoveDeclaration, SkillListing } from "../../sdk/types.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 

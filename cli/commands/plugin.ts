@@ -1,7 +1,7 @@
-import { loadConfig } from "../../kernel/config.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /** Discovers plugins from their manifests alone: no plugin module is imported, no daemon is needed. */

@@ -8,12 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../../kernel/config.js";
-import { SparError } from "../../kernel/errors.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { createLogger } from "../../kernel/logger.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { createRing } from "../../kernel/ring.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
 import {
   loadDotEnv,
   MASTER_KEY_FILE,
@@ -22,6 +20,8 @@ import {
   resolveHome,
   writeNextMasterSecret,
 } from "../../lib/home.js";
+import { SparError } from "../../sdk/errors.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import { type GlobalOptions, printJson } from "../output.js";
 
 export interface RekeyOptions extends GlobalOptions {

@@ -2,8 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../kernel/config.js";
-import { checkSections } from "../../kernel/config-sections.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { checkSections } from "../../kernel/host/config-sections.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
 import { type AuditInput, auditReport, auditSecurity, type FileFact } from "./security-audit.js";
 import { gatherAuditInput, humanAccounts, parseUidRange } from "./security-facts.js";

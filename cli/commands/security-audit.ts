@@ -1,9 +1,9 @@
 import { join } from "node:path";
-import { parseListen } from "../../kernel/config.js";
-import { DEFAULT_FIGHTER_NAME } from "../../kernel/fighter-manifest.js";
+import { DEFAULT_FIGHTER_NAME } from "../../kernel/fighters/fighter-manifest.js";
 import { type MasterSecretFacts, weakSecretFix } from "../../lib/home.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
+import { parseListen } from "../../sdk/config.js";
 
 /**
  * `spar security audit`: facts are gathered from disk (and, by the CLI, from the daemon) into an

@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
-import type { SparConfig } from "../../kernel/config.js";
 import { inspectMasterSecret, MASTER_KEY_FILE } from "../../lib/home.js";
 import { authorizedDir } from "../../lib/keys.js";
+import type { SparConfig } from "../../sdk/config.js";
 import type { AuditInput, FileFact, FileRole } from "./security-audit.js";
 
 /**

@@ -1,10 +1,10 @@
-import type { SparConfig } from "../../kernel/config.js";
-import { loadSparConfig } from "../../kernel/config-sections.js";
-import { isSparError } from "../../kernel/errors.js";
-import type { DiscoveredPlugin } from "../../kernel/plugin-manifest.js";
-import type { FighterRecord, ModelSettings } from "../../kernel/types.js";
+import { loadSparConfig } from "../../kernel/host/config-sections.js";
+import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
 import { loadDotEnv, resolveHome } from "../../lib/home.js";
 import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError } from "../../sdk/errors.js";
+import type { FighterRecord, ModelSettings } from "../../sdk/types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 import { type AuditInput, auditReport } from "./security-audit.js";

@@ -1,9 +1,9 @@
 import type { KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { SparError } from "../../kernel/errors.js";
 import { resolveHome } from "../../lib/home.js";
 import { CLI_KEY_ID, loadCliKey } from "../../lib/keys.js";
 import { signedHeaders } from "../../lib/sign.js";
+import { SparError } from "../../sdk/errors.js";
 import { daemonUrl } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 

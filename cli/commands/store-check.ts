@@ -2,13 +2,14 @@
  * `spar doctor`'s own look at the database while no daemon runs: opened exactly as start opens it
  * (the Ring, through the active store plugin), the store's integrity check awaited, then closed.
  */
-import type { SparConfig } from "../../kernel/config.js";
+
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { createLogger } from "../../kernel/logger.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { createRing } from "../../kernel/ring.js";
-import type { StoreCheck } from "../../kernel/store-types.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
 import { readMasterSecret } from "../../lib/home.js";
+import type { SparConfig } from "../../sdk/config.js";
+import type { StoreCheck } from "../../sdk/store-types.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 
 /**
  * Opens the store and waits for its integrity check. Throws what opening throws (STORE_KEY_INVALID,

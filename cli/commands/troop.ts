@@ -5,8 +5,8 @@
  * `task` waits for the task to end by default (by polling it, so no request outlives fetch's limits)
  * and exits 1 unless it completed; `--async` returns at once with the id to follow.
  */
-import { SparError } from "../../kernel/errors.js";
-import type { TroopRecord, TroopTaskRecord } from "../../kernel/store-types.js";
+import { SparError } from "../../sdk/errors.js";
+import type { TroopRecord, TroopTaskRecord } from "../../sdk/store-types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 

@@ -2,7 +2,7 @@
  * The parts of a `ChannelAdapter` every platform shares: where a message without a chat goes (the
  * channel's `notify_chat`), and the counts `status()` reports from the gate and the relay.
  */
-import { type ChannelStatus, SparError } from "../../kernel/sdk.js";
+import { type ChannelStatus, SparError } from "../../sdk/index.js";
 import type { ChannelGate } from "./gate.js";
 import type { ChannelRelay } from "./relay.js";
 

@@ -6,7 +6,7 @@
  * and `channel.inbound` / `channel.outbound` events. The platform plugin supplies only the two calls
  * that differ: `typing` and `post`.
  */
-import { type EventBus, isSparError, type Logger, type RingServices } from "../../kernel/sdk.js";
+import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
 import { splitMessage } from "./split.js";
 
 export interface PlatformIo {

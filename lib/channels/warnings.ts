@@ -1,5 +1,5 @@
 /** Warnings every channel logs at start about settings that work but are probably not meant. */
-import type { Logger } from "../../kernel/sdk.js";
+import type { Logger } from "../../sdk/index.js";
 import { isLoopbackHost } from "../loopback.js";
 
 export function warnAboutSettings(options: {

@@ -10,7 +10,7 @@ import {
   type GorillaRunTrigger,
   type RingServices,
   SparError,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { type Cycle, stopCycle } from "./cycle.js";
 import type { CycleSlot, Firing } from "./firing.js";
 import type { GorillaEntry, GorillaView } from "./view.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../../kernel/sdk.js";
+import type { ChatMessage } from "../../sdk/index.js";
 import { createCycleBudget, messageTokens, promptTokens } from "./budget.js";
 
 const user: ChatMessage = { role: "user", content: "u".repeat(400) };

@@ -8,9 +8,9 @@
  * what a call is certain to cost, so the budget is never knowingly overspent; the reply of the last
  * call allowed is the only part that can go past it.
  */
-import type { ChatMessage, MoveDeclaration } from "../../kernel/sdk.js";
+import type { ChatMessage, MoveDeclaration } from "../../sdk/index.js";
 
-/** Tokens in a text, as the kernel estimates them (kernel/compaction.ts). */
+/** Tokens in a text, as the kernel estimates them (kernel/turns/compaction.ts). */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }

@@ -16,7 +16,7 @@ import {
   type Logger,
   type RingServices,
   type Usage,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { type CycleBudget, createCycleBudget } from "./budget.js";
 import { cycleMessage, cycleOutcome, type Stop } from "./lifecycle.js";
 import type { LoadedGorilla } from "./manifest.js";

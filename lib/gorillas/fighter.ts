@@ -2,7 +2,7 @@
  * A gorilla's own fighter: spawned from its GORILLA.toml the first time a cycle needs it, then kept
  * (its memories are its own). A fighter spawned from an earlier file is warned about, not replaced.
  */
-import { isSparError, type Logger, type RingServices } from "../../kernel/sdk.js";
+import { isSparError, type Logger, type RingServices } from "../../sdk/index.js";
 import { fighterManifest, fighterName } from "./cycle.js";
 import type { LoadedGorilla } from "./manifest.js";
 

@@ -5,7 +5,7 @@
  * one process; scheduler-bullmq from BullMQ job schedulers shared by every node on one Redis, where
  * `claim` and `announce` carry what one process knew by itself (a cycle running, a cage).
  */
-import type { GorillaDesired } from "../../kernel/sdk.js";
+import type { GorillaDesired } from "../../sdk/index.js";
 import type { LoadedGorilla } from "./manifest.js";
 
 /** What a firing may ask of the runtime. */

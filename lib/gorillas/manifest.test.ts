@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/errors.js";
+import { isSparError } from "../../sdk/errors.js";
 import { GORILLA_FILE, loadGorillas, MAX_GORILLA_BYTES, parseGorilla } from "./manifest.js";
 import { machineTimezone } from "./schedule.js";
 

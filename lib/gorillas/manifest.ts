@@ -13,12 +13,12 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ErrorObject } from "ajv";
 import { parse as parseToml, TomlError } from "smol-toml";
-import { MODEL_SETTINGS_SCHEMA } from "../../kernel/config.js";
-import { SparError } from "../../kernel/errors.js";
-import { OPEN_CAPABILITY } from "../../kernel/fighter-manifest.js";
-import { findForbiddenKey, forbiddenKeyMessage } from "../../kernel/safe-keys.js";
-import { formatSchemaErrors, validatorWithDefaults } from "../../kernel/schema.js";
-import type { ModelSettings } from "../../kernel/types.js";
+import { SparError } from "../../sdk/errors.js";
+import { findForbiddenKey, forbiddenKeyMessage } from "../../sdk/safe-keys.js";
+import { formatSchemaErrors, validatorWithDefaults } from "../../sdk/schema.js";
+import { MODEL_SETTINGS_SCHEMA } from "../../sdk/schemas.js";
+import type { ModelSettings } from "../../sdk/types.js";
+import { OPEN_CAPABILITY } from "../../sdk/types.js";
 import { isReservedVariable } from "../provider-keys.js";
 import { parseSchedule, type Schedule } from "./schedule.js";
 

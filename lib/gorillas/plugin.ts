@@ -7,14 +7,14 @@
  * only the moves its GORILLA.toml declares. The plugin gives the firing (firing.ts).
  */
 
-import { type GorillaRunTrigger, type PluginApi, SparError, type Usage } from "../../kernel/sdk.js";
+import { type GorillaRunTrigger, type PluginApi, SparError, type Usage } from "../../sdk/index.js";
 import { stopCycle } from "./cycle.js";
 import type { Firing } from "./firing.js";
 import { addGorillaRoutes } from "./routes.js";
 import { createGorillaRuntime, type GorillaRuntime } from "./runtime.js";
 import { machineTimezone, parseSchedule } from "./schedule.js";
 
-declare module "../../kernel/sdk.js" {
+declare module "../../sdk/index.js" {
   interface SparEventMap {
     /** Unleashed: fires on its schedule from now on. */
     "gorilla.unleashed": { gorilla: string; next_run_at: string | null };

@@ -2,7 +2,7 @@
  * The gorilla routes on the API listener (DESIGN §6), each also answered under `/api/…` by the
  * Arena. Lists answer `{gorillas, problems}` and `{runs}`; a gorilla's id is its name.
  */
-import { type RouteRegistry, SparError } from "../../kernel/sdk.js";
+import { type RouteRegistry, SparError } from "../../sdk/index.js";
 import { pageOf } from "../paging.js";
 import type { GorillaRuntime } from "./runtime.js";
 

@@ -18,7 +18,7 @@ import {
   PACKAGE_ROOT,
   type RingServices,
   SparError,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { createGorillaActions, windDown } from "./actions.js";
 import { type Cycle, type CycleDeps, fighterName, startCycle, stopCycle } from "./cycle.js";
 import { ensureFighter } from "./fighter.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/errors.js";
+import { isSparError } from "../../sdk/errors.js";
 import { machineTimezone, parseSchedule, type Schedule } from "./schedule.js";
 
 const MINUTE = 60_000;

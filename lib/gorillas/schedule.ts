@@ -27,7 +27,7 @@
  * schedule.next(new Date("2025-01-01T04:00:00Z")); // 2025-01-01T05:00:00Z, 06:00 in Paris
  */
 import { Cron } from "croner";
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 
 export interface Schedule {
   /** The text as written (trimmed). */

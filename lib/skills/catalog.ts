@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import { type Capability, type SkillListing, SparError } from "../../kernel/sdk.js";
-import { PACKAGE_ROOT } from "../../kernel/version.js";
+import { type Capability, type SkillListing, SparError } from "../../sdk/index.js";
+import { PACKAGE_ROOT } from "../../sdk/version.js";
 import { readLock } from "./lock.js";
 import { rankIndex } from "./rank.js";
 import { type ParsedSkill, parseSkill, SKILL_FILE } from "./skill.js";

@@ -8,7 +8,7 @@
  * see REFUSALS.
  */
 import { createHash } from "node:crypto";
-import { type ErrorCode, SparError } from "../../kernel/errors.js";
+import { type ErrorCode, SparError } from "../../sdk/errors.js";
 import { MAX_SKILL_BYTES, SKILL_FILE } from "./skill.js";
 
 /** A skill's files: the path relative to the skill's folder (`/`-separated) → the bytes. */

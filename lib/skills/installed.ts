@@ -24,7 +24,7 @@
 import { randomBytes } from "node:crypto";
 import { lstat, mkdir, mkdtemp, open, readdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { isSparError, SparError } from "../../kernel/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import { checkSkillFiles, type SkillFiles, type SkillLimits, skillDigest, skillLimits } from "./files.js";
 import {
   type FindingInput,

@@ -13,7 +13,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 import { SKILL_NAME } from "./skill.js";
 
 export const SKILLS_DIR = "skills";

@@ -12,7 +12,7 @@
  * const findings = scanSkill(new Map([["SKILL.md", readFileSync("skills/x/SKILL.md")]]), { moves });
  * if (findings.some((f) => f.severity === "high")) refuse();
  */
-import { isSparError } from "../../kernel/errors.js";
+import { isSparError } from "../../sdk/errors.js";
 import { scanEncoded } from "./scan-decode.js";
 import { scanPatterns } from "./scan-patterns.js";
 import {

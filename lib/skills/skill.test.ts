@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/errors.js";
+import { isSparError } from "../../sdk/errors.js";
 import { parseSkill } from "./skill.js";
 
 const good = `---

@@ -4,8 +4,8 @@
  * same way and refuse a bad one with the same words: the file and the key.
  */
 import { createRequire } from "node:module";
-import { SparError } from "../../kernel/errors.js";
-import type { SkillListing } from "../../kernel/types.js";
+import { SparError } from "../../sdk/errors.js";
+import type { SkillListing } from "../../sdk/types.js";
 
 // The YAML parser is 72 modules: loaded when the first skill is read, not when the daemon starts.
 const require = createRequire(import.meta.url);

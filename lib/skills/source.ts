@@ -20,7 +20,7 @@
 import { constants } from "node:fs";
 import { lstat, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { isSparError, SparError } from "../../kernel/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import { classifyIp, type Ip } from "../web/address.js";
 import { guardedGet, type Resolver, systemResolver } from "../web/fetch.js";
 import {

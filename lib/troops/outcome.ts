@@ -3,7 +3,7 @@
  * it. One wording and one choice of error code for all six strategies, so a task record reads the
  * same whichever strategy ran it.
  */
-import { type ErrorCode, isSparError, type StrategyOutcome, type TroopStep } from "../../kernel/sdk.js";
+import { type ErrorCode, isSparError, type StrategyOutcome, type TroopStep } from "../../sdk/index.js";
 
 /** A failed outcome with a catalog code. */
 export function failure(code: ErrorCode, message: string): StrategyOutcome {

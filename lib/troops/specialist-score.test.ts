@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TroopMember } from "../../kernel/sdk.js";
+import type { TroopMember } from "../../sdk/index.js";
 import { contentWords } from "../words.js";
 import { CAPABILITY_KEYWORDS, pickSpecialist, SPECIALIST_WEIGHTS, scoreMembers } from "./specialist-score.js";
 

@@ -4,8 +4,9 @@
  * (its skills' names) and what it says it is (its description and name). No model call: the same
  * task and troop always pick the same member, and the scores are kept on the task as the reason.
  */
-import type { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
-import type { SpecialistReason, TroopMember } from "../../kernel/sdk.js";
+
+import type { SpecialistReason, TroopMember } from "../../sdk/index.js";
+import type { CAPABILITY_TYPES } from "../../sdk/schemas.js";
 import { contentWords } from "../words.js";
 
 /** Points a task word earns a member, once per kind of match (a word can match all three). */

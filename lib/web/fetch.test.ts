@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isSparError, SparError } from "../../kernel/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import { formatIp, type Ip } from "./address.js";
 import { type GuardedGet, guardedGet, type Resolver } from "./fetch.js";
 

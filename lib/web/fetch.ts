@@ -14,7 +14,7 @@ import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { isSparError, SparError } from "../../kernel/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import { formatIp, hostLiteral, type Ip, parseIp, unmapped } from "./address.js";
 
 /** Every address a name resolves to. Injectable so tests can play DNS. */

@@ -5,7 +5,7 @@
  * resolution (fetch.ts). Which setting the list came from and who is fetching are named in every
  * refusal, so web_fetch says `[moves.web] allow_private` and the skill installer its own setting.
  */
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 import {
   type Cidr,
   classifyIp,

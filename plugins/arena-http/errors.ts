@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { type ErrorCode, formatSchemaErrors, isSparError, type Logger, SparError } from "../../kernel/sdk.js";
+import { type ErrorCode, formatSchemaErrors, isSparError, type Logger, SparError } from "../../sdk/index.js";
 
 /** fastify's own errors, by their stable `code`, mapped onto the catalog. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {

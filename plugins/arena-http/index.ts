@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { definePlugin, parseListen, SparError } from "../../kernel/sdk.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
+import { definePlugin, parseListen, SparError } from "../../sdk/index.js";
 import { createPluginRoutes } from "./plugin-routes.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";

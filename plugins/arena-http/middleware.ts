@@ -5,7 +5,7 @@
  */
 import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
-import type { Logger } from "../../kernel/sdk.js";
+import type { Logger } from "../../sdk/index.js";
 import { registerGzip } from "./gzip.js";
 import type { ArenaSettings } from "./settings.js";
 

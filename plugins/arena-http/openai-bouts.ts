@@ -5,7 +5,7 @@
  * `user` field keeps one bout per user string (stored like a channel chat's, under platform
  * `openai`), and without either the fighter's latest bout is continued, as on the message route.
  */
-import { isSparError, type RingServices } from "../../kernel/sdk.js";
+import { isSparError, type RingServices } from "../../sdk/index.js";
 
 /** The platform name a user's bout is stored under (`ring.channels.bouts`). */
 export const OPENAI_PLATFORM = "openai";

@@ -7,7 +7,7 @@
  * Spar's, and is ignored.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isSparError, type Logger, type RingServices, SparError } from "../../kernel/sdk.js";
+import { isSparError, type Logger, type RingServices, SparError } from "../../sdk/index.js";
 import { createOpenAiBouts } from "./openai-bouts.js";
 import { toOpenAiError } from "./openai-errors.js";
 import {

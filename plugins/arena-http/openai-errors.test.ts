@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SparError, validatorFor } from "../../kernel/sdk.js";
+import { SparError, validatorFor } from "../../sdk/index.js";
 import { errorType, paramOf, toOpenAiError } from "./openai-errors.js";
 import { chatBody } from "./openai-schema.js";
 

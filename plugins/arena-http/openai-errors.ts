@@ -6,7 +6,7 @@
  * the offending request field in OpenAI's notation (`messages[2].content`).
  */
 import type { FastifyError } from "fastify";
-import { formatSchemaErrors, isSparError, SparError } from "../../kernel/sdk.js";
+import { formatSchemaErrors, isSparError, SparError } from "../../sdk/index.js";
 import { toSparError } from "./errors.js";
 
 /** An error as an OpenAI client receives it. */

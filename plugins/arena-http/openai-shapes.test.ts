@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type FighterMessageResult, isSparError } from "../../kernel/sdk.js";
+import { type FighterMessageResult, isSparError } from "../../sdk/index.js";
 import type { ChatMessageInput } from "./openai-schema.js";
 import {
   chunkOf,

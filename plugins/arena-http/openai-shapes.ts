@@ -4,7 +4,7 @@
  * `chat.completion.chunk`s and its `model` objects. Kept apart from the routes so each shape is
  * checked field by field against OpenAI's in a unit test.
  */
-import { type FighterMessageResult, type FighterRecord, SparError, type Usage } from "../../kernel/sdk.js";
+import { type FighterMessageResult, type FighterRecord, SparError, type Usage } from "../../sdk/index.js";
 import type { ChatMessageInput } from "./openai-schema.js";
 
 /**

@@ -8,7 +8,7 @@
  */
 import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyReply } from "fastify";
-import type { FighterMessageResult } from "../../kernel/sdk.js";
+import type { FighterMessageResult } from "../../sdk/index.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 import { toOpenAiError } from "./openai-errors.js";
 import { type CompletionHead, chunkOf, finishReason, streamTail, usageChunkOf } from "./openai-shapes.js";

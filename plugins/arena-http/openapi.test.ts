@@ -6,7 +6,7 @@
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { ERROR_CATALOG } from "../../kernel/sdk.js";
+import { ERROR_CATALOG } from "../../sdk/index.js";
 import { type OpenApiDocument, openApiPath, registerOpenApi } from "./openapi.js";
 import { createPluginRoutes, type PluginRoutes } from "./plugin-routes.js";
 

@@ -6,7 +6,7 @@
  * is written per route, so the document cannot drift from the routes.
  */
 import type { FastifyInstance, FastifySchema } from "fastify";
-import { ERROR_CATALOG, type PluginRoute } from "../../kernel/sdk.js";
+import { ERROR_CATALOG, type PluginRoute } from "../../sdk/index.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 declare module "fastify" {

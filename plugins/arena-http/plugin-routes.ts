@@ -14,7 +14,7 @@ import {
   type RouteResponse,
   SparError,
   validatorFor,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { isReservedPath } from "./public-assets.js";
 import { disconnectSignal } from "./routes.js";
 

@@ -12,7 +12,7 @@ import { createReadStream } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 const TYPES: Record<string, string> = {

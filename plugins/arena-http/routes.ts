@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { cancellation, type RingServices, SparError } from "../../kernel/sdk.js";
+import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
 import { streamReply } from "./sse.js";
 
 const idParams = {

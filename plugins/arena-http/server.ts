@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { FastifyValidationResult } from "fastify/types/schema.js";
-import type { EventBus, Logger, RingServices } from "../../kernel/sdk.js";
-import { validatorFor } from "../../kernel/sdk.js";
+import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
+import { validatorFor } from "../../sdk/index.js";
 import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";

@@ -1,5 +1,5 @@
 import type { FastifyReply } from "fastify";
-import type { FighterMessageResult } from "../../kernel/sdk.js";
+import type { FighterMessageResult } from "../../sdk/index.js";
 import { toSparError } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 

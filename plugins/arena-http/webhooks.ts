@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import { findForbiddenKey, forbiddenKeyMessage, type Logger, SparError } from "../../kernel/sdk.js";
+import { findForbiddenKey, forbiddenKeyMessage, type Logger, SparError } from "../../sdk/index.js";
 import { createErrorHandler } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";

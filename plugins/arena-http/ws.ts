@@ -18,7 +18,7 @@ import {
   type RingServices,
   SparError,
   type SparEvent,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { clientOf } from "./security.js";
 

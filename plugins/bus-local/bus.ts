@@ -1,5 +1,5 @@
 /** The in-process bus: `bus-local`'s events and quota windows, as the kernel's `Bus`. */
-import type { Bus, BusOpenOptions, TurnLease } from "../../kernel/sdk.js";
+import type { Bus, BusOpenOptions, TurnLease } from "../../sdk/index.js";
 import { createEventBus } from "./events.js";
 import { createQuotaWindow } from "./quota-window.js";
 

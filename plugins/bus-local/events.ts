@@ -3,7 +3,7 @@
  * bounded history of lifecycle events lets a client resume from a seq.
  */
 import { randomUUID } from "node:crypto";
-import type { EventBus, EventListener, SparEvent } from "../../kernel/sdk.js";
+import type { EventBus, EventListener, SparEvent } from "../../sdk/index.js";
 
 /**
  * Creates the bus. A listener that throws is reported through `onListenerError` and never stops the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Admission } from "../../kernel/sdk.js";
+import type { Admission } from "../../sdk/index.js";
 import { createQuotaWindow, type QuotaWindow } from "./quota-window.js";
 
 function clock(start = 1_000_000) {

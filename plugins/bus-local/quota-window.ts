@@ -3,7 +3,7 @@
  * restart starts them empty), with running sums so an admission costs the same however busy the
  * window is.
  */
-import type { Admission, QuotaLimits, Reservation } from "../../kernel/sdk.js";
+import type { Admission, QuotaLimits, Reservation } from "../../sdk/index.js";
 
 /** The windows as this module keeps them: synchronous; index.ts hands the kernel promises of them. */
 export interface QuotaWindow {

@@ -8,7 +8,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { EventBus, EventListener, Logger, SparEvent, SparEventPayload } from "../../kernel/sdk.js";
+import type { EventBus, EventListener, Logger, SparEvent, SparEventPayload } from "../../sdk/index.js";
 
 /** The most entries read per XREAD, and how long one blocks before it looks again (ms). */
 const READ_COUNT = 1000;

@@ -3,8 +3,9 @@
  * their events (one global order, resumable seqs), their quota windows and each fighter's turn lease. `[redis] url_env` names
  * the variable holding the URL; `[redis] prefix` namespaces the keys, so clusters can share a server.
  */
-import { definePlugin } from "../../kernel/sdk.js";
+
 import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
+import { definePlugin } from "../../sdk/index.js";
 import { createRedisEvents } from "./events.js";
 import { createRedisLeases } from "./leases.js";
 import { createRedisQuotas } from "./quotas.js";

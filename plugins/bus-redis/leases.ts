@@ -9,7 +9,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { cancellation, type TurnLease, type TurnLeases } from "../../kernel/sdk.js";
+import { cancellation, type TurnLease, type TurnLeases } from "../../sdk/index.js";
 
 /** How long a lease lives without renewal: the longest a dead node's fighter waits. */
 export const LEASE_MS = 5000;

@@ -8,7 +8,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { Admission, QuotaLimits, QuotaWindows, Reservation } from "../../kernel/sdk.js";
+import type { Admission, QuotaLimits, QuotaWindows, Reservation } from "../../sdk/index.js";
 
 /** A reservation its node never settled (the node died) stops counting after this long past the window. */
 const ORPHAN_MS = 10 * 60 * 1000;

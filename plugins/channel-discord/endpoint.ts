@@ -12,16 +12,16 @@
 import type { KeyObject } from "node:crypto";
 import type { REST } from "discord.js";
 import { Routes } from "discord.js";
+import type { ChannelGate } from "../../lib/channels/gate.js";
+import { createChannelRelay, type PlatformIo } from "../../lib/channels/relay.js";
+import { discordDeliveryOk } from "../../lib/channels/verify.js";
 import {
   type EventBus,
   type Logger,
   type PluginRoute,
   type RingServices,
   SparError,
-} from "../../kernel/sdk.js";
-import type { ChannelGate } from "../../lib/channels/gate.js";
-import { createChannelRelay, type PlatformIo } from "../../lib/channels/relay.js";
-import { discordDeliveryOk } from "../../lib/channels/verify.js";
+} from "../../sdk/index.js";
 import { DISCORD_LIMIT } from "./gateway.js";
 import { DEFERRED, ephemeral, type Interaction, PONG, readInteraction } from "./interaction.js";
 

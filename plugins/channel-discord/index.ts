@@ -9,9 +9,9 @@
  * either may fail without stopping the daemon: `spar channel status discord` says why.
  */
 import { REST } from "discord.js";
-import { type ChannelAdapter, definePlugin, SparError } from "../../kernel/sdk.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
+import { type ChannelAdapter, definePlugin, SparError } from "../../sdk/index.js";
 import { createAskRunner, interactionsRoute } from "./endpoint.js";
 import { createGateway } from "./gateway.js";
 import { registerInteractions } from "./register.js";

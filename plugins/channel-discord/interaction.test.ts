@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { ASK_COMMAND, ephemeral, readInteraction } from "./interaction.js";
 
 const USER = "300000000000000001";

@@ -4,7 +4,7 @@
  * Discord expects in the HTTP response. Everything else Discord could send (buttons, modals,
  * autocomplete) is refused: this bot registers none of them.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 /** The slash command, as `PUT /applications/:id/commands` takes it. */
 export const ASK_COMMAND = {

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { type DiscordSettings, readSecrets } from "./settings.js";
 
 const SETTINGS: DiscordSettings = {

@@ -6,7 +6,7 @@
  * its WebClient, pointed at `<api_root>/api/`, makes every outbound call.
  */
 import { App, type Logger as BoltLogger, LogLevel, type Receiver, type webApi } from "@slack/bolt";
-import type { Logger } from "../../kernel/sdk.js";
+import type { Logger } from "../../sdk/index.js";
 
 /** A plain message from a member, as the `message` listener hands it on. */
 export interface SlackMessage {

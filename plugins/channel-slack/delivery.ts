@@ -5,7 +5,7 @@
  * (edits, deletions, joins, files, `bot_message`) and anything a bot posted, the bot's own replies
  * included, so it never answers itself.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export type SlackDelivery =
   | { kind: "challenge"; challenge: string }

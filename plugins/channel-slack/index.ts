@@ -8,11 +8,12 @@
  * relay: the fighter's turn, with an ⏳ reaction standing in for typing (typing.ts), and the reply
  * posted with bolt's `chat.postMessage` in parts of at most 3,000 characters.
  */
-import { type ChannelAdapter, definePlugin } from "../../kernel/sdk.js";
+
 import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
+import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
 import { createSlackBolt, slackErrorText } from "./bolt.js";
 import { readSecrets, type SlackSettings } from "./settings.js";
 import { createReactionTyping } from "./typing.js";

@@ -4,7 +4,7 @@
  * Without the signing secret no delivery could be verified, so the daemon refuses to start rather
  * than serve a webhook anyone who learns the URL could call.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export interface SlackSettings {
   token_env: string;

@@ -7,7 +7,7 @@
  * otherwise changes nothing.
  */
 import type { webApi } from "@slack/bolt";
-import type { Logger } from "../../kernel/sdk.js";
+import type { Logger } from "../../sdk/index.js";
 import { slackErrorText } from "./bolt.js";
 
 /** The reaction shown while a turn runs. */

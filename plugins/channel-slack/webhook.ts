@@ -11,11 +11,12 @@
  * - a member over `rate_per_minute`: 200 (an error would only make Slack retry it, and count against
  *   the app), the message dropped, and a short notice in the chat at most once a minute per member.
  */
-import type { Logger, PluginRoute } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+
 import type { ChannelGate } from "../../lib/channels/gate.js";
 import type { ChannelRelay } from "../../lib/channels/relay.js";
 import { slackDeliveryOk } from "../../lib/channels/verify.js";
+import type { Logger, PluginRoute } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { readDelivery } from "./delivery.js";
 
 /** Slack's redelivery of an event: which attempt, and why Slack thinks the last one failed. */

@@ -8,11 +8,11 @@
  * `spar channel status`).
  */
 import { Api } from "grammy";
-import { type ChannelAdapter, definePlugin } from "../../kernel/sdk.js";
 import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
+import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
 import { type Registration, registerWebhook } from "./registration.js";
 import { readSecrets, type TelegramSettings } from "./settings.js";
 import { telegramWebhook } from "./webhook.js";

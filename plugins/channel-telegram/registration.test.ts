@@ -1,6 +1,6 @@
 import { Api } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Logger, TunnelInfo } from "../../kernel/sdk.js";
+import type { Logger, TunnelInfo } from "../../sdk/index.js";
 import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram-server.js";
 import { type Registration, registerWebhook } from "./registration.js";
 

@@ -5,7 +5,7 @@
  * daemon: a failure is logged and kept for `spar channel status`.
  */
 import type { Api } from "grammy";
-import type { Logger, TunnelInfo } from "../../kernel/sdk.js";
+import type { Logger, TunnelInfo } from "../../sdk/index.js";
 
 /**
  * grammy types its signals as the `abort-controller` package's; at run time it needs only

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { readSecrets, type TelegramSettings } from "./settings.js";
 
 const SETTINGS: TelegramSettings = {

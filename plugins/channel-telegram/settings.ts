@@ -4,7 +4,7 @@
  * Webhook mode refuses to start without a usable secret: a webhook anyone could call would let
  * anyone who learns the URL talk to the fighter as an allowed sender.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export interface TelegramSettings {
   token_env: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { readUpdate } from "./update.js";
 
 const message = (over: Record<string, unknown> = {}) => ({

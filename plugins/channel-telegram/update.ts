@@ -5,7 +5,7 @@
  * anything that is not a text message from a user is "ignored", never an error, so Telegram does
  * not retry it.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export type ReadUpdate =
   | { kind: "text"; update_id: number; sender: string; chat: string; text: string }

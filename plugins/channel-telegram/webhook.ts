@@ -9,11 +9,12 @@
  * - a sender over `rate_per_minute`: 429 with `retry_after_s`. Telegram retries it later, and the
  *   retry is then a replay and dropped: a flood never queues up turns.
  */
-import type { Logger, PluginRoute } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+
 import type { ChannelGate } from "../../lib/channels/gate.js";
 import type { ChannelRelay } from "../../lib/channels/relay.js";
 import { telegramDeliveryOk } from "../../lib/channels/verify.js";
+import type { Logger, PluginRoute } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { readUpdate } from "./update.js";
 
 /** The webhook route for `path`, checking deliveries against `secret`. */

@@ -3,7 +3,7 @@ import {
   type CompactionStrategy,
   definePlugin,
   type RingServices,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { transcript } from "./transcript.js";
 
 export const SUMMARY_SYSTEM =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StoredMessage } from "../../kernel/sdk.js";
+import type { StoredMessage } from "../../sdk/index.js";
 import { transcript } from "./transcript.js";
 
 const at = { bout_id: "b", created_at: "" };

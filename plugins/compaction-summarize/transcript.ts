@@ -1,4 +1,4 @@
-import type { StoredMessage } from "../../kernel/sdk.js";
+import type { StoredMessage } from "../../sdk/index.js";
 
 /** Long messages are clipped in the transcript: a summary needs their gist, not every byte. */
 const CLIP = 2000;

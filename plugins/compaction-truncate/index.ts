@@ -1,4 +1,4 @@
-import { type CompactionStrategy, definePlugin } from "../../kernel/sdk.js";
+import { type CompactionStrategy, definePlugin } from "../../sdk/index.js";
 
 /** Truncation: the old messages simply leave the context (they stay on disk, marked compacted). */
 const truncate: CompactionStrategy = {

@@ -5,7 +5,7 @@
  * client could.
  */
 import { join } from "node:path";
-import { definePlugin } from "../../kernel/sdk.js";
+import { definePlugin } from "../../sdk/index.js";
 
 export default definePlugin({
   id: "dashboard-web",

@@ -1,5 +1,5 @@
-import type { CreedDocument, CreedObservation, FighterManifest, Relationship } from "../../kernel/sdk.js";
 import { decayedScore } from "../../lib/decay.js";
+import type { CreedDocument, CreedObservation, FighterManifest, Relationship } from "../../sdk/index.js";
 
 export interface CreedConfig {
   /** Ask the model for observations after substantial exchanges. */

@@ -11,7 +11,7 @@ import {
   type RingServices,
   type RouteRequest,
   SparError,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import {
   type CreedConfig,
   countConversation,
@@ -24,7 +24,7 @@ import {
   renderCreed,
 } from "./creed.js";
 
-declare module "../../kernel/sdk.js" {
+declare module "../../sdk/index.js" {
   interface SparEventMap {
     "creed.updated": { fighter_id: string; name: string; reason: "conversation" | "reflection" | "edit" };
   }

@@ -3,7 +3,7 @@
  * on a configured channel through the channel's own adapter. A grant's `scope` (a platform or a list)
  * limits which channels it may post to; `full_access` posts anywhere configured.
  */
-import { definePlugin, type MoveHandler, SparError } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 
 /** The platforms a fighter's grants let it post to; undefined: any. */
 function allowedPlatforms(

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { type MoveContext, type MoveHandler, SparError } from "../../kernel/sdk.js";
+import { type MoveContext, type MoveHandler, SparError } from "../../sdk/index.js";
 import { applicationDirs, findDesktopEntry } from "./desktop-entry.js";
 import {
   type Button,

@@ -1,4 +1,4 @@
-import { definePlugin } from "../../kernel/sdk.js";
+import { definePlugin } from "../../sdk/index.js";
 import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./desktop.js";
 
 /**

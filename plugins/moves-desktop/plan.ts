@@ -1,6 +1,6 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import type { ErrorCode } from "../../kernel/sdk.js";
+import type { ErrorCode } from "../../sdk/index.js";
 import type { X11Refusal } from "./x11.js";
 
 /**

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { findTool, runCommand } from "./run.js";
 
 /** Real processes: a process counts as gone when /proc no longer has it, or it is an unreaped zombie. */

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
-import { cancelledError, isSparError, SparError } from "../../kernel/sdk.js";
+import { cancelledError, isSparError, SparError } from "../../sdk/index.js";
 
 /** What one command of a desktop move gets: argv only (no shell), a cleared environment, a deadline. */
 export interface CommandOptions {

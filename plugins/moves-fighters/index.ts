@@ -1,4 +1,4 @@
-import { type Capability, definePlugin, type MoveHandler, SparError } from "../../kernel/sdk.js";
+import { type Capability, definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 
 /**
  * `fighter_message {to, content}`: a turn of another fighter, started from inside this one. The call

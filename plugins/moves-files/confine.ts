@@ -3,7 +3,7 @@ import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { type Capability, isSparError, SparError } from "../../kernel/sdk.js";
+import { type Capability, isSparError, SparError } from "../../sdk/index.js";
 
 /**
  * Path confinement for the file moves. A path is first placed lexically (`..` folded, `~` expanded,

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { definePlugin, type MoveContext, type MoveHandler } from "../../kernel/sdk.js";
+import { definePlugin, type MoveContext, type MoveHandler } from "../../sdk/index.js";
 import { type Access, Confinement, fsFailure } from "./confine.js";
 import { listFolder } from "./list.js";
 import { readText } from "./read.js";

@@ -1,7 +1,7 @@
 import type { Stats } from "node:fs";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { type Confinement, O_PATH, procPath } from "./confine.js";
 
 export interface ListInput {

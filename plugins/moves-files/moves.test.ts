@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Capability } from "../../kernel/sdk.js";
+import type { Capability } from "../../sdk/index.js";
 import { type Access, Confinement } from "./confine.js";
 import { withDefaults } from "./index.js";
 import { listFolder } from "./list.js";

@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import type { Confinement } from "./confine.js";
 
 export interface ReadInput {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Stats } from "node:fs";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { type Confinement, procPath, type Slot } from "./confine.js";
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND, O_NONBLOCK, O_RDONLY } = constants;

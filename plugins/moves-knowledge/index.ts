@@ -1,5 +1,5 @@
-import { definePlugin, type KgEntity, type KgRelation, type MoveHandler } from "../../kernel/sdk.js";
 import { queryWords } from "../../lib/words.js";
+import { definePlugin, type KgEntity, type KgRelation, type MoveHandler } from "../../sdk/index.js";
 
 /**
  * The knowledge-graph moves. Input arrives validated against the schemas in plugin.json; the

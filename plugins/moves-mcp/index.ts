@@ -13,12 +13,12 @@
  * server process.
  */
 import { join } from "node:path";
-import { type Capability, definePlugin, type MoveDeclaration, type MoveHandler } from "../../kernel/sdk.js";
+import { type Capability, definePlugin, type MoveDeclaration, type MoveHandler } from "../../sdk/index.js";
 import type { ServerConnection, ServerFailed, ServerStarted } from "./server.js";
 import { type McpSettings, serverSpecs } from "./settings.js";
 import { notStarted, type ServerStatus } from "./status.js";
 
-declare module "../../kernel/sdk.js" {
+declare module "../../sdk/index.js" {
   interface SparEventMap {
     /** A server started (or restarted) and listed its tools. */
     "mcp.server_started": ServerStarted;

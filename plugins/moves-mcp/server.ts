@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import { type Logger, type MoveDeclaration, SparError, validatorFor } from "../../kernel/sdk.js";
+import { type Logger, type MoveDeclaration, SparError, validatorFor } from "../../sdk/index.js";
 import { exposedNames } from "./naming.js";
 import { ProcessTransport } from "./process-transport.js";
 import { redact, type ServerSpec, secretsOf } from "./settings.js";

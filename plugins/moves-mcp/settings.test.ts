@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../kernel/config.js";
-import { checkSections } from "../../kernel/config-sections.js";
-import { readManifest } from "../../kernel/plugin-manifest.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { checkSections } from "../../kernel/host/config-sections.js";
+import { readManifest } from "../../kernel/host/plugin-manifest.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import {
   describeServer,
   type McpSettings,

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 /** One `[mcp.servers.<name>]` table as plugin.json's schema lets it through. */
 export interface ServerTable {

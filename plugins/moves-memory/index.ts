@@ -1,4 +1,4 @@
-import { definePlugin, type MoveHandler } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler } from "../../sdk/index.js";
 import { recallMemories } from "./recall.js";
 
 /**

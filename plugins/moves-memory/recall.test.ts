@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { MemoryMatch, RingServices } from "../../kernel/sdk.js";
 import { decayedScore } from "../../lib/decay.js";
 import { queryWords } from "../../lib/words.js";
+import type { MemoryMatch, RingServices } from "../../sdk/index.js";
 import { recallMemories } from "./recall.js";
 
 const DAY = 86_400_000;

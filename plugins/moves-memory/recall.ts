@@ -1,6 +1,6 @@
-import type { DecayConfig, MemoryMatch, RingServices } from "../../kernel/sdk.js";
 import { decayedScore } from "../../lib/decay.js";
 import { queryWords } from "../../lib/words.js";
+import type { DecayConfig, MemoryMatch, RingServices } from "../../sdk/index.js";
 
 export interface RecalledMemory {
   key: string;

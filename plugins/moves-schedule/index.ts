@@ -4,7 +4,7 @@
  * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout.
  */
 import { randomUUID } from "node:crypto";
-import { definePlugin, type MoveHandler, SparError } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 import { createScheduleRunner } from "./runner.js";
 import { firstRun } from "./when.js";
 

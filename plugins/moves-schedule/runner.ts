@@ -4,8 +4,8 @@
  * so a crash during the turn never repeats it; a schedule missed while the daemon was down runs
  * once when it starts, and a cron one then keeps its rhythm from there.
  */
-import type { Logger, RingServices, ScheduleRecord } from "../../kernel/sdk.js";
-import { isSparError } from "../../kernel/sdk.js";
+import type { Logger, RingServices, ScheduleRecord } from "../../sdk/index.js";
+import { isSparError } from "../../sdk/index.js";
 import { nextCronRun } from "./when.js";
 
 /** setTimeout's longest delay: a schedule further away is looked at again then. */

@@ -1,6 +1,6 @@
 /** When a schedule runs: a time given outright, a delay, or a cron expression in a time zone. */
 import { Cron } from "croner";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 /** The latest time a one-time schedule may name: ten years on. */
 const MAX_AHEAD_MS = 10 * 365 * 86_400_000;

@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 /**
  * The folder a command runs in: the workspace, or `cwd` inside it (relative to it, or absolute), with

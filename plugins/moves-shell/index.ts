@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../sdk/index.js";
 import { commandFolder } from "./cwd.js";
 import { policyOf, refusal } from "./patterns.js";
 import { runCommand } from "./run.js";

@@ -1,4 +1,4 @@
-import type { Capability } from "../../kernel/sdk.js";
+import type { Capability } from "../../sdk/index.js";
 
 /**
  * Which commands a fighter's grants allow. A `shell_exec` grant's `pattern` (a string or a list) is

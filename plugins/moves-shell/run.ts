@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { type CollectedOutput, collectOutput } from "./output.js";
 
 export interface CommandSpec {

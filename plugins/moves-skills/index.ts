@@ -1,12 +1,4 @@
 import {
-  type ChatMessage,
-  definePlugin,
-  type FighterRow,
-  type MoveDeclaration,
-  type MoveHandler,
-  SparError,
-} from "../../kernel/sdk.js";
-import {
   listing,
   loadSkills,
   missingCapabilities,
@@ -19,11 +11,19 @@ import {
 } from "../../lib/skills/catalog.js";
 import { disabledNames } from "../../lib/skills/disabled.js";
 import { rankIndex } from "../../lib/skills/rank.js";
+import {
+  type ChatMessage,
+  definePlugin,
+  type FighterRow,
+  type MoveDeclaration,
+  type MoveHandler,
+  SparError,
+} from "../../sdk/index.js";
 import { installRoutes } from "./install-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 import { type SkillsSettings, withDefaults } from "./settings.js";
 
-declare module "../../kernel/sdk.js" {
+declare module "../../sdk/index.js" {
   interface SparEventMap {
     /** A skill was installed, or a bundled one switched on again. */
     "move.installed": { name: string; source: string; version: string; forced: boolean };

@@ -1,9 +1,9 @@
-import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
 import type { Skill } from "../../lib/skills/catalog.js";
 import { bundledSwitch } from "../../lib/skills/disabled.js";
 import type { Finding } from "../../lib/skills/scan.js";
 import { parseSkill, SKILL_FILE, SKILL_NAME } from "../../lib/skills/skill.js";
+import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import type { SkillsSettings } from "./settings.js";
 
 export interface InstallDeps {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, MoveDeclaration } from "../../kernel/sdk.js";
+import type { ChatMessage, MoveDeclaration } from "../../sdk/index.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 
 const tool = (name: string, capability = name): MoveDeclaration => ({

@@ -1,4 +1,4 @@
-import type { ChatMessage, MoveDeclaration } from "../../kernel/sdk.js";
+import type { ChatMessage, MoveDeclaration } from "../../sdk/index.js";
 
 /** The moves of this plugin: always offered, whatever else is deferred. */
 export const META_MOVES = ["skill_search", "skill_load", "move_search"] as const;

@@ -5,7 +5,7 @@
  * NUL byte.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { windows1252 } from "./entities.js";
 import { htmlToText } from "./html-text.js";
 

@@ -1,4 +1,4 @@
-import { definePlugin, type MoveHandler } from "../../kernel/sdk.js";
+import { definePlugin, type MoveHandler } from "../../sdk/index.js";
 import { webSearch } from "./search.js";
 import { type WebTable, webSettings } from "./settings.js";
 import { webFetch } from "./web-fetch.js";

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { validatorFor } from "../../kernel/sdk.js";
 import { hostLiteral } from "../../lib/web/address.js";
 import { addressRefusal, parseAllowPrivate } from "../../lib/web/policy.js";
+import { validatorFor } from "../../sdk/index.js";
 import { grantedHosts, WEB_ALLOW } from "./policy.js";
 import { webSettings } from "./settings.js";
 

@@ -3,8 +3,9 @@
  * allowlist (names the URL carries). `[moves.web] allow_private` is read by lib/web/policy.ts's
  * parser, named as WEB_ALLOW so every refusal points at this plugin's setting.
  */
-import type { Capability } from "../../kernel/sdk.js";
+
 import { type AllowSetting, type HostPattern, parseHostPattern } from "../../lib/web/policy.js";
+import type { Capability } from "../../sdk/index.js";
 
 /** `[moves.web] allow_private`, as refusals and CONFIG_INVALID name it. */
 export const WEB_ALLOW: AllowSetting = {

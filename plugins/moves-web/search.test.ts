@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isSparError } from "../../kernel/sdk.js";
+import { isSparError } from "../../sdk/index.js";
 import { pickResults, searchUrl, webSearch } from "./search.js";
 import { webSettings } from "./settings.js";
 

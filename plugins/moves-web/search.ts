@@ -6,8 +6,9 @@
  * SearXNG): it is exempt from web_fetch's address rules, but redirects from it are not followed, so
  * the exemption reaches that one address and nothing it points to.
  */
-import { SparError } from "../../kernel/sdk.js";
+
 import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
+import { SparError } from "../../sdk/index.js";
 import type { SearchBackend, WebSettings } from "./settings.js";
 
 export interface SearchResult {

@@ -2,9 +2,10 @@
  * The `web_fetch` move: the grant's host allowlist (policy.ts) and the address rules on every hop
  * (lib/web/policy.ts), the guarded GET (lib/web/fetch.ts), and the body made readable (content.ts).
  */
-import { type Capability, SparError } from "../../kernel/sdk.js";
+
 import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
 import { addressRefusal, hostKey, hostMatches, isMetadataName, urlPort } from "../../lib/web/policy.js";
+import { type Capability, SparError } from "../../sdk/index.js";
 import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
 import { grantedHosts } from "./policy.js";
 import type { WebSettings } from "./settings.js";

@@ -1,7 +1,7 @@
 // How each failure reaches the kernel: always PROVIDER_ERROR, with the status and retry-after the
 // kernel's one retry policy (kernel/provider-call.ts) decides on. The driver itself never retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings } from "../../sdk/index.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { chatRequest, failure } from "../../test/helpers/provider.js";

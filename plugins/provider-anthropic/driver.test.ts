@@ -1,9 +1,9 @@
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { readManifest } from "../../kernel/plugin-manifest.js";
-import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import { readManifest } from "../../kernel/host/plugin-manifest.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../sdk/index.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import type { FakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { chatRequest, providerResolver } from "../../test/helpers/provider.js";

@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import Anthropic, { AnthropicError, APIConnectionError, APIError } from "@anthropic-ai/sdk";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
-import { isSparError, parseRetryAfter, providerError, type SparError } from "../../kernel/sdk.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
+import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
 import { foldStream, IncompleteReply } from "./stream.js";
 import { fromWireContent, requestBody, stopReason } from "./wire.js";
 

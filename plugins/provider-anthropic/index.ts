@@ -1,5 +1,5 @@
 /** The `anthropic` provider, on the official SDK. */
-import { definePlugin, driverCache } from "../../kernel/sdk.js";
+import { definePlugin, driverCache } from "../../sdk/index.js";
 import { createAnthropicDriver } from "./driver.js";
 
 export default definePlugin({

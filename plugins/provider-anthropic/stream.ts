@@ -7,7 +7,7 @@ import type {
   RawMessageStreamEvent,
   StopReason as WireStopReason,
 } from "@anthropic-ai/sdk/resources/messages";
-import type { LlmResponse, ToolCall } from "../../kernel/sdk.js";
+import type { LlmResponse, ToolCall } from "../../sdk/index.js";
 import { parseToolCall, stopReason } from "./wire.js";
 
 /** A reply the SDK accepted but the driver cannot use; its message is already fit for people. */

@@ -19,7 +19,7 @@ import type {
   StopReason,
   ToolCall,
   ToolDefinition,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** Anthropic requires `max_tokens` on every request; this is the ceiling when the settings give none. */
 export const DEFAULT_MAX_TOKENS = 4096;

@@ -3,7 +3,7 @@
  * Vertex AI).
  */
 import { GoogleGenAI } from "@google/genai";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
 import { IncompleteReply, missingKey, PROVIDER, toSparError } from "./errors.js";
 import {
   readParts,

@@ -4,8 +4,8 @@
  */
 import { join } from "node:path";
 import { ApiError } from "@google/genai";
-import type { SparError } from "../../kernel/sdk.js";
-import { isSparError, providerError } from "../../kernel/sdk.js";
+import type { SparError } from "../../sdk/index.js";
+import { isSparError, providerError } from "../../sdk/index.js";
 
 export const PROVIDER = "google";
 

@@ -2,7 +2,7 @@
  * The `google` provider, on `@google/genai`. A driver also remembers the thought signatures of the
  * calls it returned, which the cache keeps per connection.
  */
-import { definePlugin, driverCache } from "../../kernel/sdk.js";
+import { definePlugin, driverCache } from "../../sdk/index.js";
 import { createGoogleDriver } from "./driver.js";
 
 export default definePlugin({

@@ -17,7 +17,7 @@ import type {
   StopReason,
   ToolCall,
   ToolDefinition,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /**
  * Gemini 3 rejects (400) a function call replayed without the thought signature it came with. A call

@@ -9,9 +9,9 @@
  */
 
 import { Ollama } from "ollama";
-import type { SparError } from "../../kernel/sdk.js";
-import { isSparError, parseRetryAfter, providerError } from "../../kernel/sdk.js";
 import { anySignal } from "../../lib/signals.js";
+import type { SparError } from "../../sdk/index.js";
+import { isSparError, parseRetryAfter, providerError } from "../../sdk/index.js";
 
 export const PROVIDER = "ollama";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
-import { validatorFor } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../sdk/index.js";
+import { validatorFor } from "../../sdk/index.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
 import { chatRequest, providerResolver } from "../../test/helpers/provider.js";

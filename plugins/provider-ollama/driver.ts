@@ -3,7 +3,7 @@
  * `ollama` client.
  */
 import type { ChatResponse } from "ollama";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, ToolCall } from "../../kernel/sdk.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, ToolCall } from "../../sdk/index.js";
 import { type Call, IncompleteReply, openCall, PROVIDER, toSparError } from "./connection.js";
 import { requestBody, stopReason, toolCallsOf, usageOf } from "./wire.js";
 

@@ -1,7 +1,7 @@
 // How the ollama driver fails: every failure is a PROVIDER_ERROR the kernel can decide to retry, and
 // the driver itself never retries (kernel/provider-call.ts owns retries and the deadline).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { LlmRequest, ModelSettings } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings } from "../../sdk/index.js";
 import type { FakeOllama } from "../../test/fakes/ollama-server.js";
 import { startFakeOllama } from "../../test/fakes/ollama-server.js";
 import { chatRequest, failure } from "../../test/helpers/provider.js";

@@ -2,7 +2,7 @@
  * The `ollama` provider (the local runner). Each call opens its own client (see connection.ts), so a
  * driver holds no connection state of its own.
  */
-import { definePlugin, driverCache } from "../../kernel/sdk.js";
+import { definePlugin, driverCache } from "../../sdk/index.js";
 import { createOllamaDriver } from "./driver.js";
 
 export default definePlugin({

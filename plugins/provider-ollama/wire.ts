@@ -11,7 +11,7 @@ import type {
   ToolCall,
   ToolDefinition,
   Usage,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** The body shared by both paths; `stream` is always explicit because Ollama streams when it is absent. */
 export function requestBody(request: LlmRequest): ChatRequest {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { LlmRequest, ModelSettings, ToolDefinition } from "../../kernel/sdk.js";
+import type { LlmRequest, ModelSettings, ToolDefinition } from "../../sdk/index.js";
 import type { FakeOpenAI } from "../../test/fakes/openai-server.js";
 import { startFakeOpenAI } from "../../test/fakes/openai-server.js";
 import { chatRequest, failure, providerResolver } from "../../test/helpers/provider.js";

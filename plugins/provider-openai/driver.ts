@@ -7,8 +7,8 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import OpenAI, { APIConnectionError, APIError } from "openai";
 import type { ChatCompletion } from "openai/resources/chat/completions";
-import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../kernel/sdk.js";
-import { isSparError, parseRetryAfter, providerError, type SparError } from "../../kernel/sdk.js";
+import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
+import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
 import { isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface OpenAiDriverOptions {

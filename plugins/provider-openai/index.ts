@@ -3,7 +3,7 @@
  * key variable and attribution header) and `openai_compatible` (any server speaking chat
  * completions at `base_url`): one driver, three sets of defaults.
  */
-import { definePlugin, driverCache } from "../../kernel/sdk.js";
+import { definePlugin, driverCache } from "../../sdk/index.js";
 import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
 
 const PROVIDERS: Record<string, OpenAiDriverOptions> = {

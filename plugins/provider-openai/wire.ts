@@ -16,7 +16,7 @@ import type {
   StopReason,
   ToolCall,
   ToolDefinition,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name. */
 export function requestBody(request: LlmRequest): ChatCompletionCreateParamsBase {

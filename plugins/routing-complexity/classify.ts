@@ -1,4 +1,4 @@
-import type { ModelSettings, RoutingConfig } from "../../kernel/sdk.js";
+import type { ModelSettings, RoutingConfig } from "../../sdk/index.js";
 
 export type Tier = "cheap" | "mid" | "expensive";
 

@@ -4,7 +4,7 @@
  * (length, code, reasoning and planning words, several questions, images) and goes to that tier's
  * provider and model, or `default_model` when the tier is not configured or routing is off.
  */
-import { definePlugin } from "../../kernel/sdk.js";
+import { definePlugin } from "../../sdk/index.js";
 import { routeModel } from "./classify.js";
 
 export default definePlugin({

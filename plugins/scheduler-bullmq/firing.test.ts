@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GorillaDesired, Logger, RingServices, Store } from "../../kernel/sdk.js";
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import { type LoadedGorilla, parseGorilla } from "../../lib/gorillas/manifest.js";
+import type { GorillaDesired, Logger, RingServices, Store } from "../../sdk/index.js";
 import { openSqliteStore } from "../store-sqlite/store.js";
 import { createBullmqFiring } from "./firing.js";
 

@@ -17,11 +17,11 @@
 import { randomUUID } from "node:crypto";
 import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { GorillaDesired, Logger, RingServices } from "../../kernel/sdk.js";
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
 import { parseSchedule, type Schedule } from "../../lib/gorillas/schedule.js";
 import { connectRedis } from "../../lib/redis.js";
+import type { GorillaDesired, Logger, RingServices } from "../../sdk/index.js";
 import { createSlots, type Slots } from "./slots.js";
 
 /** The queue every node shares (its keys are `<prefix>:gorillas:*`). */

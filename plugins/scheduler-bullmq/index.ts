@@ -4,9 +4,10 @@
  * Redis (firing.ts), so every daemon sharing that Redis and the store runs each fire exactly once,
  * and a gorilla is unleashed or caged from any of them.
  */
-import { definePlugin } from "../../kernel/sdk.js";
+
 import { type GorillasSettings, gorillaTimezone, installGorillas } from "../../lib/gorillas/plugin.js";
 import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
+import { definePlugin } from "../../sdk/index.js";
 import { createBullmqFiring } from "./firing.js";
 
 export default definePlugin<{ gorillas: GorillasSettings; redis: RedisSettings }>({

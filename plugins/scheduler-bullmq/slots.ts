@@ -16,8 +16,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { isSparError, type Logger, type RingServices } from "../../kernel/sdk.js";
 import type { CycleSlot } from "../../lib/gorillas/firing.js";
+import { isSparError, type Logger, type RingServices } from "../../sdk/index.js";
 
 /** How long a slot outlives its holder's last heartbeat. */
 export const SLOT_TTL_MS = 10_000;

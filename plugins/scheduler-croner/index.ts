@@ -3,8 +3,9 @@
  * the gorilla runtime of lib/gorillas (lifecycle, cycles, budgets, routes) fired by timers in this
  * process (timers.ts).
  */
-import { definePlugin } from "../../kernel/sdk.js";
+
 import { type GorillasSettings, installGorillas } from "../../lib/gorillas/plugin.js";
+import { definePlugin } from "../../sdk/index.js";
 import { createTimerFiring } from "./timers.js";
 
 export default definePlugin<{ gorillas: GorillasSettings }>({

@@ -4,9 +4,10 @@
  * against the time it was due. One process: the runtime's own check keeps one cycle at a time, and
  * a run found `running` at start was left by this daemon's last life.
  */
-import type { Logger, RingServices } from "../../kernel/sdk.js";
+
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
+import type { Logger, RingServices } from "../../sdk/index.js";
 
 /** setTimeout's longest delay: a fire further away is looked at again then. */
 const MAX_DELAY_MS = 2 ** 31 - 1;

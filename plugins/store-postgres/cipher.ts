@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { type Algorithm, hashRaw } from "@node-rs/argon2";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export const SALT_BYTES = 16;
 export const KEY_BYTES = 32;

@@ -4,7 +4,7 @@
  * it becomes a SparError; nothing here logs the URL.
  */
 import pg from "pg";
-import { isSparError, SparError } from "../../kernel/sdk.js";
+import { isSparError, SparError } from "../../sdk/index.js";
 
 /** The parts of `[store.postgres]` the store needs, the URL already read from the environment. */
 export interface PostgresSettings {

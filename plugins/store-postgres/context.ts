@@ -3,8 +3,8 @@
  * checks (a live fighter, a known bout) that several groups make inside their transactions.
  */
 import type pg from "pg";
-import type { Store } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { Store } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
 import type { Db } from "./connection.js";
 

@@ -2,8 +2,8 @@
  * Fighters, bouts, messages (listing and compaction) and bout summaries. A fighter's manifest holds
  * its system prompt, written by a user, so it is sealed like a message.
  */
-import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { inTransaction, isUniqueViolation } from "./connection.js";
 import { requireBout, type StoreContext, type StoreData } from "./context.js";
 import { MESSAGE_COLUMNS, type MessageDbRow, toStoredMessage } from "./message-rows.js";

@@ -5,15 +5,15 @@
  * keeps one running cycle per gorilla, across every daemon sharing the database.
  */
 import { randomUUID } from "node:crypto";
+import { count, isoTime } from "../../lib/store-checks.js";
 import type {
   GorillaDesired,
   GorillaRunOutcome,
   GorillaRunRecord,
   GorillaRunTrigger,
   GorillaState,
-} from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "../../lib/store-checks.js";
+} from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { isUniqueViolation } from "./connection.js";
 import { requireBout, type StoreContext, type StoreData } from "./context.js";
 

@@ -2,7 +2,7 @@
  * Who a fighter is (its creed, sealed as one JSON document) and whom it knows (its relationships,
  * the note sealed). Both are keyed by the fighter's name, so they survive a kill and a respawn.
  */
-import type { CreedDocument, Relationship } from "../../kernel/sdk.js";
+import type { CreedDocument, Relationship } from "../../sdk/index.js";
 import type { StoreContext, StoreData } from "./context.js";
 
 interface RelationshipDbRow {

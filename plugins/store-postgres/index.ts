@@ -4,7 +4,7 @@
  * `[plugins] store = "store-postgres"`; `[store.postgres]` names the environment variable holding
  * the URL, the schema and the pool size.
  */
-import { definePlugin, SparError } from "../../kernel/sdk.js";
+import { definePlugin, SparError } from "../../sdk/index.js";
 import { openPostgresStore } from "./store.js";
 
 /** `[store.postgres]` as the manifest's schema leaves it (defaults filled in when the table is present). */

@@ -5,7 +5,7 @@
  * silent garbage read. Both rows are written with ON CONFLICT DO NOTHING and read back, so daemons
  * opening a new database at once agree on one salt.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import {
   type Cipher,
   createCipher,

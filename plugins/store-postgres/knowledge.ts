@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import type { KgEntity, KgRelation } from "../../kernel/sdk.js";
+import type { KgEntity, KgRelation } from "../../sdk/index.js";
 import { asciiFold } from "./cipher.js";
 import { inTransaction } from "./connection.js";
 import { requireLiveFighter, type StoreContext, type StoreData } from "./context.js";

@@ -5,8 +5,8 @@
  * MAX_SCANNED most recently scored memories.
  */
 import { randomUUID } from "node:crypto";
-import type { MemoryMatch, MemoryRecord } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { MemoryMatch, MemoryRecord } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
 import { requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
 import { countMatches, matchWords } from "./word-match.js";

@@ -2,7 +2,7 @@
  * Messages as rows and back, in one place, so `append` and `list` return identical messages. The
  * content and the tool calls are sealed (cipher.ts); role, ids, tool name and flags are plain.
  */
-import type { ChatMessage, StoredMessage, ToolCall } from "../../kernel/sdk.js";
+import type { ChatMessage, StoredMessage, ToolCall } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
 
 export interface MessageDbRow {

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { SparError } from "../../kernel/errors.js";
+import { SparError } from "../../sdk/errors.js";
 import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createPool } from "./connection.js";
 import { checksum, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";

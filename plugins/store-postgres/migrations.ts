@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
 import { SCHEMA_V1 } from "./schema.js";
 

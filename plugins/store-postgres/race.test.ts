@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SparError } from "../../kernel/errors.js";
-import type { Store } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/errors.js";
+import type { Store } from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { openPostgresStore } from "./store.js";
 

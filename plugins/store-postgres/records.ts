@@ -2,8 +2,8 @@
  * The small tables: signature nonces, usage, fighters' own schedules (the message sealed), and the
  * bout each channel chat talks in. Each write is one statement, atomic across daemons.
  */
-import type { ScheduleRecord, UsageSummary } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { ScheduleRecord, UsageSummary } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { requireBout, requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
 
 interface ScheduleDbRow {

@@ -5,9 +5,9 @@
  * the given secret first, then master.key.next.
  */
 import type pg from "pg";
-import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../kernel/sdk.js";
-import { isSparError, SparError } from "../../kernel/sdk.js";
 import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
+import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
+import { isSparError, SparError } from "../../sdk/index.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";

@@ -4,8 +4,6 @@
  * behind is one UPDATE. The rotation counter advances in one UPDATE … RETURNING, atomic across daemons.
  */
 import { randomUUID } from "node:crypto";
-import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
 import {
   count,
   invalid,
@@ -17,6 +15,8 @@ import {
   taskText,
   text,
 } from "../../lib/store-checks.js";
+import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { inTransaction, isUniqueViolation } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 

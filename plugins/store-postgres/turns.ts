@@ -14,8 +14,8 @@ import type {
   StoredMessage,
   StoredReply,
   TurnRecord,
-} from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
 import { createLanes, requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
 import { BOUT_COLUMNS } from "./fighters.js";

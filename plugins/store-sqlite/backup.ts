@@ -11,7 +11,7 @@ import { closeSync, existsSync, linkSync, openSync, renameSync, statSync, unlink
 import { open } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { corruptError, isCorruption } from "./corruption.js";
 import { isStorageFull, storageFullError } from "./storage-full.js";
 

@@ -1,6 +1,6 @@
 /** The bout each channel chat talks in (channel plugins' substrate): one conversation per chat. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 function key(value: string, field: string): string {

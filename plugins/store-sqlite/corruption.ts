@@ -7,8 +7,8 @@
  * (storage-full.ts), which is no damage.
  */
 import { basename, dirname } from "node:path";
-import type { Logger, Store, StoreCheck, StoreHealth } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { Logger, Store, StoreCheck, StoreHealth } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { createWriteBatch, type GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
 import type { RefusedTurns } from "./refused-turns.js";

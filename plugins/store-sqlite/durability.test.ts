@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import type { CreedDocument, FighterRow } from "../../kernel/sdk.js";
+import type { CreedDocument, FighterRow } from "../../sdk/index.js";
 import { createGroupSync, createWriteBatch } from "./durability.js";
 import { openRetained } from "./retain.js";
 import { openSqliteStore } from "./store.js";

@@ -10,7 +10,7 @@
  */
 import { open } from "node:fs/promises";
 import { dirname } from "node:path";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 import { isStorageFull, storageFullError } from "./storage-full.js";
 
 export interface GroupSync {

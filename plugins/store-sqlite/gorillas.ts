@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
+import { count, isoTime } from "../../lib/store-checks.js";
 import type {
   GorillaDesired,
   GorillaRunEnd,
@@ -11,9 +12,8 @@ import type {
   GorillaRunRecord,
   GorillaRunTrigger,
   GorillaState,
-} from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
-import { count, isoTime } from "../../lib/store-checks.js";
+} from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 /** The most of a run's output (and error) the store keeps, in bytes of UTF-8, marker included. */

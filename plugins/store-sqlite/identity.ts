@@ -3,7 +3,7 @@
  * name, not its id, so they survive a kill and a respawn under the same name.
  */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { CreedDocument, Relationship } from "../../kernel/sdk.js";
+import type { CreedDocument, Relationship } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 interface RecordParams {

@@ -4,7 +4,7 @@
  * integrity check runs in a worker thread from the moment it opens; a damaged file is logged and
  * reported by `health()`.
  */
-import { definePlugin } from "../../kernel/sdk.js";
+import { definePlugin } from "../../sdk/index.js";
 import { openSqliteStore } from "./store.js";
 
 export default definePlugin({

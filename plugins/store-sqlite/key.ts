@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { type Algorithm, hashRaw } from "@node-rs/argon2";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export const SALT_BYTES = 16;
 export const KEY_BYTES = 32;

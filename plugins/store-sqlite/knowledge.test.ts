@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Store } from "../../kernel/sdk.js";
+import type { Store } from "../../sdk/index.js";
 import { openSqliteStore } from "./store.js";
 
 // Merging, relations and per-fighter graphs are the contract suite's; these are this store's choices:

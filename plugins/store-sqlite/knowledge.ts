@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { KgEntity, KgRelation } from "../../kernel/sdk.js";
+import type { KgEntity, KgRelation } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 import { FOLD, matchCountSql, matchWords, statementsByWordCount } from "./word-match.js";
 

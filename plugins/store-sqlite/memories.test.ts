@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Store } from "../../kernel/sdk.js";
+import type { Store } from "../../sdk/index.js";
 import { openSqliteStore } from "./store.js";
 
 describe("store-sqlite memories", () => {

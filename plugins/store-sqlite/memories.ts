@@ -4,8 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { MemoryMatch, MemoryRecord } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { MemoryMatch, MemoryRecord } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 import { FOLD, matchCountSql, matchWords, statementsByWordCount } from "./word-match.js";
 

@@ -1,7 +1,7 @@
 /**
  * Messages as rows and back, in one place, so `append` and `list` return identical messages.
  */
-import type { ChatMessage, StoredMessage, ToolCall } from "../../kernel/sdk.js";
+import type { ChatMessage, StoredMessage, ToolCall } from "../../sdk/index.js";
 
 export interface MessageDbRow {
   id: string;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Store } from "../../kernel/sdk.js";
+import type { Store } from "../../sdk/index.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
 import { checksum, MIGRATIONS, type Migration, migrate } from "./migrations.js";
 import { openRetained } from "./retain.js";

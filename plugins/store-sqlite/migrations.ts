@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 export interface Migration {
   version: number;

@@ -4,8 +4,8 @@
  * the per-word-count searches, on first use), and never again: see retain.ts.
  */
 import Database from "better-sqlite3-multiple-ciphers";
-import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { createChannelBouts } from "./channel-bouts.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";

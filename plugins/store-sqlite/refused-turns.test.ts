@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterRow } from "../../kernel/sdk.js";
+import type { FighterRow } from "../../sdk/index.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
 import { createRefusedTurns, type RefusedTurns } from "./refused-turns.js";

@@ -9,7 +9,7 @@
  *   turn, since a tool that ran is never forgotten and a retry must not run it twice.
  */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { StoredReply } from "../../kernel/sdk.js";
+import type { StoredReply } from "../../sdk/index.js";
 import { isStorageFull } from "./storage-full.js";
 
 /** The turns a full disk left `running`, and how they are settled. */

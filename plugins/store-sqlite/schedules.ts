@@ -1,6 +1,6 @@
 /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { ScheduleRecord } from "../../kernel/sdk.js";
+import type { ScheduleRecord } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 interface ScheduleDbRow {

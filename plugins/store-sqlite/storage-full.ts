@@ -5,7 +5,7 @@
  * STORE_CORRUPT it never marks the store: reads go on, and writes work again as soon as there is
  * space, with no restart.
  */
-import { SparError } from "../../kernel/sdk.js";
+import { SparError } from "../../sdk/index.js";
 
 /** True for SQLite's SQLITE_FULL, a file write's ENOSPC / EDQUOT, STORAGE_FULL itself, or an error caused by one. */
 export function isStorageFull(err: unknown): boolean {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CreedDocument, FighterRow, Store } from "../../kernel/sdk.js";
+import type { CreedDocument, FighterRow, Store } from "../../sdk/index.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.

@@ -6,8 +6,8 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
-import type { Logger, Store, StoreOpenOptions } from "../../kernel/sdk.js";
-import { isSparError, SparError } from "../../kernel/sdk.js";
+import type { Logger, Store, StoreOpenOptions } from "../../sdk/index.js";
+import { isSparError, SparError } from "../../sdk/index.js";
 import { createBackup } from "./backup.js";
 import { keyConnection } from "./cipher.js";
 import { corruptError, guardStore, isCorruption } from "./corruption.js";

@@ -3,7 +3,7 @@
  * corruption.ts wraps every one of them once into the kernel's asynchronous Store. `Synced<T>` is the
  * Store's shape with each promise taken off.
  */
-import type { Store } from "../../kernel/sdk.js";
+import type { Store } from "../../sdk/index.js";
 
 export type Synced<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R>

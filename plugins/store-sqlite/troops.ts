@@ -6,8 +6,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
 import {
   count,
   invalid,
@@ -19,6 +17,8 @@ import {
   taskText,
   text,
 } from "../../lib/store-checks.js";
+import type { TroopRecord, TroopTaskRecord, TroopTaskStatus } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 interface TroopDbRow {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage, FighterRow, TurnEnd } from "../../kernel/sdk.js";
+import type { ChatMessage, FighterRow, TurnEnd } from "../../sdk/index.js";
 import { migrate } from "./migrations.js";
 import { createSqliteStore } from "./queries.js";
 import { openRetained } from "./retain.js";

@@ -15,8 +15,8 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
-} from "../../kernel/sdk.js";
-import { SparError } from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
 import { MESSAGE_COLUMNS, type MessageDbRow, toMessageRow, toStoredMessage } from "./message-rows.js";
 import type { StoreData } from "./sync-store.js";
 

@@ -1,6 +1,6 @@
 /** Usage per fighter and model: one row per answered message, summed when read. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { UsageSummary } from "../../kernel/sdk.js";
+import type { UsageSummary } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 export function createUsage(db: Database.Database): StoreData["usage"] {

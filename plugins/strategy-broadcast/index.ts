@@ -3,7 +3,7 @@
  * at a time), then the leader writes one answer from theirs. Members that fail are left out of the
  * synthesis (the task is then partial); when none answers, there is nothing to synthesize.
  */
-import { definePlugin, type StrategyTask, type TroopStep, type TroopStrategy } from "../../kernel/sdk.js";
+
 import { mapBounded } from "../../lib/troops/bounded.js";
 import {
   cancelled,
@@ -13,6 +13,7 @@ import {
   stepError,
   stepFailed,
 } from "../../lib/troops/outcome.js";
+import { definePlugin, type StrategyTask, type TroopStep, type TroopStrategy } from "../../sdk/index.js";
 
 /** The leader's synthesis prompt: the task and every answer under its member's name. */
 function synthesisPrompt(task: string, answers: { name: string; text: string }[], missing: string[]): string {

@@ -5,6 +5,10 @@
  * answers. Every vote is kept on the task; a vote's `choice` is the 0-based index of the answer it
  * chose among the successful answers, in member order.
  */
+
+import { mapBounded } from "../../lib/troops/bounded.js";
+import { cancelled, everyStepFailed, noMembers, stepFailed } from "../../lib/troops/outcome.js";
+import { tallyVotes } from "../../lib/troops/votes.js";
 import {
   definePlugin,
   type StrategyTask,
@@ -12,10 +16,7 @@ import {
   type TroopStep,
   type TroopStrategy,
   type TroopVote,
-} from "../../kernel/sdk.js";
-import { mapBounded } from "../../lib/troops/bounded.js";
-import { cancelled, everyStepFailed, noMembers, stepFailed } from "../../lib/troops/outcome.js";
-import { tallyVotes } from "../../lib/troops/votes.js";
+} from "../../sdk/index.js";
 
 /** A vote as the model gives it: the 1-based number of the answer it chose, and why. */
 interface Ballot {

@@ -4,13 +4,7 @@
  * i mod n, the subtasks run in parallel (at most `max_parallel` at once), and the leader writes the
  * result from the subtasks' results, told which ones failed.
  */
-import {
-  definePlugin,
-  type StrategyTask,
-  type TroopMember,
-  type TroopStep,
-  type TroopStrategy,
-} from "../../kernel/sdk.js";
+
 import { mapBounded } from "../../lib/troops/bounded.js";
 import {
   cancelled,
@@ -21,6 +15,13 @@ import {
   stepError,
   stepFailed,
 } from "../../lib/troops/outcome.js";
+import {
+  definePlugin,
+  type StrategyTask,
+  type TroopMember,
+  type TroopStep,
+  type TroopStrategy,
+} from "../../sdk/index.js";
 
 /** The most subtasks a decomposition may have. */
 const MAX_SUBTASKS = 8;

@@ -3,8 +3,9 @@
  * each next one on the previous one's output (framed with the task, so every member knows the goal).
  * A failed step stops the pipeline; the last member's output is the result.
  */
-import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../kernel/sdk.js";
+
 import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
+import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
 
 /** What member `index` (0-based, after the first) of `count` is given: the task and the output before it. */
 function handOff(task: string, previous: TroopMember, output: string, index: number, count: number): string {

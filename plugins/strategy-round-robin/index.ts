@@ -2,8 +2,9 @@
  * The `round_robin` troop strategy: each task goes to the next member in turn. The turn comes from
  * the troop's rotation counter (`task.rotate()`, kept in the store), so it carries on across restarts.
  */
-import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../kernel/sdk.js";
+
 import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
+import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
 
 const roundRobin: TroopStrategy = {
   name: "round_robin",

@@ -4,9 +4,10 @@
  * description (lib/troops/specialist-score.ts). Every member's score and a sentence saying why are
  * kept on the task as its `reason`, whatever the outcome.
  */
-import { definePlugin, type StrategyTask, type TroopStrategy } from "../../kernel/sdk.js";
+
 import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
 import { pickSpecialist } from "../../lib/troops/specialist-score.js";
+import { definePlugin, type StrategyTask, type TroopStrategy } from "../../sdk/index.js";
 
 const specialist: TroopStrategy = {
   name: "specialist",

@@ -4,11 +4,11 @@
  * a task needs it), every task recorded with its steps; the /api/v1/troops routes.
  */
 
-import { definePlugin, type Usage } from "../../kernel/sdk.js";
+import { definePlugin, type Usage } from "../../sdk/index.js";
 import { addTroopRoutes } from "./routes.js";
 import { createTroopRuntime, type TroopsSettings } from "./runtime.js";
 
-declare module "../../kernel/sdk.js" {
+declare module "../../sdk/index.js" {
   interface SparEventMap {
     "troop.created": { troop_id: string; name: string; strategy: string; leader: string; members: string[] };
     /** Disbanded: its running tasks were cancelled first, then it was deleted with its tasks. */

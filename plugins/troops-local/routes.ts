@@ -3,8 +3,9 @@
  * (the spec's `POST /api/troops` and `POST /api/troops/{id}/tasks`). A troop is named by its id or
  * its name. Lists answer `{troops}` and `{tasks}`.
  */
-import type { RouteRegistry } from "../../kernel/sdk.js";
+
 import { pageOf } from "../../lib/paging.js";
+import type { RouteRegistry } from "../../sdk/index.js";
 import type { TroopRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/troops";

@@ -12,7 +12,7 @@ import {
   type TroopRecord,
   type TroopStrategy,
   type TroopTaskRecord,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 import { type ActiveTask, cancelTask, runTask } from "./task-run.js";
 
 export interface TroopsSettings {

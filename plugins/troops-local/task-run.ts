@@ -23,7 +23,7 @@ import {
   type TroopTaskRecord,
   type Usage,
   validatorFor,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** A task being run in this process. */
 export interface ActiveTask {

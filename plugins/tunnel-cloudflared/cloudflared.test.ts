@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Logger } from "../../kernel/sdk.js";
+import type { Logger } from "../../sdk/index.js";
 import { cloudflaredEnv, type RunningCloudflared, startCloudflared } from "./cloudflared.js";
 import { isRegistered, logLine, quickTunnelUrl } from "./output.js";
 

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { type Logger, SparError } from "../../kernel/sdk.js";
+import { type Logger, SparError } from "../../sdk/index.js";
 import { isRegistered, logLine, quickTunnelUrl } from "./output.js";
 
 export const INSTALL_ADVICE =

@@ -11,7 +11,7 @@
  * If cloudflared dies later, the error is logged and shown by `GET /api/v1/tunnel` (and `spar channel
  * status`); it is not restarted, since a new quick URL would need every webhook registered again.
  */
-import { definePlugin, SparError, type TunnelInfo } from "../../kernel/sdk.js";
+import { definePlugin, SparError, type TunnelInfo } from "../../sdk/index.js";
 import { type RunningCloudflared, startCloudflared } from "./cloudflared.js";
 import { type TunnelSettings, tunnelTarget } from "./settings.js";
 

@@ -4,7 +4,7 @@
  * on its own.
  */
 import { isAbsolute, resolve } from "node:path";
-import { SparError, type TunnelInfo } from "../../kernel/sdk.js";
+import { SparError, type TunnelInfo } from "../../sdk/index.js";
 
 /** The `[tunnel]` table, checked against plugin.json's schema with its defaults. */
 export interface TunnelSettings {

@@ -13,8 +13,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Browser, chromium, type Page, type WebSocketRoute } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { FighterRecord, TroopTaskRecord } from "../../kernel/sdk.js";
-import type { TurnRecord } from "../../kernel/store-types.js";
+import type { FighterRecord, TroopTaskRecord } from "../../sdk/index.js";
+import type { TurnRecord } from "../../sdk/store-types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   CHROMIUM_PATH,

@@ -11,12 +11,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Bus, BusOpenOptions, QuotaLimits, SparEvent } from "../../kernel/sdk.js";
 import { connectRedis } from "../../lib/redis.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { createRedisEvents } from "../../plugins/bus-redis/events.js";
 import { createRedisLeases } from "../../plugins/bus-redis/leases.js";
 import { createRedisQuotas } from "../../plugins/bus-redis/quotas.js";
+import type { Bus, BusOpenOptions, QuotaLimits, SparEvent } from "../../sdk/index.js";
 
 interface BusFactory {
   name: string;

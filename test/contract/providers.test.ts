@@ -4,13 +4,13 @@
  * against a fake that speaks its real wire protocol to its official SDK.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../kernel/config.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { createLogger } from "../../kernel/logger.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/plugin-manifest.js";
 import { callProvider } from "../../kernel/provider-call.js";
 import { createRing } from "../../kernel/ring.js";
-import type { LlmDriver, LlmRequest, ModelSettings } from "../../kernel/types.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+import type { LlmDriver, LlmRequest, ModelSettings } from "../../sdk/types.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { startFakeGemini } from "../fakes/gemini-server.js";
 import { startFakeOllama } from "../fakes/ollama-server.js";

@@ -11,7 +11,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SparError } from "../../kernel/errors.js";
+import { openPostgresStore } from "../../plugins/store-postgres/store.js";
+import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+import { SparError } from "../../sdk/errors.js";
 import type {
   BoutRecord,
   ChatMessage,
@@ -29,9 +31,7 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
-} from "../../kernel/sdk.js";
-import { openPostgresStore } from "../../plugins/store-postgres/store.js";
-import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+} from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 interface StoreFactory {

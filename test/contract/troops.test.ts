@@ -5,7 +5,7 @@
  * meant for them whatever order they arrive in.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { TroopTaskRecord } from "../../kernel/sdk.js";
+import type { TroopTaskRecord } from "../../sdk/index.js";
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import type { ScriptedReply } from "../fakes/scripted.js";
 import {

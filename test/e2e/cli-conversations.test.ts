@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BoutRecord } from "../../kernel/types.js";
+import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterRecord } from "../../kernel/types.js";
+import type { FighterRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, runCli, SPAR_BIN, tempHome, writeConfig } from "../helpers/daemon.js";
 

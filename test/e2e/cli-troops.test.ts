@@ -7,7 +7,7 @@
  * not an ended one), and disbanding.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TroopTaskRecord } from "../../kernel/store-types.js";
+import type { TroopTaskRecord } from "../../sdk/store-types.js";
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterMessageResult } from "../../kernel/services.js";
-import type { FighterRecord, StoredMessage } from "../../kernel/types.js";
+import type { FighterMessageResult } from "../../sdk/services.js";
+import type { FighterRecord, StoredMessage } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

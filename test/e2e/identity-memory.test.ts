@@ -5,7 +5,7 @@ import type {
   FighterRecord,
   Relationship,
   StoredMessage,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** What the identity plugin's GET /creed answers. */
 type CreedView = CreedDocument & { fighter: string };

@@ -3,7 +3,7 @@
  * fighter holds only what its spawner holds, with the spawner's limits, and nothing more.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Capability } from "../../kernel/sdk.js";
+import type { Capability } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

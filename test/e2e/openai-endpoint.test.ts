@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { FighterRecord, StoredMessage, TurnRecord } from "../../kernel/sdk.js";
+import type { FighterRecord, StoredMessage, TurnRecord } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

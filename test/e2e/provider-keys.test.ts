@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ModelSettings } from "../../kernel/types.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+import type { ModelSettings } from "../../sdk/types.js";
 import { type FakeHttp, sendJson, startFakeHttp } from "../fakes/http-fake.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterMessageResult } from "../../kernel/services.js";
-import type { FighterRecord, ModelSettings, StoredMessage } from "../../kernel/types.js";
+import type { FighterMessageResult } from "../../sdk/services.js";
+import type { FighterRecord, ModelSettings, StoredMessage } from "../../sdk/types.js";
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { startFakeGemini } from "../fakes/gemini-server.js";
 import { startFakeOllama } from "../fakes/ollama-server.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import type { FighterMessageResult, FighterRecord, SparEvent } from "../../kernel/sdk.js";
+import type { FighterMessageResult, FighterRecord, SparEvent } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -7,9 +7,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Logger } from "../../kernel/sdk.js";
 import { readMasterSecret } from "../../lib/home.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+import type { Logger } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -2,7 +2,7 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AuditReport } from "../../cli/commands/security-audit.js";
-import type { FighterRecord } from "../../kernel/types.js";
+import type { FighterRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   type CliResult,

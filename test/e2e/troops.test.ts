@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import type { TroopTaskRecord } from "../../kernel/sdk.js";
+import type { TroopTaskRecord } from "../../sdk/index.js";
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { startFakeOllama } from "../fakes/ollama-server.js";
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";

@@ -16,8 +16,8 @@ import type {
   StoredMessage,
   TroopTaskRecord,
   TurnRecord,
-} from "../../kernel/sdk.js";
-import type { BoutRecord } from "../../kernel/types.js";
+} from "../../sdk/index.js";
+import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

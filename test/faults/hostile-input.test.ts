@@ -12,7 +12,7 @@ import { connect } from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { ERROR_CATALOG, type ErrorCode } from "../../kernel/errors.js";
+import { ERROR_CATALOG, type ErrorCode } from "../../sdk/errors.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

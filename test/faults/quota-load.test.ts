@@ -6,7 +6,7 @@
  * fighter's quota refuses. The same size in short and long mode (it is cheap).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterMessageResult, StoredMessage } from "../../kernel/sdk.js";
+import type { FighterMessageResult, StoredMessage } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { crc32, deflateRawSync } from "node:zlib";
-import { isSparError } from "../../kernel/errors.js";
+import { isSparError } from "../../sdk/errors.js";
 
 /** A valid SKILL.md for `name`, padded with `body`. */
 export function skillMd(

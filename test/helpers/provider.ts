@@ -6,7 +6,7 @@ import {
   type PluginHooks,
   type SparError,
   type SparPlugin,
-} from "../../kernel/sdk.js";
+} from "../../sdk/index.js";
 
 /** The rejection of `work`, which must be a SparError (the test fails otherwise). */
 export async function failure(work: Promise<unknown>): Promise<SparError> {

@@ -7,7 +7,7 @@
  * runtime through the daemon; this is only for a strategy's own logic.
  */
 
-import { type PluginManifest, readManifest } from "../../kernel/plugin-manifest.js";
+import { readManifest } from "../../kernel/host/plugin-manifest.js";
 import type {
   PluginApi,
   RecordedError,
@@ -16,9 +16,10 @@ import type {
   TroopMember,
   TroopStep,
   TroopStrategy,
-} from "../../kernel/sdk.js";
-import { formatSchemaErrors, validatorFor } from "../../kernel/sdk.js";
-import { KERNEL_VERSION } from "../../kernel/version.js";
+} from "../../sdk/index.js";
+import { formatSchemaErrors, validatorFor } from "../../sdk/index.js";
+import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
 
 /** One call of `step` as the script sees it. */
 export interface ScriptedCall {

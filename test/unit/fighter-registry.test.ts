@@ -1,12 +1,13 @@
 /** The fighter registry against the real SQLite store: spawn, find, kill, and what survives a reload. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isSparError, type SparError } from "../../kernel/errors.js";
-import type { SparEvent } from "../../kernel/events.js";
-import { CAPABILITY_TYPES, fighterTemplate } from "../../kernel/fighter-manifest.js";
-import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
-import type { Store } from "../../kernel/store-types.js";
-import type { ModelSettings } from "../../kernel/types.js";
+import { fighterTemplate } from "../../kernel/fighters/fighter-manifest.js";
+import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighters/fighter-registry.js";
 import { createEventBus } from "../../plugins/bus-local/events.js";
+import { isSparError, type SparError } from "../../sdk/errors.js";
+import type { SparEvent } from "../../sdk/events.js";
+import { CAPABILITY_TYPES } from "../../sdk/schemas.js";
+import type { Store } from "../../sdk/store-types.js";
+import type { ModelSettings } from "../../sdk/types.js";
 import { openTestStore } from "./harness.js";
 
 const DEFAULT_MODEL: ModelSettings = { provider: "scripted", model: "scripted-1" };

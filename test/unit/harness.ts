@@ -7,16 +7,20 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, type SparConfig } from "../../kernel/config.js";
-import type { EventBus, SparEvent } from "../../kernel/events.js";
-import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
-import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighter-registry.js";
-import { createHooks, type RingHooks } from "../../kernel/hooks.js";
-import { createMessagePath } from "../../kernel/message-path.js";
-import type { PluginHost } from "../../kernel/plugin-host.js";
-import type { Logger } from "../../kernel/sdk.js";
-import type { FighterMessageResult, MoveListing } from "../../kernel/services.js";
-import type { Store } from "../../kernel/store-types.js";
+import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighters/fighter-registry.js";
+import { createHooks } from "../../kernel/hooks.js";
+import { loadConfig } from "../../kernel/host/config.js";
+import type { PluginHost } from "../../kernel/host/plugin-host.js";
+import { createMessagePath } from "../../kernel/turns/message-path.js";
+import { createLocalBus } from "../../plugins/bus-local/bus.js";
+import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+import type { SparConfig } from "../../sdk/config.js";
+import type { EventBus, SparEvent } from "../../sdk/events.js";
+import type { RingHooks } from "../../sdk/hooks.js";
+import type { Logger } from "../../sdk/index.js";
+import { CAPABILITY_TYPES } from "../../sdk/schemas.js";
+import type { FighterMessageResult, MoveListing } from "../../sdk/services.js";
+import type { Store } from "../../sdk/store-types.js";
 import type {
   FighterManifest,
   FighterRecord,
@@ -25,9 +29,7 @@ import type {
   LlmResponse,
   MoveContext,
   MoveDeclaration,
-} from "../../kernel/types.js";
-import { createLocalBus } from "../../plugins/bus-local/bus.js";
-import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
+} from "../../sdk/types.js";
 
 export interface Deferred<T> {
   readonly promise: Promise<T>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createHistoryCache } from "../../kernel/history-cache.js";
-import type { ChatMessage } from "../../kernel/types.js";
+import { createHistoryCache } from "../../kernel/turns/history-cache.js";
+import type { ChatMessage } from "../../sdk/types.js";
 
 const said = (content: string): ChatMessage => ({ role: "assistant", content });
 

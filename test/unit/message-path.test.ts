@@ -4,9 +4,9 @@
  * with deferreds, never with timers.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { isSparError, SparError } from "../../kernel/errors.js";
-import type { SparEvent } from "../../kernel/events.js";
-import type { FighterMessageResult } from "../../kernel/services.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import type { SparEvent } from "../../sdk/events.js";
+import type { FighterMessageResult } from "../../sdk/services.js";
 import { type ConfigOverrides, createTestPath, deferred, outcome, type TestPath } from "./harness.js";
 
 let t: TestPath | undefined;

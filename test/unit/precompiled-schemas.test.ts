@@ -8,15 +8,15 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Ajv, type ValidateFunction } from "ajv";
 import { describe, expect, it } from "vitest";
-import { CONFIG_SCHEMA } from "../../kernel/config.js";
-import { FIGHTER_MANIFEST_SCHEMA } from "../../kernel/fighter-manifest.js";
-import { AJV_OPTIONS, formatSchemaErrors, type SchemaMode, schemaKey } from "../../kernel/schema.js";
 import { GORILLA_SCHEMA } from "../../lib/gorillas/manifest.js";
+import { AJV_OPTIONS, formatSchemaErrors, type SchemaMode, schemaKey } from "../../sdk/schema.js";
+import { CONFIG_SCHEMA, FIGHTER_MANIFEST_SCHEMA } from "../../sdk/schemas.js";
 
 const root = join(import.meta.dirname, "..", "..");
-const built = createRequire(import.meta.url)(
-  join(root, "dist", "kernel", "validators.generated.cjs"),
-) as Record<string, ValidateFunction>;
+const built = createRequire(import.meta.url)(join(root, "dist", "sdk", "validators.generated.cjs")) as Record<
+  string,
+  ValidateFunction
+>;
 const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
 
 function both(mode: SchemaMode, schema: object): [ValidateFunction, ValidateFunction] {

@@ -3,13 +3,13 @@
  * registry. The guard never touches the store, so the registry is filled with `load`.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { isSparError, type SparError } from "../../kernel/errors.js";
-import type { SparEvent } from "../../kernel/events.js";
-import { CAPABILITY_TYPES } from "../../kernel/fighter-manifest.js";
-import { createFighterRegistry } from "../../kernel/fighter-registry.js";
-import { createQuotaGuard } from "../../kernel/quota-guard.js";
-import type { FighterManifest } from "../../kernel/types.js";
+import { createFighterRegistry } from "../../kernel/fighters/fighter-registry.js";
+import { createQuotaGuard } from "../../kernel/turns/quota-guard.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
+import { isSparError, type SparError } from "../../sdk/errors.js";
+import type { SparEvent } from "../../sdk/events.js";
+import { CAPABILITY_TYPES } from "../../sdk/schemas.js";
+import type { FighterManifest } from "../../sdk/types.js";
 import { type ConfigOverrides, testConfig } from "./harness.js";
 
 let stop: (() => void) | undefined;

@@ -1,8 +1,8 @@
 /** The bout's history as the model sees it, built from stored messages and turns. */
 import { describe, expect, it } from "vitest";
-import type { TurnRecord } from "../../kernel/store-types.js";
-import { promptHistory } from "../../kernel/turn-history.js";
-import type { ChatMessage, StoredMessage } from "../../kernel/types.js";
+import { promptHistory } from "../../kernel/turns/turn-history.js";
+import type { TurnRecord } from "../../sdk/store-types.js";
+import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
 
 const BOUT = "bout-1";
 let seq = 0;

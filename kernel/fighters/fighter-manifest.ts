@@ -1,76 +1,16 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { MODEL_SETTINGS_SCHEMA } from "./config.js";
-import { SparError } from "./errors.js";
-import { formatSchemaErrors, validatorFor } from "./schema.js";
-import type { Capability, FighterManifest, MoveDeclaration } from "./types.js";
-import { PACKAGE_ROOT } from "./version.js";
-
-/** The capability of moves every fighter may use, granted or not. */
-export const OPEN_CAPABILITY = "none";
-
-/** The kernel's own capability types; an installed plugin's move may declare more. */
-export const CAPABILITY_TYPES = [
-  "memory",
-  "knowledge_graph",
-  "file_read",
-  "file_write",
-  "shell_exec",
-  "network",
-  "agent_message",
-  "agent_spawn",
-  "channel_notify",
-  "schedule",
-  "desktop",
-  "mcp",
-  "full_access",
-] as const;
-
-const oneOrMany = { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] };
-
-export const FIGHTER_MANIFEST_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  required: ["name", "description", "system_prompt"],
-  properties: {
-    name: { type: "string", minLength: 1, maxLength: 64 },
-    description: { type: "string", maxLength: 1000 },
-    system_prompt: { type: "string", minLength: 1, maxLength: 100_000 },
-    model: MODEL_SETTINGS_SCHEMA,
-    weight_class: { enum: ["flyweight", "lightweight", "middleweight", "heavyweight"] },
-    capabilities: {
-      type: "array",
-      maxItems: 64,
-      items: {
-        type: "object",
-        additionalProperties: false,
-        required: ["type"],
-        properties: {
-          type: {
-            type: "string",
-            pattern: "^[a-z][a-z0-9_]*$",
-            description: "a capability's name (lowercase letters, digits and _)",
-          },
-          scope: oneOrMany,
-          pattern: oneOrMany,
-          hosts: oneOrMany,
-          server: { type: "string" },
-        },
-      },
-    },
-    skills: { type: "array", maxItems: 200, items: { type: "string", minLength: 1 } },
-    quota: {
-      type: "object",
-      additionalProperties: false,
-      properties: {
-        requests_per_minute: { type: "integer", minimum: 1 },
-        tokens_per_minute: { type: "integer", minimum: 1 },
-      },
-    },
-    max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
-  },
-} as const;
+import { SparError } from "../../sdk/errors.js";
+import { formatSchemaErrors, validatorFor } from "../../sdk/schema.js";
+import { FIGHTER_MANIFEST_SCHEMA } from "../../sdk/schemas.js";
+import {
+  type Capability,
+  type FighterManifest,
+  type MoveDeclaration,
+  OPEN_CAPABILITY,
+} from "../../sdk/types.js";
+import { PACKAGE_ROOT } from "../../sdk/version.js";
 
 /**
  * Validates a manifest (unknown fields are refused with their path) and returns it with defaults.

@@ -3,56 +3,10 @@ import { basename, join, resolve } from "node:path";
 // Subpath imports: the package index loads every semver function (~30 ms of start-up).
 import satisfies from "semver/functions/satisfies.js";
 import validRange from "semver/ranges/valid.js";
-import { SparError } from "./errors.js";
-import { formatSchemaErrors, validatorFor } from "./schema.js";
-import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
-import { PACKAGE_ROOT } from "./version.js";
-
-/** Keep in step with plugin.schema.json's `kind` enum (a test checks they agree). */
-export const PLUGIN_KINDS = [
-  "provider",
-  "channel",
-  "strategy",
-  "moves",
-  "skill-pack",
-  "compaction",
-  "store",
-  "arena",
-  "tunnel",
-  "scheduler",
-  "troops",
-  "bus",
-  "identity",
-  "routing",
-  "dashboard",
-] as const;
-
-export type PluginKind = (typeof PLUGIN_KINDS)[number];
-
-/** A plugin.json as validated against plugin.schema.json. */
-export interface PluginManifest {
-  id: string;
-  version: string;
-  kernel: string;
-  kind: PluginKind;
-  description: string;
-  /** Absent only for a skill pack, which is data: nothing of it is imported. */
-  entry?: string;
-  activation?: string[];
-  contributes?: {
-    providers?: ProviderDeclaration[];
-    channels?: string[];
-    strategies?: string[];
-    compaction?: string[];
-    skills?: string[];
-    moves?: MoveDeclaration[];
-    /** Event kinds the plugin publishes; it may publish no others. */
-    events?: string[];
-  };
-  requires?: string[];
-  /** The config.toml tables it owns, by path, with their JSON Schemas (config-sections.ts). */
-  sections?: Record<string, Record<string, unknown>>;
-}
+import { SparError } from "../../sdk/errors.js";
+import type { PluginKind, PluginManifest } from "../../sdk/plugin-manifest.js";
+import { formatSchemaErrors, validatorFor } from "../../sdk/schema.js";
+import { PACKAGE_ROOT } from "../../sdk/version.js";
 
 export interface DiscoveredPlugin {
   manifest: PluginManifest;

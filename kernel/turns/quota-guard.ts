@@ -1,7 +1,7 @@
-import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
-import type { Admission, EventBus, QuotaLimits, QuotaWindows, Reservation } from "./events.js";
-import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError } from "../../sdk/errors.js";
+import type { Admission, EventBus, QuotaLimits, QuotaWindows, Reservation } from "../../sdk/events.js";
+import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
 
 /**
  * Quotas at the door (DESIGN §4 step 2): a message is admitted or refused before it is queued, with

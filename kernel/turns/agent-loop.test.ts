@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createEventBus } from "../plugins/bus-local/events.js";
-import { runTurn, type TurnDeps, type TurnInput, type TurnProgress } from "./agent-loop.js";
-import { cancellation } from "./cancel.js";
-import { SparError } from "./errors.js";
-import { createHooks } from "./hooks.js";
+import { createEventBus } from "../../plugins/bus-local/events.js";
+import { cancellation } from "../../sdk/cancel.js";
+import { SparError } from "../../sdk/errors.js";
 import type {
   ChatMessage,
   LlmDriver,
@@ -12,7 +10,9 @@ import type {
   MoveDeclaration,
   MoveHandler,
   ToolCall,
-} from "./types.js";
+} from "../../sdk/types.js";
+import { createHooks } from "../hooks.js";
+import { runTurn, type TurnDeps, type TurnInput, type TurnProgress } from "./agent-loop.js";
 
 /** A driver that answers from a script, recording what the loop sent: the loop's logic under test, not a provider. */
 function scriptedDriver(replies: Partial<LlmResponse>[]) {

@@ -1,5 +1,5 @@
-import type { TurnRecord } from "./store-types.js";
-import type { ChatMessage, StoredMessage } from "./types.js";
+import type { TurnRecord } from "../../sdk/store-types.js";
+import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
 
 /**
  * The bout's history as the model sees it, from what is stored. Completed turns go in as they are.

@@ -1,6 +1,7 @@
 /**
- * The SDK surface: the only kernel module a plugin imports. Types, `definePlugin`, the error
- * catalog and the hook types; everything else in `kernel/` is internal.
+ * The SDK: the package entry `spar/sdk`, and the only module a plugin imports besides lib/. Types,
+ * `definePlugin`, the error catalog, the hook and event declarations; the Ring that implements
+ * them (`kernel/`) is internal, and nothing under `sdk/` imports it.
  */
 import type { SparConfig } from "./config.js";
 import type { EventBus } from "./events.js";
@@ -31,7 +32,6 @@ export type {
   TurnLease,
   TurnLeases,
 } from "./events.js";
-export { OPEN_CAPABILITY } from "./fighter-manifest.js";
 export type {
   CompactionInput,
   CompactionStrategy,
@@ -62,6 +62,7 @@ export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type { FighterMessageResult, MessageOptions, RingServices } from "./services.js";
 export type * from "./store-types.js";
 export type * from "./types.js";
+export { OPEN_CAPABILITY } from "./types.js";
 export { PACKAGE_ROOT } from "./version.js";
 
 /** Options a tap may give: a lower `stage` runs earlier; equal stages keep activation order. */

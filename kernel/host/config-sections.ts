@@ -1,9 +1,10 @@
 import { join } from "node:path";
-import { isTable, loadConfig, type SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError } from "../../sdk/errors.js";
+import { formatSchemaErrors, validatorWithDefaults } from "../../sdk/schema.js";
+import { KERNEL_VERSION } from "../../sdk/version.js";
+import { isTable, loadConfig } from "./config.js";
 import { type DiscoveredPlugin, discoverPlugins, pluginRoots } from "./plugin-manifest.js";
-import { formatSchemaErrors, validatorWithDefaults } from "./schema.js";
-import { KERNEL_VERSION } from "./version.js";
 
 /**
  * Plugins own config.toml tables (DESIGN §3.2): a manifest's `sections` names each table's path

@@ -1,25 +1,25 @@
-import type { CredentialCheck } from "../lib/provider-keys.js";
-import { anySignal } from "../lib/signals.js";
+import type { CredentialCheck } from "../../lib/provider-keys.js";
+import { anySignal } from "../../lib/signals.js";
+import { cancellation, childController } from "../../sdk/cancel.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError } from "../../sdk/errors.js";
+import type { Bus, EventBus, TurnLease } from "../../sdk/events.js";
+import type { RingHooks } from "../../sdk/hooks.js";
+import type { Logger } from "../../sdk/index.js";
+import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
+import type { Store } from "../../sdk/store-types.js";
+import type { LlmRequest, LlmResponse, ModelSettings } from "../../sdk/types.js";
+import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
+import type { PluginHost } from "../host/plugin-host.js";
+import { callProvider, driverResolver, policyFor } from "../provider-call.js";
 import { createAdmission } from "./admission.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
-import { cancellation, childController } from "./cancel.js";
-import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
-import type { Bus, EventBus, TurnLease } from "./events.js";
-import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
 import { createHistoryCache } from "./history-cache.js";
-import type { RingHooks } from "./hooks.js";
 import { createIdempotency, requestHash } from "./idempotency.js";
-import type { PluginHost } from "./plugin-host.js";
-import { callProvider, driverResolver, policyFor } from "./provider-call.js";
 import { createQuotaGuard } from "./quota-guard.js";
-import type { Logger } from "./sdk.js";
-import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
-import type { Store } from "./store-types.js";
 import { createTurnLeases } from "./turn-leases.js";
 import { createTurnRunner } from "./turn-runner.js";
-import type { LlmRequest, LlmResponse, ModelSettings } from "./types.js";
 
 export interface MessagePathDeps {
   config: SparConfig;
@@ -292,3 +292,5 @@ export function createMessagePath(deps: MessagePathDeps) {
     purgeIdempotency: idempotency.purge,
   };
 }
+
+export type MessagePath = ReturnType<typeof createMessagePath>;

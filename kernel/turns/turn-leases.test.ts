@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { createLocalBus } from "../plugins/bus-local/bus.js";
-import type { Store } from "./store-types.js";
+import { createLocalBus } from "../../plugins/bus-local/bus.js";
+import type { Store } from "../../sdk/store-types.js";
 import { createTurnLeases } from "./turn-leases.js";
 
 const bus = createLocalBus({ historySize: 10, quotaWindowMs: 60_000, onListenerError: () => undefined });

@@ -1,10 +1,7 @@
-import { cancelledError } from "./cancel.js";
-import { contextTokens, messageTokens } from "./compaction.js";
-import type { EventBus } from "./events.js";
-import type { MoveOutcome, RingHooks } from "./hooks.js";
-import { runMove } from "./move-call.js";
-import { callProvider, policyFor } from "./provider-call.js";
-import type { FighterMessageResult } from "./services.js";
+import { cancelledError } from "../../sdk/cancel.js";
+import type { EventBus } from "../../sdk/events.js";
+import type { MoveOutcome, RingHooks } from "../../sdk/hooks.js";
+import type { FighterMessageResult } from "../../sdk/services.js";
 import type {
   ChatMessage,
   FighterRow,
@@ -14,7 +11,10 @@ import type {
   MoveHandler,
   ToolCall,
   Usage,
-} from "./types.js";
+} from "../../sdk/types.js";
+import { callProvider, policyFor } from "../provider-call.js";
+import { contextTokens, messageTokens } from "./compaction.js";
+import { runMove } from "./move-call.js";
 
 export interface TurnInput {
   fighter: FighterRow;

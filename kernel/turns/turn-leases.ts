@@ -1,5 +1,5 @@
-import type { Bus, TurnLease } from "./events.js";
-import type { Store } from "./store-types.js";
+import type { Bus, TurnLease } from "../../sdk/events.js";
+import type { Store } from "../../sdk/store-types.js";
 
 /** How a turn whose node lost its fighter's lease (it died) ends, as the next holder records it. */
 const ORPHANED = {

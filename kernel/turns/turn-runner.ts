@@ -1,17 +1,17 @@
+import { cancelledError } from "../../sdk/cancel.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import type { EventBus } from "../../sdk/events.js";
+import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
+import type { Logger } from "../../sdk/index.js";
+import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
+import type { Store } from "../../sdk/store-types.js";
+import type { ChatMessage, ModelSettings, MoveDeclaration } from "../../sdk/types.js";
+import { matchGrants, workspaceOf } from "../fighters/fighter-manifest.js";
+import type { LiveFighter } from "../fighters/fighter-registry.js";
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
-import { cancelledError } from "./cancel.js";
-import type { SparConfig } from "./config.js";
-import { isSparError, SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
-import { matchGrants, workspaceOf } from "./fighter-manifest.js";
-import type { LiveFighter } from "./fighter-registry.js";
 import type { HistoryCache } from "./history-cache.js";
-import type { RingHooks, TurnSummary } from "./hooks.js";
-import type { Logger } from "./sdk.js";
-import type { FighterMessageResult, MessageOptions, MoveListing } from "./services.js";
-import type { Store } from "./store-types.js";
 import { promptHistory } from "./turn-history.js";
-import type { ChatMessage, ModelSettings, MoveDeclaration } from "./types.js";
 
 /** How long a move that ignores a cancellation is waited for before the turn moves on without it. */
 export const CANCEL_GRACE_MS = 2000;

@@ -1,9 +1,9 @@
-import type { CredentialCheck } from "../lib/provider-keys.js";
+import type { CredentialCheck } from "../../lib/provider-keys.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError } from "../../sdk/errors.js";
+import type { ModelSettings } from "../../sdk/types.js";
+import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
 import { contextWindowFor, estimateTokens } from "./compaction.js";
-import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
-import type { FighterRegistry, LiveFighter } from "./fighter-registry.js";
-import type { ModelSettings } from "./types.js";
 
 /** The share of a model's context window one message may take. */
 const MAX_MESSAGE_SHARE = 0.5;

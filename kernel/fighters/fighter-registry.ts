@@ -1,15 +1,21 @@
 import { randomUUID } from "node:crypto";
-import { SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
+import { SparError } from "../../sdk/errors.js";
+import type { EventBus } from "../../sdk/events.js";
+import type { SpawnRequest } from "../../sdk/services.js";
+import type { Store } from "../../sdk/store-types.js";
+import type {
+  FighterManifest,
+  FighterRecord,
+  FighterRow,
+  FighterStatus,
+  ModelSettings,
+} from "../../sdk/types.js";
 import {
   DEFAULT_FIGHTER_NAME,
   fighterTemplate,
   templateNames,
   validateFighterManifest,
 } from "./fighter-manifest.js";
-import type { SpawnRequest } from "./services.js";
-import type { Store } from "./store-types.js";
-import type { FighterManifest, FighterRecord, FighterRow, FighterStatus, ModelSettings } from "./types.js";
 
 /** A fighter in the registry: its stored row plus what only exists while the daemon runs. */
 export interface LiveFighter {

@@ -1,12 +1,12 @@
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError } from "../../sdk/errors.js";
+import type { EventBus } from "../../sdk/events.js";
+import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
+import type { Logger } from "../../sdk/index.js";
+import type { Store } from "../../sdk/store-types.js";
+import type { FighterRow } from "../../sdk/types.js";
 import { compactionBoundary, contextTokens, contextWindowFor, estimateTokens } from "./compaction.js";
-import type { SparConfig } from "./config.js";
-import { SparError } from "./errors.js";
-import type { EventBus } from "./events.js";
 import type { HistoryCache } from "./history-cache.js";
-import type { RingHooks, TurnSummary } from "./hooks.js";
-import type { Logger } from "./sdk.js";
-import type { Store } from "./store-types.js";
-import type { FighterRow } from "./types.js";
 
 export interface AftercareDeps {
   /** Compacting a bout drops its kept history: the next turn reads what compaction left. */

@@ -1,18 +1,14 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { SparConfig } from "./config.js";
+import type { SparConfig } from "../../sdk/config.js";
+import { SparError, wrapPluginError } from "../../sdk/errors.js";
+import type { EventBus } from "../../sdk/events.js";
+import type { RingHooks } from "../../sdk/hooks.js";
+import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../../sdk/index.js";
+import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
-import { SparError, wrapPluginError } from "./errors.js";
-import type { EventBus } from "./events.js";
-import type { RingHooks } from "./hooks.js";
-import {
-  type DiscoveredPlugin,
-  type PluginManifest,
-  SINGLE_SLOT_KINDS,
-  type SlotKind,
-} from "./plugin-manifest.js";
-import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "./sdk.js";
-import type { RingServices } from "./services.js";
+import { type DiscoveredPlugin, SINGLE_SLOT_KINDS, type SlotKind } from "./plugin-manifest.js";
 
 export interface PluginHostOptions {
   plugins: DiscoveredPlugin[];

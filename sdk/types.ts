@@ -1,6 +1,6 @@
 /**
  * The shapes shared by the kernel and its plugins: model settings, fighters, bouts, messages, the
- * internal LLM request/response, moves and the store. Plugins see these through `kernel/sdk.ts`.
+ * internal LLM request/response, moves and the store. Plugins see these through `spar/sdk` (sdk/index.ts).
  */
 
 /** Which LLM a request goes to. `base_url` is handed to the provider's SDK as its base URL. */
@@ -19,6 +19,9 @@ export interface ModelSettings {
 }
 
 export type WeightClass = "flyweight" | "lightweight" | "middleweight" | "heavyweight";
+
+/** The capability of moves every fighter may use, granted or not. */
+export const OPEN_CAPABILITY = "none";
 
 /**
  * A capability grant. `type` names it (the kernel's types, or one an installed plugin's move

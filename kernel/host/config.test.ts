@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseDotEnv } from "../lib/home.js";
-import { loadConfig, parseListen } from "./config.js";
+import { parseDotEnv } from "../../lib/home.js";
+import { parseListen } from "../../sdk/config.js";
+import { loadConfig } from "./config.js";
 
 const homes: string[] = [];
 afterEach(() => {

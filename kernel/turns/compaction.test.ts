@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
 import { compactionBoundary, contextTokens, contextWindowFor, FALLBACK_WINDOW } from "./compaction.js";
-import type { ChatMessage, StoredMessage } from "./types.js";
 
 function stored(messages: ChatMessage[]): StoredMessage[] {
   return messages.map((m, i) => ({ ...m, id: `m${i + 1}`, bout_id: "b", seq: i + 1, created_at: "" }));

@@ -1,10 +1,10 @@
+import { cancelledError, isCancelled } from "../../sdk/cancel.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
+import type { MoveCallInfo, MoveOutcome } from "../../sdk/hooks.js";
+import { formatSchemaErrors, validatorFor } from "../../sdk/schema.js";
+import type { MoveDeclaration, ToolCall } from "../../sdk/types.js";
+import { matchGrants } from "../fighters/fighter-manifest.js";
 import type { TurnDeps, TurnInput } from "./agent-loop.js";
-import { cancelledError, isCancelled } from "./cancel.js";
-import { isSparError, SparError } from "./errors.js";
-import { matchGrants } from "./fighter-manifest.js";
-import type { MoveCallInfo, MoveOutcome } from "./hooks.js";
-import { formatSchemaErrors, validatorFor } from "./schema.js";
-import type { MoveDeclaration, ToolCall } from "./types.js";
 
 /**
  * One tool call of a turn (DESIGN §4 steps 3–4): the declaration, `move.beforeCall` (the kernel's

@@ -1,4 +1,4 @@
-import type { ChatMessage, ModelSettings, StoredMessage } from "./types.js";
+import type { ChatMessage, ModelSettings, StoredMessage } from "../../sdk/types.js";
 
 /** Context windows of well-known model families, for settings that give no `context_window`. */
 const KNOWN_WINDOWS: [RegExp, number][] = [

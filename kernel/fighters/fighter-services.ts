@@ -1,0 +1,51 @@
+import type { RingServices } from "../../sdk/services.js";
+import type { Store } from "../../sdk/store-types.js";
+import type { MessagePath } from "../turns/message-path.js";
+import type { FighterRegistry } from "./fighter-registry.js";
+
+/** The Ring's `fighters` service: the registry for who they are, the message path for what they do. */
+export function fighterServices(
+  fighters: FighterRegistry,
+  path: MessagePath,
+  requireStore: () => Store,
+): RingServices["fighters"] {
+  async function fighterRow(idOrName: string) {
+    return (await fighters.lookup(idOrName)).row;
+  }
+  return {
+    spawn: (request) => fighters.spawn(request),
+    list: async () => fighters.all().map(fighters.record),
+    get: async (idOrName) => fighters.record(await fighters.lookup(idOrName)),
+    manifest: async (idOrName) => (await fighterRow(idOrName)).manifest,
+    kill: async (idOrName) => {
+      await fighterRow(idOrName);
+      await fighters.kill(idOrName);
+    },
+    message: path.message,
+    messageTo: path.messageTo,
+    cancel: path.cancel,
+    relationships: async (idOrName) => requireStore().relationships.list((await fighterRow(idOrName)).name),
+    contact: async (idOrName, user, note) =>
+      requireStore().relationships.record(
+        (await fighterRow(idOrName)).name,
+        { with: user, kind: "user" },
+        note,
+        new Date().toISOString(),
+      ),
+    usage: async (idOrName) => {
+      const row = await fighterRow(idOrName);
+      const usage = await requireStore().usage.summary(row.id);
+      const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
+      return {
+        fighter: row.name,
+        usage,
+        totals: {
+          requests: sum("requests"),
+          input_tokens: sum("input_tokens"),
+          output_tokens: sum("output_tokens"),
+        },
+      };
+    },
+    bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
+  };
+}

@@ -1,0 +1,80 @@
+/** The daemon's configuration as plugins are handed it (kernel/host/config.ts loads and checks it). */
+import { SparError } from "./errors.js";
+import type { ModelSettings } from "./types.js";
+
+export interface RoutingConfig {
+  enabled: boolean;
+  cheap?: ModelSettings;
+  mid?: ModelSettings;
+  expensive?: ModelSettings;
+}
+
+export interface CompactionConfig {
+  strategy: string;
+  threshold_percent: number;
+  keep_recent: number;
+}
+
+export interface DecayConfig {
+  rate_per_day: number;
+  reinforce_on_access: number;
+  forget_below: number;
+}
+
+/** An endpoint the operator pairs with a key (or with none), which fighter manifests may then name. */
+export interface EndpointPairing {
+  provider: string;
+  base_url?: string;
+  api_key_env?: string;
+}
+
+/**
+ * The daemon's configuration after defaults are applied: the kernel's own keys (DESIGN §8) and the
+ * tables plugins own (`sections`).
+ */
+export interface SparConfig {
+  api_listen: string;
+  default_model: ModelSettings;
+  model_routing: RoutingConfig;
+  agent: {
+    max_iterations: number;
+    tool_timeout_s: number;
+    loop_guard_repeats: number;
+    /** Turns in one fighter-to-fighter call chain at most (the first message's included). */
+    max_call_depth: number;
+    /** A tool result longer than this many characters reaches the model cut, with a marker saying so. */
+    max_tool_result_chars: number;
+  };
+  memory: { compaction: CompactionConfig; decay: DecayConfig };
+  /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
+  quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
+  plugins: {
+    enable: string[];
+    disable: string[];
+    dirs: string[];
+    store: string;
+    bus: string;
+    arena: string;
+    scheduler: string;
+    troops: string;
+    tunnel: string;
+  };
+  /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
+  providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
+  /**
+   * The tables plugins own, by path (`api`, `channels.telegram`, `moves-dice`), each checked against
+   * its owner's schema, defaults applied, before any plugin code runs (config-sections.ts).
+   */
+  sections: Record<string, Record<string, unknown>>;
+}
+
+/** Parses a `host:port` listen address; IPv6 hosts come in brackets (`[::1]:6660`). */
+export function parseListen(value: string, key = "api_listen"): { host: string; port: number } {
+  const at = value.lastIndexOf(":");
+  const host = value.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+  const port = Number(value.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new SparError("CONFIG_INVALID", `${key} must be host:port, got "${value}"`);
+  }
+  return { host, port };
+}

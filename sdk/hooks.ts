@@ -1,0 +1,200 @@
+/**
+ * The Ring's hooks as plugins see them (DESIGN §3.1): one frozen object, grouped by domain, built by
+ * the kernel (kernel/hooks.ts). Each hook's tapable kind is chosen on purpose and said in its comment.
+ */
+import type {
+  AsyncParallelHook,
+  AsyncSeriesBailHook,
+  AsyncSeriesHook,
+  AsyncSeriesWaterfallHook,
+} from "tapable";
+import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
+import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
+import type { Store } from "./store-types.js";
+import type {
+  ChatMessage,
+  FighterRow,
+  LlmDriver,
+  ModelSettings,
+  MoveDeclaration,
+  MoveHandler,
+  PluginRoute,
+  ProviderCredential,
+  PublicAssets,
+  RouteRegistry,
+  SkillListing,
+  StoredMessage,
+  ToolCall,
+  Usage,
+} from "./types.js";
+
+/** What the kernel hands a store plugin when it asks for the store. */
+export interface StoreOpenOptions {
+  home: string;
+  /** The master secret; the store derives its key from it. The kernel zeroizes it once `open` returns. */
+  masterSecret: Buffer;
+}
+
+/**
+ * The prompt as it is being built: taps of `turn.prepare` add to it and pass it on. `tools` starts as
+ * every move the fighter holds a grant for; a tap may offer fewer (the model can still call any of
+ * them: a call is checked against the fighter's grants, not against this list).
+ */
+export interface PromptParts {
+  system: string;
+  messages: ChatMessage[];
+  tools: MoveDeclaration[];
+}
+
+export interface TurnContext {
+  fighter: FighterRow;
+  bout_id: string;
+}
+
+export interface TurnSummary extends TurnContext {
+  new_messages: ChatMessage[];
+  usage: Usage;
+  iterations: number;
+  /** The model the turn used. */
+  model: ModelSettings;
+  /** Whether the turn started its bout. */
+  new_bout: boolean;
+  /** The estimated context of the bout's next prompt (system with plugins' additions, and history). */
+  context_tokens: number;
+}
+
+/** What `move.list` taps are asked for: the moves to offer one fighter, or all (no fighter: listing). */
+export interface MoveListContext {
+  fighter?: FighterRow;
+}
+
+/** What `provider.route` taps see: a fighter whose manifest names no model, and the message. */
+export interface RouteContext {
+  fighter: FighterRow;
+  text: string;
+}
+
+/** A refusal a `move.beforeCall` tap returns; the model gets it as the tool's error result. */
+export interface MoveRefusal {
+  code: "CAPABILITY_DENIED" | "VALIDATION_FAILED" | "FORBIDDEN";
+  message: string;
+}
+
+export interface MoveCallInfo {
+  call: ToolCall;
+  fighter: FighterRow;
+  bout_id: string;
+  /** The capability the move's declaration names, and its server (MCP) if it has one. */
+  capability: string;
+  server?: string;
+}
+
+export interface MoveOutcome {
+  ok: boolean;
+  content: string;
+}
+
+/** What a compaction strategy gets: the messages it replaces and the summary they extend, if any. */
+export interface CompactionInput {
+  fighter: FighterRow;
+  bout_id: string;
+  model: ModelSettings;
+  messages: StoredMessage[];
+  previous_summary?: string;
+  /** A summary longer than this many tokens should be condensed, not just extended. */
+  summary_budget_tokens: number;
+}
+
+/** A compaction strategy: returns the summary that replaces the messages, or none (truncation). */
+export interface CompactionStrategy {
+  readonly name: string;
+  compact(input: CompactionInput): Promise<{ summary?: string }>;
+}
+
+/** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */
+export interface ListenRequest {
+  host: string;
+  port: number;
+  routes: (PluginRoute | PublicAssets)[];
+}
+
+/** The kernel's hooks. Plugins tap them once, on activation, with their plugin id as the tap name. */
+export interface RingHooks {
+  readonly store: {
+    /** Bail, called once at start: the active store plugin returns the opened store. */
+    readonly open: AsyncSeriesBailHook<[StoreOpenOptions], Store | undefined>;
+  };
+  readonly bus: {
+    /** Bail, called once at start before the store opens: the active bus plugin returns the bus. */
+    readonly open: AsyncSeriesBailHook<[BusOpenOptions], Bus | undefined>;
+  };
+  readonly provider: {
+    /**
+     * Waterfall, called per message of a fighter whose manifest names no model, starting from
+     * `default_model`: a tap may pick another model (complexity routing), or pass it on.
+     */
+    readonly route: AsyncSeriesWaterfallHook<[ModelSettings, RouteContext]>;
+    /**
+     * Bail, called per LLM call: the plugin that owns `settings.provider` returns a driver, others
+     * undefined. `credential` is the only key the driver may send (the kernel chose it by the
+     * operator's pairings); drivers never read keys from the environment themselves.
+     */
+    readonly resolve: AsyncSeriesBailHook<[ModelSettings, ProviderCredential], LlmDriver | undefined>;
+  };
+  readonly move: {
+    /** Bail, called per tool call: the plugin that declares the move returns its handler. */
+    readonly resolve: AsyncSeriesBailHook<[string], MoveHandler | undefined>;
+    /** Bail, called before a move runs: a tap returns a refusal to stop it (capability, policy). */
+    readonly beforeCall: AsyncSeriesBailHook<[MoveCallInfo], MoveRefusal | undefined>;
+    /** Waterfall, called after every call, failed ones too: taps may rewrite the outcome (redaction) before it is stored. */
+    readonly afterCall: AsyncSeriesWaterfallHook<[MoveOutcome, MoveCallInfo]>;
+    /**
+     * Waterfall, called per turn (and per listing, without a fighter): taps add the moves they
+     * offer at run time (MCP tools) to the list and pass it on; a tap must also resolve them.
+     */
+    readonly list: AsyncSeriesWaterfallHook<[MoveDeclaration[], MoveListContext]>;
+    /** Waterfall, called per listing: taps add the skills they know (a skills plugin). */
+    readonly skills: AsyncSeriesWaterfallHook<[SkillListing[]]>;
+  };
+  readonly compaction: {
+    /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */
+    readonly resolve: AsyncSeriesBailHook<[string], CompactionStrategy | undefined>;
+  };
+  readonly strategy: {
+    /** Bail, called per troop task: the plugin owning the strategy (activated on `onStrategy:<name>`) returns it. */
+    readonly resolve: AsyncSeriesBailHook<[string], TroopStrategy | undefined>;
+  };
+  readonly channel: {
+    /** Bail: the plugin owning the platform (activated on `onChannel:<id>`) returns its adapter. */
+    readonly resolve: AsyncSeriesBailHook<[string], ChannelAdapter | undefined>;
+  };
+  readonly tunnel: {
+    /**
+     * Bail, called once, when a channel first needs the public URL: the active tunnel plugin (the
+     * `[plugins] tunnel` slot) opens the tunnel to `target` (the webhook listener) and returns it.
+     */
+    readonly open: AsyncSeriesBailHook<[{ target: string }], TunnelInfo | undefined>;
+  };
+  readonly turn: {
+    /** Waterfall, called before each turn: taps add to the system prompt and context. */
+    readonly prepare: AsyncSeriesWaterfallHook<[PromptParts, TurnContext]>;
+    /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters. */
+    readonly end: AsyncSeriesHook<[TurnSummary]>;
+    /** Series, called after the reply, in the fighter's queue before its next turn: slow bookkeeping (reflection). */
+    readonly after: AsyncSeriesHook<[TurnSummary]>;
+  };
+  readonly daemon: {
+    /** Series, called once the store is open and the default fighter exists: the Arena starts listening. */
+    readonly ready: AsyncSeriesHook<[ListenRequest]>;
+    /** Series, called on shutdown before the store closes: stop accepting work, flush. */
+    readonly close: AsyncSeriesHook<[]>;
+  };
+  readonly arena: {
+    /** Series, called once when the daemon is ready, before it listens: taps add routes and public assets. */
+    readonly routes: AsyncSeriesHook<[RouteRegistry]>;
+  };
+  readonly events: {
+    /** Parallel, called for every published event; a failing tap is logged, never fatal. */
+    readonly published: AsyncParallelHook<[SparEvent]>;
+  };
+}

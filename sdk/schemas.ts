@@ -1,0 +1,180 @@
+/**
+ * The JSON Schemas of what users and plugins write: config.toml's kernel keys (with their defaults),
+ * model settings, and fighter manifests with the kernel's capability types. kernel/host/config.ts and
+ * kernel/fighters/fighter-manifest.ts check against them; `npm run build` precompiles them (schema.ts).
+ */
+import type { ModelSettings } from "./types.js";
+
+export const LOCAL_RUNNER: ModelSettings = {
+  provider: "ollama",
+  model: "llama3.2",
+  base_url: "http://127.0.0.1:11434",
+};
+
+export const MODEL_SETTINGS_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["provider", "model"],
+  properties: {
+    provider: { type: "string", minLength: 1 },
+    model: { type: "string", minLength: 1 },
+    base_url: { type: "string", pattern: "^https?://", description: "an http:// or https:// URL" },
+    api_key_env: {
+      type: "string",
+      pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+      description: "the name of an environment variable (letters, digits and _)",
+    },
+    max_tokens: { type: "integer", minimum: 1 },
+    temperature: { type: "number", minimum: 0, maximum: 2 },
+    context_window: { type: "integer", minimum: 256 },
+    timeout_s: { type: "number", exclusiveMinimum: 0, maximum: 3600 },
+    max_retries: { type: "integer", minimum: 0, maximum: 10 },
+  },
+} as const;
+
+/** A table of the config: unknown keys refused, present even when empty (so its defaults apply). */
+const table = (properties: Record<string, object>) =>
+  ({ type: "object", additionalProperties: false, default: {}, properties }) as const;
+const int = (minimum: number, value: number, maximum?: number) => ({
+  type: "integer",
+  minimum,
+  ...(maximum ? { maximum } : {}),
+  default: value,
+});
+const num = (value: number, bounds: object) => ({ type: "number", ...bounds, default: value });
+const strings = (item: object = { type: "string" }) => ({ type: "array", items: item, default: [] });
+
+export const CONFIG_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    api_listen: {
+      type: "string",
+      pattern: "^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$",
+      description: "host:port, like 127.0.0.1:6660 ([::1]:6660 for IPv6)",
+      default: "127.0.0.1:6660",
+    },
+    default_model: { ...MODEL_SETTINGS_SCHEMA, default: LOCAL_RUNNER },
+    model_routing: table({
+      enabled: { type: "boolean", default: false },
+      cheap: MODEL_SETTINGS_SCHEMA,
+      mid: MODEL_SETTINGS_SCHEMA,
+      expensive: MODEL_SETTINGS_SCHEMA,
+    }),
+    agent: table({
+      max_iterations: int(1, 25, 1000),
+      tool_timeout_s: num(120, { exclusiveMinimum: 0 }),
+      loop_guard_repeats: int(2, 4),
+      max_call_depth: int(1, 4, 32),
+      max_tool_result_chars: int(1000, 20_000, 1_000_000),
+    }),
+    quotas: table({
+      requests_per_minute: int(1, 60),
+      tokens_per_minute: int(1, 200_000),
+      window_s: num(60, { exclusiveMinimum: 0, maximum: 3600 }),
+    }),
+    memory: table({
+      compaction: table({
+        strategy: {
+          type: "string",
+          pattern: "^[a-z0-9_]+$",
+          description: "a compaction strategy's name (summarize, truncate)",
+          default: "summarize",
+        },
+        threshold_percent: num(80, { exclusiveMinimum: 0, maximum: 100 }),
+        keep_recent: int(1, 20),
+      }),
+      decay: table({
+        rate_per_day: num(0.05, { minimum: 0 }),
+        reinforce_on_access: num(0.2, { minimum: 0 }),
+        forget_below: num(0.05, { minimum: 0 }),
+      }),
+    }),
+    providers: table({
+      endpoints: strings({
+        type: "object",
+        additionalProperties: false,
+        required: ["provider"],
+        properties: {
+          provider: MODEL_SETTINGS_SCHEMA.properties.provider,
+          base_url: MODEL_SETTINGS_SCHEMA.properties.base_url,
+          api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
+        },
+      }),
+      allow_manifest_base_url: strings({ type: "string", pattern: "^https?://" }),
+    }),
+    plugins: table({
+      enable: strings(),
+      disable: strings(),
+      dirs: strings(),
+      store: { type: "string", default: "store-sqlite" },
+      bus: { type: "string", default: "bus-local" },
+      arena: { type: "string", default: "arena-http" },
+      scheduler: { type: "string", default: "scheduler-croner" },
+      troops: { type: "string", default: "troops-local" },
+      tunnel: { type: "string", default: "tunnel-cloudflared" },
+    }),
+  },
+} as const;
+
+/** The kernel's own capability types; an installed plugin's move may declare more. */
+export const CAPABILITY_TYPES = [
+  "memory",
+  "knowledge_graph",
+  "file_read",
+  "file_write",
+  "shell_exec",
+  "network",
+  "agent_message",
+  "agent_spawn",
+  "channel_notify",
+  "schedule",
+  "desktop",
+  "mcp",
+  "full_access",
+] as const;
+
+const oneOrMany = { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] };
+
+export const FIGHTER_MANIFEST_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "description", "system_prompt"],
+  properties: {
+    name: { type: "string", minLength: 1, maxLength: 64 },
+    description: { type: "string", maxLength: 1000 },
+    system_prompt: { type: "string", minLength: 1, maxLength: 100_000 },
+    model: MODEL_SETTINGS_SCHEMA,
+    weight_class: { enum: ["flyweight", "lightweight", "middleweight", "heavyweight"] },
+    capabilities: {
+      type: "array",
+      maxItems: 64,
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["type"],
+        properties: {
+          type: {
+            type: "string",
+            pattern: "^[a-z][a-z0-9_]*$",
+            description: "a capability's name (lowercase letters, digits and _)",
+          },
+          scope: oneOrMany,
+          pattern: oneOrMany,
+          hosts: oneOrMany,
+          server: { type: "string" },
+        },
+      },
+    },
+    skills: { type: "array", maxItems: 200, items: { type: "string", minLength: 1 } },
+    quota: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        requests_per_minute: { type: "integer", minimum: 1 },
+        tokens_per_minute: { type: "integer", minimum: 1 },
+      },
+    },
+    max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
+  },
+} as const;
