@@ -9,6 +9,7 @@ import { withSpar } from "../suite/daemon.mjs";
 import { pool } from "../suite/http.mjs";
 import { connectInspector } from "../suite/inspector.mjs";
 import { startFakeModel } from "../suite/model.mjs";
+import { residentParts } from "../suite/proc.mjs";
 import { figure } from "../suite/report.mjs";
 import { BOUT_TURNS, spawnFighters, steadyMessage } from "../suite/spar-api.mjs";
 import { num } from "../suite/stats.mjs";
@@ -22,11 +23,18 @@ export async function soak({ warmup, turns, every, fighters, clients }) {
       const { names } = await spawnFighters(daemon.api, "soak-", fighters);
       const idle = daemon.rss();
       const heaps = [];
+      const committed = [];
       const collected = [];
+      const parts = [];
+      const external = [];
       const sample = async () => {
         samples.push(daemon.rss());
-        heaps.push((await probe.heap()).usedSize / 2 ** 20);
+        const heap = await probe.heap();
+        heaps.push(heap.usedSize / 2 ** 20);
+        committed.push(heap.totalSize / 2 ** 20);
         collected.push(daemon.rss());
+        parts.push(residentParts(daemon.pid));
+        external.push((await probe.usage()).external / 2 ** 20);
       };
       let next = 0;
       const failures = [];
@@ -56,6 +64,10 @@ export async function soak({ warmup, turns, every, fighters, clients }) {
         `VmRSS in MiB, idle before the warm-up ${num(idle, 1)}; after the warm-up, then every ${every} turns: ${samples.map((s) => num(s, 1)).join(", ")}`,
         `live JavaScript heap after a full collection, MiB: ${heaps.map((s) => num(s, 1)).join(", ")}`,
         `VmRSS right after that collection, MiB: ${collected.map((s) => num(s, 1)).join(", ")}`,
+        `of which anonymous memory (JavaScript heap, malloc), MiB: ${parts.map((p) => num(p.anonymous, 1)).join(", ")}`,
+        `of which mapped files (node, native modules, libraries, SQLite's WAL index), MiB: ${parts.map((p) => num(p.file, 1)).join(", ")}`,
+        `memory outside the JavaScript heap that it holds (Buffers, ArrayBuffers: process.memoryUsage().external), MiB: ${external.map((s) => num(s, 1)).join(", ")}`,
+        `JavaScript heap committed by V8 after the collection (live heap plus free space V8 keeps), MiB: ${committed.map((s) => num(s, 1)).join(", ")}`,
         "flat within ±10% means every sample within 10% of the first (the one right after the warm-up)",
         "the daemon runs with its inspector on a free loopback port for the collections; each collection also shrinks the heap the next VmRSS sample sees",
       ];

@@ -6,9 +6,10 @@ import { WebSocket } from "ws";
 
 /**
  * Connects to the inspector whose address `output` (the process's printed output so far) holds.
- * `heap()` asks for a full garbage collection, then the heap's used and committed size in bytes.
+ * `heap()` asks for a full garbage collection, then the heap's used and committed size in bytes;
+ * `usage()` reads `process.memoryUsage()` in the process.
  * @param {string} output
- * @returns {Promise<{ heap(): Promise<{ usedSize: number, totalSize: number }>, close(): void }>}
+ * @returns {Promise<{ heap(): Promise<{ usedSize: number, totalSize: number }>, usage(): Promise<{ rss: number, heapUsed: number, external: number, arrayBuffers: number }>, close(): void }>}
  */
 export async function connectInspector(output) {
   const url = /Debugger listening on (ws:\/\/127\.0\.0\.1:\d+\/[\w-]+)/.exec(output)?.[1];
@@ -25,19 +26,28 @@ export async function connectInspector(output) {
     if (reply.id !== undefined) waiting.get(reply.id)?.(reply.result);
   });
   let next = 0;
-  const send = (/** @type {string} */ method) =>
+  const send = (/** @type {string} */ method, /** @type {object} */ params = {}) =>
     new Promise((done) => {
       const id = ++next;
       waiting.set(id, (result) => {
         waiting.delete(id);
         done(result);
       });
-      ws.send(JSON.stringify({ id, method }));
+      ws.send(JSON.stringify({ id, method, params }));
     });
   return {
     async heap() {
       await send("HeapProfiler.collectGarbage");
       return /** @type {{ usedSize: number, totalSize: number }} */ (await send("Runtime.getHeapUsage"));
+    },
+    /** The process's `process.memoryUsage()`: `external` and `arrayBuffers` are memory V8 does not hold. */
+    async usage() {
+      const reply = /** @type {{ result: { value: string } }} */ (
+        await send("Runtime.evaluate", { expression: "JSON.stringify(process.memoryUsage())" })
+      );
+      return /** @type {{ rss: number, heapUsed: number, external: number, arrayBuffers: number }} */ (
+        JSON.parse(reply.result.value)
+      );
     },
     close: () => ws.close(),
   };

@@ -11,6 +11,19 @@ export function rssMiB(pid) {
   }
 }
 
+/**
+ * A process's resident memory split by what backs it, in MiB, from /proc/<pid>/smaps_rollup:
+ * `anonymous` (malloc'd and V8 heap memory: where a leak grows) and `file` (mapped files: the node
+ * binary, native modules, shared libraries, SQLite's WAL index).
+ */
+export function residentParts(pid) {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? Number.NaN);
+  const rss = kib("Rss");
+  const anonymous = kib("Anonymous");
+  return { rss: rss / 1024, anonymous: anonymous / 1024, file: (rss - anonymous) / 1024 };
+}
+
 /** The pids of a process's descendants (children, their children …), from each process's ppid. */
 export function descendants(pid) {
   const parentOf = new Map();
