@@ -10,7 +10,7 @@
  * pseudo-terminal (util-linux `script`), answering its prompts as a person would.
  */
 import { spawn } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -320,6 +320,9 @@ describe("spar channel setup slack and discord", () => {
     slack = await startFakeSlack();
     discord = await startFakeDiscord();
     home = tempHome();
+    // A port no daemon listens on: `channel list` asks the daemon first, and one of the machine's
+    // own (on the default 127.0.0.1:6660) must not answer for this data dir.
+    writeFileSync(join(home, "config.toml"), `api_listen = "127.0.0.1:${await freePort()}"\n`);
   });
 
   afterAll(async () => {
