@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** The package root: two levels up from dist/kernel/, one up from kernel/ under a TS runner. */
+/** The package root: two levels up from dist/sdk/, one up from sdk/ under a TS runner. */
 export const PACKAGE_ROOT = existsSync(join(here, "..", "package.json"))
   ? join(here, "..")
   : join(here, "..", "..");
