@@ -17,8 +17,7 @@ import { SparError } from "../../sdk/errors.js";
 import { findForbiddenKey, forbiddenKeyMessage } from "../../sdk/safe-keys.js";
 import { formatSchemaErrors, validatorWithDefaults } from "../../sdk/schema.js";
 import { MODEL_SETTINGS_SCHEMA } from "../../sdk/schemas.js";
-import type { ModelSettings } from "../../sdk/types.js";
-import { OPEN_CAPABILITY } from "../../sdk/types.js";
+import { type ModelSettings, OPEN_CAPABILITY } from "../../sdk/types.js";
 import { isReservedVariable } from "../provider-keys.js";
 import { parseSchedule, type Schedule } from "./schedule.js";
 

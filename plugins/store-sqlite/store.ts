@@ -68,7 +68,7 @@ const READS: ReadonlySet<string> = new Set([
 const DEFERRED: ReadonlySet<string> = new Set(["turns.begin", "turns.append", "turns.finish"]);
 
 /** The page cache, in SQLite's negative-KiB form: 2 MiB, SQLite's default (see the pragmas below). */
-export const PAGE_CACHE_KIB = -2000;
+const PAGE_CACHE_KIB = -2000;
 
 const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
