@@ -48,6 +48,11 @@ export interface SparConfig {
   memory: { compaction: CompactionConfig; decay: DecayConfig };
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
+  /**
+   * Containment of every process a move starts (lib/sandbox): the mode, the limits a runaway cannot
+   * pass, and the operator's exceptions to the egress address rules.
+   */
+  sandbox: SandboxConfig;
   plugins: {
     enable: string[];
     disable: string[];
@@ -66,6 +71,24 @@ export interface SparConfig {
    * its owner's schema, defaults applied, before any plugin code runs (config-sections.ts).
    */
   sections: Record<string, Record<string, unknown>>;
+}
+
+/** `[sandbox]` in config.toml. */
+export interface SandboxConfig {
+  /** `required` (default): refuse to run a process when no sandbox is available; `off`: run unsandboxed. */
+  mode: "required" | "off";
+  /** CPU seconds a process may use (RLIMIT_CPU). */
+  cpu_s: number;
+  /** Address space of one process, in MiB (RLIMIT_AS). */
+  memory_mb: number;
+  /** Processes in one sandbox at once. */
+  processes: number;
+  /** Largest file a process may write, in MiB (RLIMIT_FSIZE). */
+  file_size_mb: number;
+  /** Open files of one process (RLIMIT_NOFILE). */
+  open_files: number;
+  /** Private addresses the egress proxy may reach after all (the `allow_private` rules of web_fetch). */
+  allow_private: string[];
 }
 
 /** Parses a `host:port` listen address; IPv6 hosts come in brackets (`[::1]:6660`). */

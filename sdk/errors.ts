@@ -35,6 +35,8 @@ export const ERROR_CATALOG = {
   STORE_CORRUPT: 503,
   // The disk holding the data dir is full: the write was refused whole, and service resumes by itself.
   STORAGE_FULL: 507,
+  // A move would start a process, and no sandbox can hold it ([sandbox] mode = "required").
+  SANDBOX_UNAVAILABLE: 503,
   // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.
   CONFIG_INVALID: 500,
   PLUGIN_INVALID: 500,

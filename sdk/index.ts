@@ -12,7 +12,7 @@ export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
-export type { CompactionConfig, DecayConfig, RoutingConfig, SparConfig } from "./config.js";
+export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";

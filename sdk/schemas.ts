@@ -103,6 +103,20 @@ export const CONFIG_SCHEMA = {
       }),
       allow_manifest_base_url: strings({ type: "string", pattern: "^https?://" }),
     }),
+    sandbox: table({
+      mode: {
+        enum: ["required", "off"],
+        description:
+          "required: every process a move starts runs in the sandbox, or not at all; off: unsandboxed (an audit HIGH)",
+        default: "required",
+      },
+      cpu_s: int(1, 60, 86_400),
+      memory_mb: int(64, 8192, 1_048_576),
+      processes: int(8, 256, 65_536),
+      file_size_mb: int(1, 512, 1_048_576),
+      open_files: int(16, 1024, 1_048_576),
+      allow_private: strings(),
+    }),
     plugins: table({
       enable: strings(),
       disable: strings(),

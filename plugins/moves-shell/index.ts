@@ -1,9 +1,8 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { egressOf } from "../../lib/sandbox/grants.js";
+import { createSandbox, type Sandbox } from "../../lib/sandbox/index.js";
 import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../sdk/index.js";
 import { commandFolder } from "./cwd.js";
 import { policyOf, refusal } from "./patterns.js";
-import { runCommand } from "./run.js";
 import { maskSecrets, secretValues } from "./secrets.js";
 import { type ShellSettings, withDefaults } from "./settings.js";
 
@@ -12,38 +11,42 @@ const SHELL = "/bin/sh";
 
 /**
  * `shell_exec {argv | command, stdin?, cwd?, timeout_s?}`: one program in the fighter's workspace,
- * allowed by a grant's pattern (patterns.ts), run with no shell and a cleared environment, stopped by
- * its timeout or the call's signal together with everything it started (run.ts), its output capped
- * and the daemon's secrets masked in it (secrets.ts).
+ * allowed by a grant's pattern (patterns.ts), run in the sandbox (lib/sandbox: bubblewrap, limits,
+ * network only through the egress proxy and only with a `network` grant), with no shell and a
+ * cleared environment, stopped by its timeout or the call's signal together with everything it
+ * started, its output capped and the daemon's secrets masked in it (secrets.ts).
  */
 export default definePlugin<{ "moves.shell": Partial<ShellSettings> }>({
   id: "moves-shell",
-  apply({ hooks, config, dir }, sections) {
+  apply({ hooks, config, dir, home }, sections) {
     const settings = withDefaults(dir, sections["moves.shell"]);
     const keyNames = configuredKeyNames(config);
+    let sandbox: Sandbox | undefined;
 
     const shellExec: MoveHandler = {
       name: "shell_exec",
-      async run(input, { grants, workspace, signal }) {
+      async run(input, { grants, workspace, signal, fighter }) {
         const argv = commandOf(input);
         const denied = refusal(policyOf(grants), argv, input.command !== undefined);
         if (denied) throw new SparError("CAPABILITY_DENIED", denied);
         const cwd = commandFolder(workspace, optionalString(input.cwd, "cwd"));
-        const home = commandFolder(workspace);
-        const tmp = join(home, ".tmp");
-        mkdirSync(tmp, { recursive: true, mode: 0o700 });
         const limit = settings.timeout_s;
         const asked = typeof input.timeout_s === "number" ? input.timeout_s : limit;
         const secrets = secretValues(process.env, keyNames);
-        return runCommand({
+        const network = egressOf(fighter.manifest.capabilities ?? []);
+        sandbox ??= createSandbox(config.sandbox, home);
+        return sandbox.run({
           argv,
+          workspace: commandFolder(workspace),
           cwd,
-          env: { PATH: settings.path, HOME: home, LANG: "C.UTF-8", TMPDIR: tmp },
+          path: settings.path,
+          env: { LANG: "C.UTF-8" },
           ...(typeof input.stdin === "string" ? { stdin: input.stdin } : {}),
           timeoutMs: Math.min(asked, limit) * 1000,
           maxOutputBytes: settings.max_output_bytes,
           signal,
           transform: (text, cut) => maskSecrets(text, secrets, cut),
+          ...(network ? { network } : {}),
         });
       },
     };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collectOutput, wholeCharacters } from "./output.js";
+import { collectOutput, wholeCharacters } from "../../lib/sandbox/output.js";
 import { MASK, maskSecrets, secretValues } from "./secrets.js";
 
 describe("secretValues", () => {
@@ -50,7 +50,7 @@ describe("collectOutput", () => {
     const result = output.finish();
     expect(result.truncated).toBe(true);
     expect(result.stdout).toBe(
-      "123456\n[cut: 3 more bytes of stdout not shown (the limit is 10 bytes of output per command); filter it, or write it to a file and read that in parts]",
+      "123456\n[cut: 3 more bytes of stdout not shown (the limit is 10 bytes of output per command); the command was stopped there; filter its output, or write it to a file and read that in parts]",
     );
     expect(result.stderr.startsWith("abcd\n[cut: 2 more bytes of stderr")).toBe(true);
   });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Capability, FighterMessageResult } from "../../sdk/index.js";
@@ -13,6 +13,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { processesWith } from "../helpers/processes.js";
 
 type ErrorBody = { error: { code: string; message: string } };
 type Reply = FighterMessageResult & Partial<ErrorBody>;
@@ -32,16 +33,6 @@ const SECRETS = {
   ANTHROPIC_API_KEY: "sk-ant-canary-secret-4242",
   GITHUB_TOKEN: "ghp_canarycanarycanary",
 };
-
-/** A process counts as gone when /proc no longer has it, or it is a zombie nobody reaped yet. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 /** An evil model against the real daemon: shell_exec, a capability grant, and nothing trusted. */
 describe("moves-shell: shell_exec through the real daemon", () => {
@@ -118,11 +109,13 @@ describe("moves-shell: shell_exec through the real daemon", () => {
       { argv: ["printenv", "OPENAI_API_KEY"] },
     );
     expect(results).toHaveLength(5);
+    // bubblewrap sets PWD to the folder it starts the program in.
     const expected = [
-      `HOME=${workspace}`,
+      "HOME=/home/fighter",
       "LANG=C.UTF-8",
       "PATH=/usr/local/bin:/usr/bin:/bin",
-      `TMPDIR=${workspace}/.tmp`,
+      `PWD=${workspace}`,
+      "TMPDIR=/tmp",
     ];
     expect(ok(results[0]).stdout.trim().split("\n").sort()).toEqual(expected);
     expect(ok(results[1]).stdout.trim().split("\n").sort()).toEqual(expected);
@@ -135,17 +128,23 @@ describe("moves-shell: shell_exec through the real daemon", () => {
     for (const secret of Object.values(SECRETS)) expect(everything).not.toContain(secret);
   });
 
-  it("masks the daemon's secrets when a command reads the daemon's own environment", async () => {
-    // Commands run as the daemon's user, so /proc/<daemon>/environ is readable: the mask catches a
-    // plain read (README: not an encoded one; the grant's pattern is the boundary).
-    const [parent] = await shell("shelly", { argv: ["sh", "-c", "tr '\\0' '\\n' < /proc/$PPID/environ"] });
-    const text = ok(parent).stdout;
-    expect(text).toContain("OPENAI_API_KEY=[secret]");
-    expect(text).toContain("SPAR_MASTER_KEY=[secret]");
-    expect(text).toContain("ANTHROPIC_API_KEY=[secret]");
-    expect(text).toContain("GITHUB_TOKEN=[secret]");
-    const everything = JSON.stringify(fake.requests.map((r) => r.body));
-    for (const secret of Object.values(SECRETS)) expect(everything).not.toContain(secret);
+  it("cannot see the daemon's process or its environment: the sandbox has a PID namespace of its own", async () => {
+    const [parent, daemonEnv, every] = await shell(
+      "shelly",
+      { argv: ["sh", "-c", "tr '\\0' '\\n' < /proc/$PPID/environ"] },
+      { argv: ["sh", "-c", `base64 /proc/${daemon.process.pid}/environ`] },
+      { argv: ["sh", "-c", "cat /proc/[0-9]*/environ | base64; ls /proc | grep -c '^[0-9]'"] },
+    );
+    // The program's parent is the sandbox's init, started with nothing but the folder it is in.
+    expect(ok(parent)).toMatchObject({ exit_code: 0, stdout: "PWD=/\n" });
+    expect(ok(daemonEnv).exit_code).not.toBe(0);
+    // Only the sandbox's own few processes are there.
+    expect(Number(ok(every).stdout.trim().split("\n").at(-1))).toBeLessThan(8);
+    const everything = JSON.stringify([...fake.requests.map((r) => r.body), parent, daemonEnv, every]);
+    for (const secret of Object.values(SECRETS)) {
+      expect(everything).not.toContain(secret);
+      expect(everything).not.toContain(Buffer.from(secret).toString("base64").slice(0, 12));
+    }
   });
 
   it("passes metacharacters as plain text: nothing is parsed, nothing is created", async () => {
@@ -184,7 +183,7 @@ describe("moves-shell: shell_exec through the real daemon", () => {
 
   it("runs a command line through /bin/sh only where a pattern allows /bin/sh -c", async () => {
     const [line] = await shell("shelly", { command: 'echo one | tr a-z A-Z; echo "$HOME"; exit 4' });
-    expect(ok(line)).toMatchObject({ exit_code: 4, stdout: `ONE\n${workspace}\n` });
+    expect(ok(line)).toMatchObject({ exit_code: 4, stdout: "ONE\n/home/fighter\n" });
     const [refused] = await shell("narrow", { command: "echo hi; ls" });
     expect(failed(refused)).toEqual({
       code: "CAPABILITY_DENIED",
@@ -262,14 +261,15 @@ describe("moves-shell: shell_exec through the real daemon", () => {
     const [slow, loud] = await shell(
       "shelly",
       { argv: ["sleep", "30"], timeout_s: 1 },
-      { argv: ["seq", "1", "5000"] },
+      { argv: ["seq", "1", "100000000"] },
     );
     expect(ok(slow)).toMatchObject({ exit_code: null, signal: "SIGTERM", timed_out: true });
     const cut = ok(loud);
-    expect(cut).toMatchObject({ exit_code: 0, truncated: true });
+    // Past the cap the command is stopped: the model gets nothing more from it.
+    expect(cut).toMatchObject({ exit_code: null, signal: "SIGKILL", truncated: true, timed_out: false });
     expect(cut.stdout.startsWith("1\n2\n3\n")).toBe(true);
     expect(cut.stdout).toMatch(
-      /\[cut: \d+ more bytes of stdout not shown \(the limit is 4096 bytes of output per command\)/,
+      /\[cut: \d+ more bytes of stdout not shown \(the limit is 4096 bytes of output per command\); the command was stopped there/,
     );
   });
 
@@ -278,36 +278,26 @@ describe("moves-shell: shell_exec through the real daemon", () => {
       tool_calls: [
         {
           name: "shell_exec",
-          arguments: { command: "sleep 30 & echo $! > grandchild.pid; echo $$ > child.pid; wait" },
+          arguments: { command: "sleep 3011 & setsid sleep 3012 & sleep 3013" },
         },
       ],
     });
     const pending = send("shelly", "start something long");
-    const pid = (name: string) => {
-      const file = join(workspace, name);
-      const text = existsSync(file) ? readFileSync(file, "utf8") : "";
-      return /^\d+\n$/.test(text) ? Number(text) : undefined;
-    };
-    await expect.poll(() => pid("child.pid") !== undefined && pid("grandchild.pid") !== undefined).toBe(true);
-    const child = pid("child.pid") as number;
-    const grandchild = pid("grandchild.pid") as number;
-    expect(alive(child) && alive(grandchild)).toBe(true);
+    const running = () => ["3011", "3012", "3013"].flatMap((marker) => processesWith(marker));
+    await expect.poll(() => running().length).toBe(3);
     const cancelled = await daemon.request("POST", "/api/v1/fighters/shelly/cancel");
     expect(cancelled.status).toBe(200);
     const reply = await pending;
     expect(reply.status).toBe(409);
     expect(reply.body.error?.code).toBe("CANCELLED");
-    await expect.poll(() => alive(child) || alive(grandchild)).toBe(false);
+    // The one that left the group with setsid too: the sandbox's PID namespace died with it.
+    await expect.poll(() => running()).toEqual([]);
   });
 
   it("kills the command and its grandchild when the kernel's tool timeout ends the call", async () => {
-    const [result] = await shell("shelly", {
-      command: "sleep 30 & echo $! > grandchild2.pid; echo $$ > child2.pid; wait",
-    });
+    const [result] = await shell("shelly", { command: "sleep 3021 & (setsid sleep 3022 &); sleep 3023" });
     expect(failed(result)).toEqual({ code: "MOVE_TIMEOUT", message: "shell_exec did not finish within 8 s" });
-    const child = Number(readFileSync(join(workspace, "child2.pid"), "utf8"));
-    const grandchild = Number(readFileSync(join(workspace, "grandchild2.pid"), "utf8"));
-    await expect.poll(() => alive(child) || alive(grandchild)).toBe(false);
+    await expect.poll(() => ["3021", "3022", "3023"].flatMap((m) => processesWith(m))).toEqual([]);
   });
 
   it("refuses a [moves.shell] table its schema does not allow, before the daemon starts", async () => {

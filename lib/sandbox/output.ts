@@ -14,6 +14,8 @@ export interface CollectedOutput {
 
 export interface OutputCollector {
   add(stream: StreamName, chunk: Buffer): void;
+  /** More arrived than the limit keeps. */
+  full(): boolean;
   /** The text of both streams; `transform` sees each before its marker (`cut` when it was cut). */
   finish(transform?: (text: string, cut: boolean) => string): CollectedOutput;
 }
@@ -35,6 +37,9 @@ export function collectOutput(max: number): OutputCollector {
       stream.kept += part.length;
       kept += part.length;
     },
+    full() {
+      return streams.stdout.seen + streams.stderr.seen > max;
+    },
     finish(transform = (text) => text) {
       const text = (name: StreamName) => {
         const stream = streams[name];
@@ -43,7 +48,7 @@ export function collectOutput(max: number): OutputCollector {
         const bytes = cut ? wholeCharacters(kept) : kept;
         const body = transform(bytes.toString("utf8"), cut);
         if (!cut) return body;
-        return `${body}\n[cut: ${stream.seen - bytes.length} more bytes of ${name} not shown (the limit is ${max} bytes of output per command); filter it, or write it to a file and read that in parts]`;
+        return `${body}\n[cut: ${stream.seen - bytes.length} more bytes of ${name} not shown (the limit is ${max} bytes of output per command); the command was stopped there; filter its output, or write it to a file and read that in parts]`;
       };
       return {
         stdout: text("stdout"),

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { SparError } from "../../sdk/index.js";
+import { SparError } from "../../sdk/errors.js";
 import { type CollectedOutput, collectOutput } from "./output.js";
 
 export interface CommandSpec {
@@ -17,6 +17,8 @@ export interface CommandSpec {
   killGraceMs?: number;
   /** Applied to each stream's kept text (secret masking). */
   transform?: (text: string, cut: boolean) => string;
+  /** `cwd` is where the program runs only when no sandbox wraps it; the spawn itself runs here. */
+  spawnCwd?: string;
 }
 
 export interface CommandResult extends CollectedOutput {
@@ -35,10 +37,12 @@ const KILL_GRACE_MS = 1000;
  * Runs one command in a process group of its own (`detached`: the child calls setsid), so stopping
  * it reaches every process it started: a timeout or `signal` sends SIGTERM to the group, then
  * SIGKILL after the grace; and when the command itself exits, whatever it left running in its group
- * is killed at once, so no process outlives the call (one that moves itself to another group or
- * session with setsid escapes this; see README.md). A non-zero exit is a result, not an error;
- * a program that cannot be started is NOT_FOUND or FORBIDDEN. Rejects with the signal's reason when
- * `signal` fires, once the command is gone.
+ * is killed at once. (Unsandboxed, a process that moves itself to another session with setsid
+ * escapes the group; in the sandbox the command is bubblewrap, and its PID namespace dies with it,
+ * whatever left the group.) Output past `maxOutputBytes` stops the command at once: a flood
+ * (`yes`) gives the model nothing more, so it must not burn CPU to the timeout. A non-zero exit is
+ * a result, not an error; a program that cannot be started is NOT_FOUND or FORBIDDEN. Rejects with
+ * the signal's reason when `signal` fires, once the command is gone.
  */
 export function runCommand(spec: CommandSpec): Promise<CommandResult> {
   const { argv, signal } = spec;
@@ -49,7 +53,7 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       return;
     }
     const child = spawn(argv[0] as string, argv.slice(1), {
-      cwd: spec.cwd,
+      cwd: spec.spawnCwd ?? spec.cwd,
       env: spec.env,
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
@@ -74,6 +78,11 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       signalGroup("SIGTERM");
       timers.push(setTimeout(() => signalGroup("SIGKILL"), grace));
     };
+    /** The output cap was passed: nothing more is kept, so the command ends now, no grace. */
+    const stopNow = () => {
+      stopping = true;
+      signalGroup("SIGKILL");
+    };
     const onAbort = () => stop();
     signal.addEventListener("abort", onAbort, { once: true });
     timers.push(
@@ -83,8 +92,12 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       }, spec.timeoutMs),
     );
 
-    child.stdout.on("data", (chunk: Buffer) => output.add("stdout", chunk));
-    child.stderr.on("data", (chunk: Buffer) => output.add("stderr", chunk));
+    const take = (name: "stdout" | "stderr") => (chunk: Buffer) => {
+      output.add(name, chunk);
+      if (output.full()) stopNow();
+    };
+    child.stdout.on("data", take("stdout"));
+    child.stderr.on("data", take("stderr"));
     // EPIPE when the program exits without reading all of its input: not the call's failure.
     child.stdin.on("error", () => {});
     child.stdin.end(spec.stdin ?? "");

@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isSparError } from "../../sdk/index.js";
-import { type CommandSpec, runCommand } from "./run.js";
+import { isSparError } from "../../sdk/errors.js";
+import { type CommandSpec, runCommand } from "./process.js";
 
 /** A process counts as gone when /proc no longer has it, or it is a zombie nobody reaped yet. */
 function alive(pid: number): boolean {
@@ -188,17 +188,17 @@ describe("runCommand", () => {
     expect(result.truncated).toBe(true);
     expect(result.stdout).toBe("a".repeat(3000));
     expect(result.stderr).toBe(
-      `${"b".repeat(1096)}\n[cut: 1904 more bytes of stderr not shown (the limit is 4096 bytes of output per command); filter it, or write it to a file and read that in parts]`,
+      `${"b".repeat(1096)}\n[cut: 1904 more bytes of stderr not shown (the limit is 4096 bytes of output per command); the command was stopped there; filter its output, or write it to a file and read that in parts]`,
     );
   });
 
-  it("drains a command that writes far past the cap, so it finishes", async () => {
-    const result = await runCommand(
-      spec(["sh", "-c", "seq 1 200000; echo done >&2"], { maxOutputBytes: 1024 }),
+  it("stops a command once its output passes the cap, instead of draining a flood to the timeout", async () => {
+    const result = await runCommand(spec(["yes"], { maxOutputBytes: 1024, timeoutMs: 20_000 }));
+    expect(result).toMatchObject({ exit_code: null, signal: "SIGKILL", truncated: true, timed_out: false });
+    expect(result.stdout.startsWith("y\ny\ny\n")).toBe(true);
+    expect(result.stdout).toMatch(
+      /\[cut: \d+ more bytes of stdout not shown .*the command was stopped there/,
     );
-    expect(result).toMatchObject({ exit_code: 0, truncated: true, timed_out: false });
-    expect(result.stdout.startsWith("1\n2\n3\n")).toBe(true);
-    expect(result.stdout).toMatch(/\[cut: \d+ more bytes of stdout not shown/);
   });
 
   it("applies the transform to what it keeps", async () => {
