@@ -17,6 +17,7 @@ import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
 import { checkMcpServers } from "./doctor-mcp.js";
 import { checkProviders, configuredModels } from "./doctor-providers.js";
+import { sandboxCheck } from "./doctor-sandbox.js";
 
 interface Check {
   name: string;
@@ -25,7 +26,7 @@ interface Check {
 }
 
 /**
- * `spar doctor`: the config, the data dir, the daemon, every configured provider (reachable or
+ * `spar doctor`: the config, the data dir, the sandbox (proved by a probe), the daemon, every configured provider (reachable or
  * not, key present or not: the variable's name, never the key) and every MCP server (started or
  * not, its tools, its last failure). Exits 1 when something is wrong.
  */
@@ -36,6 +37,7 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   const { config } = loadSparConfig(home);
   checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
   checks.push(masterKeyCheck(home));
+  checks.push(await sandboxCheck(home, config));
 
   const models = configuredModels(config);
   checks.push(...(await daemonChecks(home, config, models)));

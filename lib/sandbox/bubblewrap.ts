@@ -52,13 +52,13 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   for (const hidden of unreadableEtc()) {
     args.push(...(hidden.dir ? ["--tmpfs", hidden.path] : ["--ro-bind", "/dev/null", hidden.path]));
   }
+  // The private /tmp before everything bound from the host: what lies under /tmp stays visible.
+  args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc", "--dev", "/dev");
   for (const dir of plan.pathDirs) {
     if (!dir.startsWith("/") || underAny(dir, [...mounted, "/etc"]) || !isDir(dir)) continue;
     args.push("--ro-bind", dir, dir);
     mounted.add(dir);
   }
-  // The private /tmp before the workspace: a workspace under /tmp stays visible on top of it.
-  args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc", "--dev", "/dev");
   args.push("--bind", plan.workspace, plan.workspace);
   for (const bind of plan.binds ?? []) {
     args.push(bind.writable ? "--bind-try" : "--ro-bind-try", bind.path, bind.path);

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
+import type { Sandbox } from "../../lib/sandbox/index.js";
 import { type MoveContext, type MoveHandler, SparError } from "../../sdk/index.js";
 import { applicationDirs, findDesktopEntry } from "./desktop-entry.js";
 import {
@@ -25,7 +26,7 @@ import {
   typePlan,
 } from "./plan.js";
 import { encodePng, pngSize } from "./png.js";
-import { commandFailed, findTool, runCommand } from "./run.js";
+import { type CommandResult, commandFailed, findTool, runCommand } from "./run.js";
 import { openDisplay, toRgb, type X11Connection, X11Error } from "./x11.js";
 
 /** `[moves.desktop]` with its defaults applied (plugin.json holds the same defaults and the schema). */
@@ -92,12 +93,67 @@ const refuse = (failure: Failure): never => {
   throw new SparError(failure.fail.code, failure.fail.message);
 };
 
+/** Words of a command line for /bin/sh, each in single quotes. */
+const shellWords = (words: readonly string[]) => words.map((w) => `'${w.replace(/'/g, "'\\''")}'`).join(" ");
+
+/**
+ * `sandbox`, when given, runs the commands of the screenshot, typing and clicking moves on Linux:
+ * no network, no data dir, only the workspace writable, with the display's socket and its
+ * authority file lent read-only. The launcher of `desktop_open_app` runs outside it: the app it
+ * starts belongs to the user's desktop and must outlive the call (README: Containment).
+ */
 export function createDesktopMoves(
   settings: DesktopSettings,
   daemonEnv: Record<string, string | undefined>,
   platform: NodeJS.Platform,
+  sandbox?: Sandbox,
 ): Record<string, MoveHandler> {
   const timeoutMs = settings.timeout_s * 1000;
+
+  /** One step in the sandbox, with the session's sockets lent in. */
+  async function sandboxed(
+    box: Sandbox,
+    step: CommandPlan["steps"][number],
+    prepared: Prepared,
+    path: string,
+    workspace: string,
+    signal: AbortSignal,
+  ): Promise<CommandResult> {
+    const { HOME: _home, PATH: _path, ...env } = { ...prepared.env, ...step.env };
+    const binds: { path: string }[] = [{ path: "/tmp/.X11-unix" }];
+    const authority = env.XAUTHORITY ?? (daemonEnv.HOME ? join(daemonEnv.HOME, ".Xauthority") : undefined);
+    if (authority && existsSync(authority)) {
+      env.XAUTHORITY = authority;
+      binds.push({ path: authority });
+    }
+    if (prepared.session.kind === "wayland") binds.push({ path: prepared.session.socket });
+    const argv = step.pipeTo
+      ? [
+          "/bin/sh",
+          "-c",
+          `${shellWords([step.tool, ...step.args])} | ${shellWords([step.pipeTo.tool, ...step.pipeTo.args])}`,
+        ]
+      : [step.tool, ...step.args];
+    const result = await box.run({
+      argv,
+      workspace,
+      cwd: workspace,
+      path,
+      env,
+      ...(step.stdin !== undefined ? { stdin: step.stdin } : {}),
+      timeoutMs,
+      maxOutputBytes: 65_536,
+      signal,
+      binds,
+    });
+    if (result.timed_out) {
+      throw new SparError(
+        "MOVE_TIMEOUT",
+        `${step.tool} did not finish within ${settings.timeout_s} s ([moves.desktop] timeout_s) and was killed`,
+      );
+    }
+    return { code: result.exit_code, stdout: result.stdout, stderr: result.stderr };
+  }
 
   /** The session, its display checked (the X11 handshake, or the Wayland socket), and its tools. */
   async function prepare(signal: AbortSignal): Promise<Prepared> {
@@ -124,13 +180,27 @@ export function createDesktopMoves(
     }
   }
 
-  async function runPlan(plan: Plan, prepared: Prepared, signal: AbortSignal): Promise<CommandPlan> {
+  /** Runs a plan's steps: in the sandbox on Linux when `workspace` is given (every move but open_app). */
+  async function runPlan(
+    plan: Plan,
+    prepared: Prepared,
+    signal: AbortSignal,
+    workspace?: string,
+  ): Promise<CommandPlan> {
     if (isFailure(plan)) return refuse(plan);
     const path = prepared.env.PATH ?? "";
     const resolveTool = (tool: string) =>
       findTool(tool, path) ??
       refuse({ fail: { code: "NOT_FOUND", message: `${tool} disappeared from the PATH` } });
+    const box = platform === "linux" && workspace !== undefined ? sandbox : undefined;
     for (const step of plan.steps) {
+      if (box && workspace !== undefined) {
+        resolveTool(step.tool);
+        if (step.pipeTo) resolveTool(step.pipeTo.tool);
+        const result = await sandboxed(box, step, prepared, path, workspace, signal);
+        if (result.code !== 0) throw commandFailed(plan.method, result);
+        continue;
+      }
       const result = await runCommand(resolveTool(step.tool), step.args, {
         env: { ...prepared.env, ...step.env },
         timeoutMs,
@@ -196,6 +266,7 @@ export function createDesktopMoves(
           screenshotPlan(prepared.session, prepared.has, file, problem),
           prepared,
           signal,
+          workspace,
         );
         method = plan.method;
         fallback = plan.fallback;
@@ -232,7 +303,7 @@ export function createDesktopMoves(
     desktop_screenshot: { name: "desktop_screenshot", run: (_input, context) => screenshot(context) },
     desktop_type: {
       name: "desktop_type",
-      async run(input, { signal }) {
+      async run(input, { signal, workspace }) {
         const text = String(input.text);
         const prepared = await prepare(signal);
         prepared.x11?.close();
@@ -241,19 +312,25 @@ export function createDesktopMoves(
           typePlan(prepared.session, prepared.has, text, settings.type_delay_ms),
           prepared,
           signal,
+          workspace,
         );
         return { typed: [...text].length, method: plan.method, ...extras(plan, warning) };
       },
     },
     desktop_click: {
       name: "desktop_click",
-      async run(input, { signal }) {
+      async run(input, { signal, workspace }) {
         const at = { x: Number(input.x), y: Number(input.y), button: (input.button ?? "left") as Button };
         const prepared = await prepare(signal);
         const screen = prepared.x11?.screen;
         prepared.x11?.close();
         const warning = await requireMac("accessibility", prepared, signal);
-        const plan = await runPlan(clickPlan(prepared.session, prepared.has, at, screen), prepared, signal);
+        const plan = await runPlan(
+          clickPlan(prepared.session, prepared.has, at, screen),
+          prepared,
+          signal,
+          workspace,
+        );
         return { clicked: at, method: plan.method, ...extras(plan, warning) };
       },
     },

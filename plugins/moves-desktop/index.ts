@@ -1,3 +1,4 @@
+import { createSandbox } from "../../lib/sandbox/index.js";
 import { definePlugin } from "../../sdk/index.js";
 import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./desktop.js";
 
@@ -9,10 +10,11 @@ import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./de
  */
 export default definePlugin<{ "moves.desktop": Partial<DesktopSettings> }>({
   id: "moves-desktop",
-  apply({ hooks }, sections) {
+  apply({ hooks, config, home }, sections) {
     // The kernel fills in a dotted table's defaults only when the table is in config.toml.
     const settings: DesktopSettings = { ...DEFAULT_SETTINGS, ...sections["moves.desktop"] };
-    const handlers = createDesktopMoves(settings, process.env, process.platform);
+    const sandbox = createSandbox(config.sandbox, home);
+    const handlers = createDesktopMoves(settings, process.env, process.platform, sandbox);
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
   },
 });
