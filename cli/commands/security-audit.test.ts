@@ -2,9 +2,11 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { nameSlug } from "../../kernel/fighters/fighter-manifest.js";
 import { loadConfig } from "../../kernel/host/config.js";
 import { checkSections } from "../../kernel/host/config-sections.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
+import type { Capability } from "../../sdk/types.js";
 import { type AuditInput, auditReport, auditSecurity, type FileFact } from "./security-audit.js";
 import { gatherAuditInput, humanAccounts, parseUidRange } from "./security-facts.js";
 
@@ -19,6 +21,7 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
   });
   return {
     home: HOME,
+    user_home: "/home/ada",
     api_listen: "127.0.0.1:6660",
     api_listen_from_env: false,
     allow_unsigned_loopback: true,
@@ -45,6 +48,8 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
     },
     channels: [],
     fighters: [{ name: "spar", capabilities: [{ type: "full_access" }] }],
+    user_plugins: [],
+    scheduled_jobs: { gorillas: [], schedules: [] },
     ...overrides,
   };
 }
@@ -75,6 +80,10 @@ describe("auditSecurity", () => {
       "channel_allowlists",
       "forced_skills",
       "full_access",
+      "grant_scopes",
+      "shell_patterns",
+      "user_plugins",
+      "scheduled_jobs",
     ]);
   });
 
@@ -218,6 +227,17 @@ describe("auditSecurity", () => {
       );
     });
 
+    it("is medium when others can write the last audit's plugin hashes (they could hide a change)", () => {
+      expect(auditSecurity(withMode("security-audit.json", "audit_state", 0o644))).toEqual([]);
+      expect(auditSecurity(withMode("security-audit.json", "audit_state", 0o662))).toEqual([
+        expect.objectContaining({
+          id: "file_permissions:security-audit.json",
+          severity: "medium",
+          message: expect.stringContaining("whoever can write it can hide a changed plugin"),
+        }),
+      ]);
+    });
+
     it("quotes a path the shell would split", () => {
       const base = facts({ home: "/home/ada/my spar" });
       const findings = auditSecurity({
@@ -299,7 +319,9 @@ describe("auditSecurity", () => {
         ["full_access:coder2", "medium"],
         ["full_access:root-bot", "medium"],
       ]);
-      expect(findings[0]?.message).toContain("fighter coder2 has full_access");
+      expect(findings[0]?.message).toContain(
+        "fighter coder2 has full_access: every move installed now or later, each inside its own containment",
+      );
       const spaced = auditSecurity(
         facts({ fighters: [{ name: "my bot", capabilities: [{ type: "full_access" }] }] }),
       );
@@ -312,7 +334,198 @@ describe("auditSecurity", () => {
       expect(report.skipped).toEqual([
         { check: "provider_keys", reason: "the daemon is not running" },
         { check: "full_access", reason: "the daemon is not running" },
+        { check: "grant_scopes", reason: "the daemon is not running" },
+        { check: "shell_patterns", reason: "the daemon is not running" },
       ]);
+    });
+  });
+
+  describe("grant_scopes", () => {
+    const one = (capabilities: Capability[], name = "bot") =>
+      auditSecurity(facts({ fighters: [{ name, capabilities }] }));
+
+    it("is medium for a file scope outside the fighter's workspace, per grant type", () => {
+      const findings = one([
+        { type: "file_read", scope: ["~/notes", `${HOME}/workspaces/bot/sub`] },
+        { type: "file_write", scope: "/etc" },
+      ]);
+      expect(findings.map((f) => [f.id, f.severity])).toEqual([
+        ["grant_scopes:bot:file_read", "medium"],
+        ["grant_scopes:bot:file_write", "medium"],
+      ]);
+      expect(findings[0]?.message).toBe(
+        `fighter bot's file_read grant reaches outside its workspace (${HOME}/workspaces/bot): it may read files under ~/notes`,
+      );
+      expect(findings[1]?.message).toContain("it may write files under /etc");
+    });
+
+    it("passes scopes inside the workspace, no scope, and relative scopes (refused by the moves)", () => {
+      const report = auditReport(
+        facts({
+          fighters: [
+            {
+              name: "Zoë the 🐉",
+              capabilities: [
+                { type: "file_write" },
+                { type: "file_read", scope: [`${HOME}/workspaces/${nameSlug("Zoë the 🐉")}/x`, "notes"] },
+              ],
+            },
+          ],
+        }),
+      );
+      expect(report.findings).toEqual([]);
+      expect(report.passed.map((p) => p.check)).toContain("grant_scopes");
+    });
+
+    it("is medium for a network grant with no hosts or hosts *, not for a host list", () => {
+      expect(one([{ type: "network" }]).map((f) => f.id)).toEqual(["grant_scopes:bot:network"]);
+      expect(one([{ type: "network" }])[0]?.message).toContain("grant has no hosts");
+      expect(one([{ type: "web_fetch", hosts: ["docs.python.org", "*"] }])[0]?.message).toContain(
+        'hosts "*"',
+      );
+      expect(one([{ type: "network", hosts: ["*.wikipedia.org"] }])).toEqual([]);
+      // full_access is its own check.
+      expect(one([{ type: "full_access" }], "spar")).toEqual([]);
+    });
+  });
+
+  describe("shell_patterns", () => {
+    const patterns = (pattern: string | string[]) =>
+      auditSecurity(
+        facts({ fighters: [{ name: "coder", capabilities: [{ type: "shell_exec", pattern }] }] }),
+      );
+
+    it("is medium for * (any command)", () => {
+      expect(patterns("*")).toEqual([
+        expect.objectContaining({
+          id: "shell_patterns:coder",
+          severity: "medium",
+          message: `fighter coder's shell_exec pattern "*" allows any command: only the shell's sandbox contains what it runs`,
+        }),
+      ]);
+      expect(patterns(["ls -la", " * "]).map((f) => f.id)).toEqual(["shell_patterns:coder"]);
+    });
+
+    it("notes, low, patterns starting with a program that runs code", () => {
+      const findings = patterns(["bash -c *", "/usr/bin/python3 x.py", "npx *", "make test", "ls", "py* *"]);
+      expect(findings.map((f) => [f.id, f.severity])).toEqual([["shell_patterns:coder:runs_code", "low"]]);
+      expect(findings[0]?.message).toBe(
+        `fighter coder's shell_exec pattern(s) "bash -c *", "/usr/bin/python3 x.py", "npx *", "make test", "py* *" start with a program that runs arbitrary code: the pattern is a convenience, not a boundary; the sandbox is the boundary`,
+      );
+      for (const safe of ["ls *", "cat *.md", "git-lfs ls-files", "grep -r *"])
+        expect(patterns(safe)).toEqual([]);
+      for (const code of [
+        "sh",
+        "env FOO=1 *",
+        "xargs *",
+        "find . -name *",
+        "git status",
+        "npm test",
+        "node *",
+      ]) {
+        expect(patterns(code).map((f) => f.id)).toEqual(["shell_patterns:coder:runs_code"]);
+      }
+    });
+  });
+
+  describe("user_plugins", () => {
+    const plugin = (last_sha256?: string, sha256: string | null = "b".repeat(64)) => ({
+      id: "my-plugin",
+      dir: `${HOME}/plugins/my-plugin`,
+      entry: `${HOME}/plugins/my-plugin/index.js`,
+      ...(sha256 ? { sha256 } : { unreadable: "ENOENT" }),
+      ...(last_sha256 ? { last_sha256 } : {}),
+    });
+
+    it("is low when new, passes when unchanged, is high when the entry file changed", () => {
+      const fresh = auditReport(facts({ user_plugins: [plugin()] }));
+      expect(fresh.findings).toEqual([
+        expect.objectContaining({ id: "user_plugins:my-plugin", severity: "low" }),
+      ]);
+      expect(fresh.findings[0]?.message).toContain("is new since the last audit");
+      expect(fresh.user_plugins).toEqual([
+        {
+          id: "my-plugin",
+          entry: `${HOME}/plugins/my-plugin/index.js`,
+          sha256: "b".repeat(64),
+          status: "new",
+        },
+      ]);
+
+      const same = auditReport(facts({ user_plugins: [plugin("b".repeat(64))] }));
+      expect(same.findings).toEqual([]);
+      expect(same.user_plugins[0]?.status).toBe("unchanged");
+
+      const changed = auditReport(facts({ user_plugins: [plugin("a".repeat(64))] }));
+      expect(changed.ok).toBe(false);
+      expect(changed.findings).toEqual([
+        expect.objectContaining({ id: "user_plugins:my-plugin", severity: "high" }),
+      ]);
+      expect(changed.findings[0]?.message).toContain(`sha256 ${"a".repeat(64)} then, ${"b".repeat(64)} now`);
+    });
+
+    it("says when an entry file cannot be read, and passes a plugin with no code", () => {
+      expect(auditSecurity(facts({ user_plugins: [plugin("a".repeat(64), null)] }))[0]?.message).toContain(
+        "cannot be read (ENOENT)",
+      );
+      const data = auditReport(facts({ user_plugins: [{ id: "skills", dir: `${HOME}/plugins/skills` }] }));
+      expect(data.findings).toEqual([]);
+      expect(data.user_plugins).toEqual([{ id: "skills", entry: null, sha256: null, status: "no_code" }]);
+    });
+  });
+
+  describe("scheduled_jobs", () => {
+    const gorilla = (state: string) => ({
+      name: "digest",
+      state,
+      schedule: "every 30m",
+      timezone: "UTC",
+      moves: ["web_fetch", "memory_store"],
+      next_run_at: state === "CAGED" ? null : "2030-01-01T00:30:00.000Z",
+    });
+
+    it("lists unleashed gorillas and every schedule, low, with what each runs", () => {
+      const findings = auditSecurity(
+        facts({
+          scheduled_jobs: {
+            gorillas: [gorilla("UNLEASHED"), { ...gorilla("CAGED"), name: "alpha" }],
+            schedules: [
+              {
+                id: "s1",
+                fighter: "tick",
+                capabilities: ["schedule", "shell_exec"],
+                message: "run the backup",
+                cron: "0 7 * * *",
+                timezone: "UTC",
+                next_run_at: "2030-01-01T07:00:00.000Z",
+              },
+            ],
+          },
+        }),
+      );
+      expect(findings.map((f) => [f.id, f.severity])).toEqual([
+        ["scheduled_jobs:gorilla:digest", "low"],
+        ["scheduled_jobs:schedule:s1", "low"],
+      ]);
+      expect(findings[0]?.message).toBe(
+        'gorilla digest is unleashed: on "every 30m" (UTC), next at 2030-01-01T00:30:00.000Z, it runs a cycle with the moves web_fetch, memory_store',
+      );
+      expect(findings[1]?.message).toBe(
+        'fighter tick scheduled a message to itself (cron "0 7 * * *" UTC, next at 2030-01-01T07:00:00.000Z): "run the backup", run as a turn with its grants (schedule, shell_exec)',
+      );
+    });
+
+    it("passes when every gorilla is caged and no fighter has a schedule; skipped without the daemon", () => {
+      const report = auditReport(facts({ scheduled_jobs: { gorillas: [gorilla("CAGED")], schedules: [] } }));
+      expect(report.passed).toContainEqual({
+        check: "scheduled_jobs",
+        detail: "nothing runs on a schedule: 1 gorilla(s), all caged; no fighter's schedule",
+      });
+      const skipped = auditReport(facts({ scheduled_jobs: { unavailable: "the daemon is not running" } }));
+      expect(skipped.skipped).toContainEqual({
+        check: "scheduled_jobs",
+        reason: "the daemon is not running",
+      });
     });
   });
 
@@ -550,7 +763,11 @@ describe("gatherAuditInput", () => {
       database_exists: false,
     });
 
-    const findings = auditSecurity({ ...input, fighters: [] });
+    const findings = auditSecurity({
+      ...input,
+      fighters: [],
+      scheduled_jobs: { gorillas: [], schedules: [] },
+    });
     expect(findings.map((f) => f.id).sort()).toEqual(
       expect.arrayContaining(["api_listen", "channel_allowlists:slack", "dotenv", "master_secret"]),
     );

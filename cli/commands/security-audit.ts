@@ -1,9 +1,19 @@
 import { join } from "node:path";
-import { DEFAULT_FIGHTER_NAME } from "../../kernel/fighters/fighter-manifest.js";
 import { type MasterSecretFacts, weakSecretFix } from "../../lib/home.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { parseListen } from "../../sdk/config.js";
+import type { Capability } from "../../sdk/types.js";
+import { type CheckResult, type Finding, fail, type Severity, shellWord } from "./security-finding.js";
+import { checkFullAccess, checkGrantScopes, checkShellPatterns } from "./security-grants.js";
+import {
+  checkScheduledJobs,
+  checkUserPlugins,
+  type PluginStatus,
+  pluginStatus,
+  type ScheduledJobs,
+  type UserPluginFact,
+} from "./security-inventory.js";
 
 /**
  * `spar security audit`: facts are gathered from disk (and, by the CLI, from the daemon) into an
@@ -11,15 +21,7 @@ import { parseListen } from "../../sdk/config.js";
  * Findings name paths, modes, fighters and account names, never key material or `.env` values.
  */
 
-export type Severity = "high" | "medium" | "low";
-
-export interface Finding {
-  /** Stable: the check's name, plus `:<subject>` when a check can fail more than once. */
-  id: string;
-  severity: Severity;
-  message: string;
-  fix: string;
-}
+export type { Finding, Severity };
 
 export type CheckName =
   | "api_listen"
@@ -32,7 +34,11 @@ export type CheckName =
   | "manifest_base_urls"
   | "channel_allowlists"
   | "full_access"
-  | "forced_skills";
+  | "grant_scopes"
+  | "shell_patterns"
+  | "forced_skills"
+  | "user_plugins"
+  | "scheduled_jobs";
 
 export interface AuditReport {
   /** False when any finding is high: the CLI exits 1. */
@@ -40,6 +46,8 @@ export interface AuditReport {
   findings: Finding[];
   passed: { check: CheckName; detail: string }[];
   skipped: { check: CheckName; reason: string }[];
+  /** Every user plugin with its entry file's hash, and how that compares with the last audit's. */
+  user_plugins: { id: string; entry: string | null; sha256: string | null; status: PluginStatus }[];
 }
 
 /** What a path is for decides which bits are dangerous on it and how bad they are. */
@@ -52,6 +60,7 @@ export type FileRole =
   | "key_dir"
   | "config"
   | "plugins_dir"
+  | "audit_state"
   | "dotenv";
 
 export interface FileFact {
@@ -63,13 +72,15 @@ export interface FileFact {
 
 export interface FighterFact {
   name: string;
-  capabilities: { type: string }[];
+  capabilities: Capability[];
   /** Why its model breaks the provider-key pairing rule, when it does (see provider-check.ts). */
   key_problem?: string;
 }
 
 export interface AuditInput {
   home: string;
+  /** What `~` in a grant's scope means (the user's home). */
+  user_home: string;
   api_listen: string;
   /** Set when `SPAR_API_LISTEN` overrides config.toml, so the fix names the right place. */
   api_listen_from_env: boolean;
@@ -91,19 +102,14 @@ export interface AuditInput {
   fighters: FighterFact[] | { unavailable: string };
   /** Installed skills that `spar move install --force` put in despite high-severity scan findings. */
   forced_skills: { name: string; source: string; findings: string[] }[];
+  /** The plugins in `<data dir>/plugins/` and `[plugins] dirs`, hashed against the last audit. */
+  user_plugins: UserPluginFact[];
+  /** Gorillas and fighters' schedules from the daemon, or why they could not be listed. */
+  scheduled_jobs: ScheduledJobs | { unavailable: string };
 }
 
-interface CheckResult {
-  findings?: Finding[];
-  passed?: string;
-  skipped?: string;
-}
-
+/** A check judges the facts and touches nothing; it reports findings, a pass, or why it was skipped. */
 type Check = (input: AuditInput) => CheckResult;
-
-function fail(id: string, severity: Severity, message: string, fix: string): CheckResult {
-  return { findings: [{ id, severity, message, fix }] };
-}
 
 const SEVERITY_ORDER: Record<Severity, number> = { high: 0, medium: 1, low: 2 };
 
@@ -114,7 +120,18 @@ export function auditSecurity(input: AuditInput): Finding[] {
 
 /** Every check over the facts: findings (most severe first), checks passed, checks skipped. */
 export function auditReport(input: AuditInput): AuditReport {
-  const report: AuditReport = { ok: true, findings: [], passed: [], skipped: [] };
+  const report: AuditReport = {
+    ok: true,
+    findings: [],
+    passed: [],
+    skipped: [],
+    user_plugins: input.user_plugins.map((p) => ({
+      id: p.id,
+      entry: p.entry ?? null,
+      sha256: p.sha256 ?? null,
+      status: pluginStatus(p),
+    })),
+  };
   for (const [check, run] of Object.entries(CHECKS) as [CheckName, Check][]) {
     const result = run(input);
     if (result.skipped !== undefined) report.skipped.push({ check, reason: result.skipped });
@@ -126,6 +143,11 @@ export function auditReport(input: AuditInput): AuditReport {
   return report;
 }
 
+/**
+ * Every check, in the order reports list them. Adding one is a name in `CheckName`, a fact in
+ * `AuditInput` (gathered in security-facts.ts, or by the CLI from the daemon), and one function here:
+ * a `[sandbox] mode = "off"` finding, say, is `sandbox_mode: (i) => i.sandbox_mode === "off" ? fail(…) : { passed: … }`.
+ */
 const CHECKS: Record<CheckName, Check> = {
   api_listen: checkApiListen,
   unsigned_loopback: checkUnsignedLoopback,
@@ -138,6 +160,10 @@ const CHECKS: Record<CheckName, Check> = {
   channel_allowlists: checkChannels,
   forced_skills: checkForcedSkills,
   full_access: checkFullAccess,
+  grant_scopes: checkGrantScopes,
+  shell_patterns: checkShellPatterns,
+  user_plugins: checkUserPlugins,
+  scheduled_jobs: checkScheduledJobs,
 };
 
 function checkApiListen(input: AuditInput): CheckResult {
@@ -219,6 +245,12 @@ const MODE_RULES: Record<FileRole, ModeRule> = {
     what: "it chooses the listen address and plugin dirs",
   },
   plugins_dir: { mask: 0o022, severity: "high", chmod: "700", what: "code here runs inside the daemon" },
+  audit_state: {
+    mask: 0o022,
+    severity: "medium",
+    chmod: "600",
+    what: "whoever can write it can hide a changed plugin from the next audit",
+  },
 };
 
 /** The file-permission check, or with `dotenvOnly` the `.env` check (separate so each reports alone). */
@@ -241,11 +273,6 @@ function checkModes(input: AuditInput, dotenvOnly: boolean): CheckResult {
   }
   const detail = dotenvOnly ? ".env is private" : `${files.length} path(s) private to their owner`;
   return findings.length ? { findings } : { passed: detail };
-}
-
-/** Fixes are meant to be pasted: quote what the shell would split (fighter names may hold spaces). */
-function shellWord(text: string): string {
-  return /^[\w./:@+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }
 
 function octal(mode: number): string {
@@ -336,22 +363,6 @@ function checkChannels(input: AuditInput): CheckResult {
 /** A non-empty list of senders; `"*"` lets everyone in, so it is no allowlist. */
 function isRealAllowlist(value: unknown): boolean {
   return Array.isArray(value) && value.length > 0 && !value.some((v) => String(v).trim() === "*");
-}
-
-function checkFullAccess(input: AuditInput): CheckResult {
-  if (!Array.isArray(input.fighters)) return { skipped: input.fighters.unavailable };
-  const broad = input.fighters.filter(
-    (f) => f.name !== DEFAULT_FIGHTER_NAME && f.capabilities.some((c) => c.type === "full_access"),
-  );
-  if (broad.length === 0) return { passed: `only ${DEFAULT_FIGHTER_NAME} has full_access` };
-  return {
-    findings: broad.map((f) => ({
-      id: `full_access:${f.name}`,
-      severity: "medium" as const,
-      message: `fighter ${f.name} has full_access: every move installed now or later (shell and files once their tool packs are installed), with no narrower grant`,
-      fix: `spar fighter kill ${shellWord(f.name)}, then spawn it again with only the capabilities it needs`,
-    })),
-  };
 }
 
 function checkForcedSkills(input: AuditInput): CheckResult {

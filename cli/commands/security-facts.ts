@@ -1,23 +1,28 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { userInfo } from "node:os";
+import { homedir, userInfo } from "node:os";
 import { join } from "node:path";
+import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
 import { inspectMasterSecret, MASTER_KEY_FILE } from "../../lib/home.js";
 import { authorizedDir } from "../../lib/keys.js";
 import type { SparConfig } from "../../sdk/config.js";
 import type { AuditInput, FileFact, FileRole } from "./security-audit.js";
+import { AUDIT_STATE_FILE, userPluginFacts } from "./security-plugin-hashes.js";
 
 /**
- * Reads every fact but the fighters (those need the daemon; the CLI asks it). `config` is the loaded
- * config; channels are read from the raw TOML, since `[channels.*]` is not a typed key yet.
+ * Reads every fact but the fighters and scheduled jobs (those need the daemon; the CLI asks it).
+ * `config` is the loaded config; channels are read from the raw TOML, since `[channels.*]` is not a
+ * typed key yet. `plugins` are the discovered plugins: the user ones are hashed.
  */
 export function gatherAuditInput(
   home: string,
   config: SparConfig,
   env: NodeJS.ProcessEnv = process.env,
-): Omit<AuditInput, "fighters"> {
+  plugins: DiscoveredPlugin[] = [],
+): Omit<AuditInput, "fighters" | "scheduled_jobs"> {
   const posix = process.platform !== "win32";
   return {
     home,
+    user_home: homedir(),
     api_listen: config.api_listen,
     api_listen_from_env: Boolean(env.SPAR_API_LISTEN),
     // The Arena's tables, checked and completed with their defaults like the daemon's.
@@ -34,6 +39,7 @@ export function gatherAuditInput(
     manifest_base_urls: config.providers.allow_manifest_base_url,
     channels: readChannels(config),
     forced_skills: readForcedSkills(home),
+    user_plugins: userPluginFacts(home, plugins),
   };
 }
 
@@ -84,6 +90,7 @@ function gatherFiles(home: string): FileFact[] {
   for (const name of listDir(authorizedDir(home))) add(join(authorizedDir(home), name), "authorized_key");
   add(join(home, "config.toml"), "config");
   add(join(home, "plugins"), "plugins_dir");
+  add(join(home, AUDIT_STATE_FILE), "audit_state");
   add(join(home, ".env"), "dotenv");
   return facts;
 }

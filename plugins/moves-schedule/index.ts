@@ -76,6 +76,19 @@ export default definePlugin({
       },
     };
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+    // Every fighter's schedules, for the operator (`spar security audit` lists them as scheduled jobs).
+    hooks.arena.routes.tap((routes) =>
+      routes.add({
+        listener: "api",
+        method: "GET",
+        path: "/api/v1/schedules",
+        handler: async () => ({
+          body: {
+            schedules: (await ring.schedules.list()).map((s) => ({ fighter_id: s.fighter_id, ...view(s) })),
+          },
+        }),
+      }),
+    );
     hooks.daemon.ready.tap(async () => {
       await runner.start();
     });
