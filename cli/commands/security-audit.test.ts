@@ -50,6 +50,7 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
     fighters: [{ name: "spar", capabilities: [{ type: "full_access" }] }],
     user_plugins: [],
     scheduled_jobs: { gorillas: [], schedules: [] },
+    sandbox: { mode: "required", kind: "bubblewrap", ready: true },
     ...overrides,
   };
 }
@@ -84,6 +85,7 @@ describe("auditSecurity", () => {
       "shell_patterns",
       "user_plugins",
       "scheduled_jobs",
+      "sandbox",
     ]);
   });
 
@@ -767,6 +769,7 @@ describe("gatherAuditInput", () => {
       ...input,
       fighters: [],
       scheduled_jobs: { gorillas: [], schedules: [] },
+      sandbox: { mode: "required", kind: "bubblewrap", ready: true },
     });
     expect(findings.map((f) => f.id).sort()).toEqual(
       expect.arrayContaining(["api_listen", "channel_allowlists:slack", "dotenv", "master_secret"]),
@@ -787,6 +790,40 @@ describe("gatherAuditInput", () => {
         id: "forced_skills:sketchy",
         severity: "high",
         message: expect.stringContaining("pipe-to-shell at SKILL.md:9"),
+      }),
+    );
+  });
+});
+
+describe("security audit: the sandbox", () => {
+  it("passes a sandbox that runs, and is HIGH when it is off or required and missing", () => {
+    expect(auditReport(facts()).passed).toContainEqual({
+      check: "sandbox",
+      detail: "every process a move starts runs in the sandbox (bubblewrap)",
+    });
+    const off = auditSecurity(facts({ sandbox: { mode: "off", kind: "none", ready: true } }));
+    expect(off).toContainEqual(
+      expect.objectContaining({
+        id: "sandbox",
+        severity: "high",
+        message: expect.stringContaining('mode = "off"'),
+      }),
+    );
+    const missing = auditSecurity(
+      facts({
+        sandbox: {
+          mode: "required",
+          kind: "none",
+          ready: false,
+          problem: "bubblewrap (bwrap) is not on the daemon's PATH",
+        },
+      }),
+    );
+    expect(missing).toContainEqual(
+      expect.objectContaining({
+        id: "sandbox",
+        severity: "high",
+        message: expect.stringContaining("bubblewrap"),
       }),
     );
   });

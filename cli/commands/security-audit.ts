@@ -38,7 +38,8 @@ export type CheckName =
   | "shell_patterns"
   | "forced_skills"
   | "user_plugins"
-  | "scheduled_jobs";
+  | "scheduled_jobs"
+  | "sandbox";
 
 export interface AuditReport {
   /** False when any finding is high: the CLI exits 1. */
@@ -106,6 +107,8 @@ export interface AuditInput {
   user_plugins: UserPluginFact[];
   /** Gorillas and fighters' schedules from the daemon, or why they could not be listed. */
   scheduled_jobs: ScheduledJobs | { unavailable: string };
+  /** `[sandbox] mode`, and whether a sandbox can run here (and if not, why). */
+  sandbox: { mode: "required" | "off"; kind: string; ready: boolean; problem?: string };
 }
 
 /** A check judges the facts and touches nothing; it reports findings, a pass, or why it was skipped. */
@@ -164,7 +167,30 @@ const CHECKS: Record<CheckName, Check> = {
   shell_patterns: checkShellPatterns,
   user_plugins: checkUserPlugins,
   scheduled_jobs: checkScheduledJobs,
+  sandbox: checkSandbox,
 };
+
+function checkSandbox(input: AuditInput): CheckResult {
+  const { sandbox } = input;
+  const config = join(input.home, "config.toml");
+  if (sandbox.mode === "off") {
+    return fail(
+      "sandbox",
+      "high",
+      "[sandbox] mode = \"off\": every process a fighter starts (shell_exec, the desktop tools) runs unsandboxed as the daemon's user: it can read the master key and the database, reach the daemon's API on loopback and the local network",
+      `remove mode = "off" from [sandbox] in ${config} (the default is "required"), and install bubblewrap if it is missing`,
+    );
+  }
+  if (!sandbox.ready) {
+    return fail(
+      "sandbox",
+      "high",
+      `the sandbox is required but cannot run here, so every process-starting move refuses: ${sandbox.problem ?? "no sandbox"}`,
+      "install bubblewrap (Debian/Ubuntu: apt install bubblewrap), then run spar doctor to prove it",
+    );
+  }
+  return { passed: `every process a move starts runs in the sandbox (${sandbox.kind})` };
+}
 
 function checkApiListen(input: AuditInput): CheckResult {
   const { host, port } = parseListen(input.api_listen);

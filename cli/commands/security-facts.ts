@@ -18,7 +18,7 @@ export function gatherAuditInput(
   config: SparConfig,
   env: NodeJS.ProcessEnv = process.env,
   plugins: DiscoveredPlugin[] = [],
-): Omit<AuditInput, "fighters" | "scheduled_jobs"> {
+): Omit<AuditInput, "fighters" | "scheduled_jobs" | "sandbox"> {
   const posix = process.platform !== "win32";
   return {
     home,

@@ -19,6 +19,18 @@ import { AUDIT_STATE_FILE, recordPluginHashes } from "./security-plugin-hashes.j
  * running) fighters' grants and scheduled jobs. Exits 1 when a finding is high. Prints paths, modes,
  * hashes and names only: never a key or a `.env` value. Writes one file: the plugin hashes it saw.
  */
+/** The sandbox as the daemon would find it with this environment. */
+async function sandboxFacts(home: string, config: SparConfig): Promise<AuditInput["sandbox"]> {
+  const { createSandbox } = await import("../../lib/sandbox/index.js");
+  const status = await createSandbox(config.sandbox, home).status();
+  return {
+    mode: status.mode,
+    kind: status.kind,
+    ready: status.ready,
+    ...(status.problem ? { problem: status.problem } : {}),
+  };
+}
+
 export async function security(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   loadDotEnv(home);
@@ -35,6 +47,7 @@ export async function security(options: GlobalOptions): Promise<void> {
         })
       : fighters,
     scheduled_jobs: Array.isArray(fighters) ? await daemonJobs(fighters) : fighters,
+    sandbox: await sandboxFacts(home, config),
   });
   try {
     recordPluginHashes(home, facts.user_plugins);
