@@ -85,6 +85,8 @@ export interface SandboxConfig {
   processes: number;
   /** Largest file a process may write, in MiB (RLIMIT_FSIZE). */
   file_size_mb: number;
+  /** What the sandbox's in-memory /tmp and $HOME may each hold, in MiB. */
+  tmp_mb: number;
   /** Open files of one process (RLIMIT_NOFILE). */
   open_files: number;
   /** Private addresses the egress proxy may reach after all (the `allow_private` rules of web_fetch). */

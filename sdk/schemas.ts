@@ -114,6 +114,7 @@ export const CONFIG_SCHEMA = {
       memory_mb: int(64, 8192, 1_048_576),
       processes: int(8, 256, 65_536),
       file_size_mb: int(1, 512, 1_048_576),
+      tmp_mb: int(1, 512, 1_048_576),
       open_files: int(16, 1024, 1_048_576),
       allow_private: strings(),
     }),

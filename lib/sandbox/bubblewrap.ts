@@ -7,7 +7,8 @@
  * - its workspace read-write, at its real path (so paths in output match what the file moves take),
  *   and nothing else of the data dir: no master.key, spar.db, keys/, plugins/, gorillas/,
  *   config.toml, .env, other fighters' workspaces;
- * - a private `/tmp` and an empty `$HOME`, both in memory and gone with the process;
+ * - a private `/tmp` and an empty `$HOME`, both in memory (of a bounded size) and gone with the
+ *   process; everything else read-only, the folders bubblewrap made for its mounts included;
  * - its own `/proc` in a new PID namespace (no daemon, no other process), a minimal `/dev`;
  * - no network (a network namespace with only its own loopback), unless the egress forwarder is
  *   given: then a proxy port on that loopback leads to the daemon's egress proxy (egress.ts);
@@ -39,6 +40,8 @@ export interface BwrapPlan {
   binds?: readonly { path: string; writable?: boolean }[];
   /** The egress proxy's socket and the in-sandbox forwarder, when the process has network. */
   egress?: { socket: string; port: number; node: string; script: string };
+  /** Bytes each in-memory folder (/tmp, $HOME) may hold; undefined where bwrap has no --size (<0.8). */
+  tmpBytes?: number;
 }
 
 /** Top-level folders that are the system, mounted read-only (or recreated as symlinks). */
@@ -53,7 +56,20 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     args.push(...(hidden.dir ? ["--tmpfs", hidden.path] : ["--ro-bind", "/dev/null", hidden.path]));
   }
   // The private /tmp before everything bound from the host: what lies under /tmp stays visible.
-  args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--proc", "/proc", "--dev", "/dev");
+  // Both are in memory, so each has a size when bwrap can give one.
+  const sized = plan.tmpBytes === undefined ? [] : ["--size", String(plan.tmpBytes)];
+  args.push(
+    ...sized,
+    "--tmpfs",
+    "/tmp",
+    ...sized,
+    "--tmpfs",
+    SANDBOX_HOME,
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+  );
   for (const dir of plan.pathDirs) {
     if (!dir.startsWith("/") || underAny(dir, [...mounted, "/etc"]) || !isDir(dir)) continue;
     args.push("--ro-bind", dir, dir);
@@ -81,6 +97,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
       ...command,
     ];
   }
+  // The root bwrap builds the rest on is itself in memory: read-only once everything is mounted.
+  args.push("--remount-ro", "/");
   args.push(
     "--unshare-all",
     "--cap-drop",

@@ -6,7 +6,7 @@
  * refuses to run anything when neither is there, naming what to install; `"off"` runs processes
  * unsandboxed, with only a cleared environment, limits of time and output, and a process group.
  */
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
@@ -154,7 +154,7 @@ async function detect(config: SandboxConfig, env: NodeJS.ProcessEnv): Promise<Sa
   const prlimit = findProgram("prlimit", path);
   if (!prlimit)
     return refused(config, `prlimit is not on the daemon's PATH (${path}): install util-linux`, bwrap);
-  const failure = await probe(bwrap);
+  const failure = await probe(bwrap, tmpBytes(bwrap, config));
   if (failure)
     return refused(
       config,
@@ -175,8 +175,22 @@ function refused(config: SandboxConfig, problem: string, program?: string): Sand
   };
 }
 
+const sizing = new Map<string, boolean>();
+
+/** `[sandbox] tmp_mb` in bytes, when this bwrap can size a tmpfs (0.8 and later). */
+function tmpBytes(bwrap: string, config: SandboxConfig): number | undefined {
+  if (!sizing.has(bwrap)) {
+    let help = "";
+    try {
+      help = execFileSync(bwrap, ["--help"], { encoding: "utf8", env: {}, timeout: 5000 });
+    } catch {}
+    sizing.set(bwrap, help.includes("--size"));
+  }
+  return sizing.get(bwrap) ? config.tmp_mb * 1024 * 1024 : undefined;
+}
+
 /** Starts `true` in a sandbox like the real ones; the error, or undefined when it works. */
-async function probe(bwrap: string): Promise<string | undefined> {
+async function probe(bwrap: string, tmp: number | undefined): Promise<string | undefined> {
   const dir = mkdtempSync(join(tmpdir(), "spar-sandbox-probe-"));
   try {
     const argv = bwrapArgs({
@@ -186,6 +200,7 @@ async function probe(bwrap: string): Promise<string | undefined> {
       cwd: dir,
       env: { PATH: "/usr/bin:/bin" },
       pathDirs: [],
+      ...(tmp === undefined ? {} : { tmpBytes: tmp }),
     });
     return await new Promise((done) => {
       execFile(argv[0] as string, argv.slice(1), { env: {}, timeout: 10_000 }, (err, _out, stderr) =>
@@ -278,6 +293,7 @@ async function runBubblewrap(
     cwd: command.cwd,
     env: { ...command.env, PATH: command.path },
     pathDirs: [...pathDirs, dirname(prlimit)],
+    ...(tmpBytes(bwrap, config) === undefined ? {} : { tmpBytes: tmpBytes(bwrap, config) as number }),
     ...(command.binds ? { binds: command.binds } : {}),
     ...(egress?.socket
       ? {
