@@ -26,6 +26,8 @@ const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 export interface RingOptions {
   config: SparConfig;
   home: string;
+  /** The daemon's environment (withDotEnv): keys are read from it, never from process.env. */
+  env: Readonly<NodeJS.ProcessEnv>;
   version: string;
   plugins: DiscoveredPlugin[];
   log: Logger;
@@ -67,6 +69,7 @@ export function createRing(options: RingOptions): Ring {
     hooks,
     config,
     home: options.home,
+    env: options.env,
     kernelVersion: options.version,
     log,
     events,
@@ -106,7 +109,7 @@ export function createRing(options: RingOptions): Ring {
     host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
   const policy = createProviderPolicy(config, providers, options.home);
-  const credentialFor = (settings: ModelSettings) => resolveCredential(settings, policy);
+  const credentialFor = (settings: ModelSettings) => resolveCredential(settings, policy, options.env);
   const fighters = createFighterRegistry({
     events,
     store: requireStore,

@@ -1,6 +1,6 @@
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
 import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
-import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { resolveHome, withDotEnv } from "../../lib/home.js";
 import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError } from "../../sdk/errors.js";
@@ -17,11 +17,11 @@ import { gatherAuditInput } from "./security-facts.js";
  */
 export async function security(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
-  loadDotEnv(home);
-  const { config, plugins } = loadSparConfig(home);
+  const env = withDotEnv(home);
+  const { config, plugins } = loadSparConfig(home, env);
   const report = auditReport({
-    ...gatherAuditInput(home, config),
-    fighters: await daemonFighters(keyProblemFor(home, config, plugins)),
+    ...gatherAuditInput(home, config, env),
+    fighters: await daemonFighters(keyProblemFor(home, config, plugins, env)),
   });
   if (!report.ok) process.exitCode = 1;
   if (options.json) return printJson(report);
@@ -44,13 +44,14 @@ function keyProblemFor(
   home: string,
   config: SparConfig,
   plugins: DiscoveredPlugin[],
+  env: NodeJS.ProcessEnv,
 ): (model: ModelSettings) => string | undefined {
   const declarations = new Map(
     plugins.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
   const policy = createProviderPolicy(config, declarations, home);
   return (model) => {
-    const check = resolveCredential(model, policy);
+    const check = resolveCredential(model, policy, env);
     return !check.ok && check.kind === "unpaired" ? check.problem : undefined;
   };
 }
