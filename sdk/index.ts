@@ -43,6 +43,7 @@ export type {
   PromptParts,
   RingHooks,
   RouteContext,
+  SpawnRefusal,
   StoreOpenOptions,
   TurnContext,
   TurnSummary,
