@@ -1,5 +1,5 @@
 import { loadConfig } from "../kernel/host/config.js";
-import { loadDotEnv, resolveHome } from "../lib/home.js";
+import { resolveHome, withDotEnv } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
 import { signedHeaders } from "../lib/sign.js";
@@ -8,8 +8,7 @@ import { type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
 /** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
 export function daemonUrl(env = process.env): string {
   const home = resolveHome(env);
-  loadDotEnv(home, env);
-  const listen = loadConfig(home, env).api_listen;
+  const listen = loadConfig(home, withDotEnv(home, env)).api_listen;
   const at = listen.lastIndexOf(":");
   let host = listen.slice(0, at);
   if (host === "0.0.0.0") host = "127.0.0.1";

@@ -4,7 +4,7 @@ import { loadConfig } from "../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../kernel/host/plugin-manifest.js";
 import { createLogger } from "../kernel/logger.js";
 import { createRing, type Ring } from "../kernel/ring.js";
-import { loadDotEnv, readMasterSecret } from "../lib/home.js";
+import { readMasterSecret, withDotEnv } from "../lib/home.js";
 import { parseListen } from "../sdk/config.js";
 import { SparError } from "../sdk/errors.js";
 import type { ListenRequest } from "../sdk/hooks.js";
@@ -21,14 +21,17 @@ export const PID_FILE = "spar.pid";
 /**
  * Starts the daemon in this process: config, plugins, store, default fighter, then the Arena. Any
  * failure leaves nothing half-started: what was opened is closed again and the pid file removed.
+ * The daemon's environment is `env` over `<home>/.env`, held in memory and handed to the plugins
+ * (`PluginApi.env`): process.env is left as the daemon was started with it, so .env's keys reach no
+ * child process.
  */
-export async function startDaemon(home: string, env = process.env): Promise<RunningDaemon> {
-  loadDotEnv(home, env);
+export async function startDaemon(home: string, startEnv = process.env): Promise<RunningDaemon> {
+  const env = withDotEnv(home, startEnv);
   const config = loadConfig(home, env);
   const listen = parseListen(config.api_listen);
   const log = createLogger();
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
-  const ring = createRing({ config, home, version: KERNEL_VERSION, plugins, log });
+  const ring = createRing({ config, home, env, version: KERNEL_VERSION, plugins, log });
   claimDataDir(home, "daemon");
   try {
     const secret = readMasterSecret(home, env);

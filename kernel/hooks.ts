@@ -25,6 +25,9 @@ export function createHooks(): RingHooks {
       list: new AsyncSeriesWaterfallHook(["moves", "context"]),
       skills: new AsyncSeriesWaterfallHook(["skills"]),
     },
+    fighter: {
+      spawning: new AsyncSeriesBailHook(["manifest"]),
+    },
     compaction: {
       resolve: new AsyncSeriesBailHook(["strategy"]),
     },

@@ -1,14 +1,19 @@
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "../sdk/config.js";
-import { isSparError, SparError } from "../sdk/errors.js";
+import { type ErrorExtra, isSparError, SparError } from "../sdk/errors.js";
 import type { EventBus } from "../sdk/events.js";
 import type { RingHooks } from "../sdk/hooks.js";
 import type { Logger } from "../sdk/index.js";
 import { CAPABILITY_TYPES } from "../sdk/schemas.js";
 import type { MoveListing, RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
-import type { ModelSettings, ProviderDeclaration } from "../sdk/types.js";
+import {
+  type FighterManifest,
+  type ModelSettings,
+  OPEN_CAPABILITY,
+  type ProviderDeclaration,
+} from "../sdk/types.js";
 import { createBusSlot } from "./bus.js";
 import { DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighters/fighter-manifest.js";
 import { createFighterRegistry } from "./fighters/fighter-registry.js";
@@ -26,6 +31,8 @@ const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 export interface RingOptions {
   config: SparConfig;
   home: string;
+  /** The daemon's environment (withDotEnv): keys are read from it, never from process.env. */
+  env: Readonly<NodeJS.ProcessEnv>;
   version: string;
   plugins: DiscoveredPlugin[];
   log: Logger;
@@ -67,6 +74,7 @@ export function createRing(options: RingOptions): Ring {
     hooks,
     config,
     home: options.home,
+    env: options.env,
     kernelVersion: options.version,
     log,
     events,
@@ -106,7 +114,7 @@ export function createRing(options: RingOptions): Ring {
     host.eligible.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
   const policy = createProviderPolicy(config, providers, options.home);
-  const credentialFor = (settings: ModelSettings) => resolveCredential(settings, policy);
+  const credentialFor = (settings: ModelSettings) => resolveCredential(settings, policy, options.env);
   const fighters = createFighterRegistry({
     events,
     store: requireStore,
@@ -116,7 +124,27 @@ export function createRing(options: RingOptions): Ring {
       return check.ok ? undefined : check.problem;
     },
     capabilities,
+    vetGrants,
   });
+
+  /**
+   * A grant's fields are its plugin's to judge (a file scope against the operator's allowed folders):
+   * the plugins of the moves a scoped grant allows are activated, then `fighter.spawning` asked.
+   */
+  async function vetGrants(manifest: FighterManifest): Promise<void> {
+    const scoped = (manifest.capabilities ?? []).filter((grant) => grant.scope !== undefined);
+    if (scoped.length > 0) {
+      const judges = [...declaredMoves.values()].filter(
+        (move) => move.capability !== OPEN_CAPABILITY && matchGrants(scoped, move).length > 0,
+      );
+      await Promise.all(judges.map((move) => host.activate(`onMove:${move.name}`)));
+    }
+    const refusal = await hooks.fighter.spawning.promise(manifest);
+    if (refusal) {
+      const extra: ErrorExtra = refusal.path === undefined ? {} : { path: `/manifest${refusal.path}` };
+      throw new SparError(refusal.code, refusal.message, extra);
+    }
+  }
 
   const path = createMessagePath({
     config,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSparError } from "../sdk/errors.js";
-import { inspectMasterSecret, readMasterSecret } from "./home.js";
+import { inspectMasterSecret, readMasterSecret, withDotEnv } from "./home.js";
 
 const homes: string[] = [];
 afterEach(() => {
@@ -69,5 +69,20 @@ describe("readMasterSecret", () => {
       strength: { encoding: "hex", bytes: 32 },
     });
     expect(inspectMasterSecret(home(), {})).toBeUndefined();
+  });
+});
+
+describe("withDotEnv", () => {
+  it("puts .env beneath the environment in a new object, and leaves process.env alone", () => {
+    const dir = home({ ".env": "DOTENV_ONLY_KEY=from-dotenv\nSHARED_NAME=from-dotenv\n" });
+    const env = withDotEnv(dir, { SHARED_NAME: "from-env", UNSET: undefined });
+    expect(env).toEqual({ DOTENV_ONLY_KEY: "from-dotenv", SHARED_NAME: "from-env" });
+    expect(Object.isFrozen(env)).toBe(true);
+    expect(withDotEnv(dir).DOTENV_ONLY_KEY).toBe("from-dotenv");
+    expect(process.env.DOTENV_ONLY_KEY).toBeUndefined();
+  });
+
+  it("is the environment alone without a .env", () => {
+    expect(withDotEnv(home(), { A: "1" })).toEqual({ A: "1" });
   });
 });

@@ -47,13 +47,22 @@ export function parseDotEnv(text: string): Record<string, string> {
   return out;
 }
 
-/** Loads `<home>/.env` into `env` without overriding variables that are already set. */
-export function loadDotEnv(home: string, env: NodeJS.ProcessEnv = process.env): void {
+/**
+ * The environment with `<home>/.env` beneath it: a new, frozen object holding `env`'s variables and,
+ * for the names `env` does not set, `.env`'s. Nothing is written to `process.env`: the keys in .env
+ * stay in this object, held by whoever asked for it (the daemon hands it to its plugins as
+ * `PluginApi.env`), so no child process inherits them and the daemon's `/proc/<pid>/environ` never
+ * shows them.
+ *
+ * @example
+ * const env = withDotEnv(home);
+ * const config = loadConfig(home, env);
+ */
+export function withDotEnv(home: string, env: NodeJS.ProcessEnv = process.env): Readonly<NodeJS.ProcessEnv> {
   const path = join(home, ".env");
-  if (!existsSync(path)) return;
-  for (const [name, value] of Object.entries(parseDotEnv(readFileSync(path, "utf8")))) {
-    if (env[name] === undefined) env[name] = value;
-  }
+  const merged: NodeJS.ProcessEnv = existsSync(path) ? parseDotEnv(readFileSync(path, "utf8")) : {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) merged[name] = value;
+  return Object.freeze(merged);
 }
 
 /**

@@ -28,11 +28,7 @@ export function redactUrl(url: string): string {
 }
 
 /** The Redis URL from the environment: CONFIG_INVALID naming the variable when unset or not redis://. */
-export function redisUrl(
-  settings: RedisSettings,
-  plugin: string,
-  env: NodeJS.ProcessEnv = process.env,
-): string {
+export function redisUrl(settings: RedisSettings, plugin: string, env: NodeJS.ProcessEnv): string {
   const url = env[settings.url_env]?.trim();
   if (!url) {
     throw new SparError(

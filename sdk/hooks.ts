@@ -13,6 +13,7 @@ import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contrac
 import type { Store } from "./store-types.js";
 import type {
   ChatMessage,
+  FighterManifest,
   FighterRow,
   LlmDriver,
   ModelSettings,
@@ -78,6 +79,17 @@ export interface RouteContext {
 export interface MoveRefusal {
   code: "CAPABILITY_DENIED" | "VALIDATION_FAILED" | "FORBIDDEN";
   message: string;
+}
+
+/**
+ * A refusal a `fighter.spawning` tap returns: the spawn fails with it (400 or 403 by its code), the
+ * manifest's offending field in `path`.
+ */
+export interface SpawnRefusal {
+  code: "CAPABILITY_DENIED" | "VALIDATION_FAILED";
+  message: string;
+  /** A JSON pointer into the manifest, e.g. `/capabilities/0/scope`. */
+  path?: string;
 }
 
 export interface MoveCallInfo {
@@ -155,6 +167,14 @@ export interface RingHooks {
     readonly list: AsyncSeriesWaterfallHook<[MoveDeclaration[], MoveListContext]>;
     /** Waterfall, called per listing: taps add the skills they know (a skills plugin). */
     readonly skills: AsyncSeriesWaterfallHook<[SkillListing[]]>;
+  };
+  readonly fighter: {
+    /**
+     * Bail, called before a fighter is stored, however it is spawned (the API, `fighter_spawn`, a
+     * template): a plugin judging its grants' fields returns a refusal to stop the spawn. The
+     * plugins of the moves that a grant with a `scope` allows are activated first.
+     */
+    readonly spawning: AsyncSeriesBailHook<[FighterManifest], SpawnRefusal | undefined>;
   };
   readonly compaction: {
     /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */

@@ -43,6 +43,7 @@ export type {
   PromptParts,
   RingHooks,
   RouteContext,
+  SpawnRefusal,
   StoreOpenOptions,
   TurnContext,
   TurnSummary,
@@ -99,6 +100,15 @@ export interface PluginApi {
   readonly config: Readonly<SparConfig>;
   /** The data dir (`$SPAR_HOME` or `~/.spar`). */
   readonly home: string;
+  /**
+   * The daemon's environment: the variables it was started with over those of `<home>/.env`. Read
+   * keys and tokens here, never from `process.env`, which does not hold .env's. Never hand it to a
+   * child process whole: give a child an environment built from the few names it needs.
+   *
+   * @example
+   * const token = api.env[settings.token_env];
+   */
+  readonly env: Readonly<Record<string, string | undefined>>;
   /** The plugin's own folder (where its plugin.json is). */
   readonly dir: string;
   readonly kernelVersion: string;

@@ -16,7 +16,7 @@ import { createReadStream, existsSync, mkdtempSync, readFileSync, renameSync, rm
 import { copyFile, open, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
-import { loadDotEnv, MASTER_KEY_FILE, readMasterSecret, resolveHome } from "../../lib/home.js";
+import { MASTER_KEY_FILE, readMasterSecret, resolveHome, withDotEnv } from "../../lib/home.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
@@ -43,7 +43,6 @@ export interface BackupManifest {
 /** `spar backup <file>`: the snapshot at `file` (made absolute), then its manifest beside it. */
 export async function backup(file: string, options: GlobalOptions): Promise<void> {
   const home = resolveHome();
-  loadDotEnv(home);
   const destination = resolve(file);
   const manifestPath = `${destination}.manifest.json`;
   if (existsSync(manifestPath)) {
@@ -92,7 +91,6 @@ export interface RestoreOptions extends GlobalOptions {
 /** `spar restore <file>`: checks the backup at `file`, then puts it in place of the current database. */
 export async function restore(file: string, options: RestoreOptions): Promise<void> {
   const home = resolveHome();
-  loadDotEnv(home);
   const snapshot = resolve(file);
   // Held until the snapshot is in place: a daemon started meanwhile is refused, naming the restore.
   const { claimDataDir } = await import("../daemon.js");
@@ -270,10 +268,11 @@ async function withOfflineStore<T>(
   dataDir: string,
   use: (store: Awaited<ReturnType<typeof openRing>>["services"]["store"]) => Promise<T>,
 ): Promise<T> {
-  const { config } = loadSparConfig(home);
-  const ring = await openRing(home, dataDir, config);
+  const env = withDotEnv(home);
+  const { config } = loadSparConfig(home, env);
+  const ring = await openRing(home, dataDir, config, env);
   try {
-    const secret = readMasterSecret(home);
+    const secret = readMasterSecret(home, env);
     try {
       await ring.open(secret);
     } finally {
@@ -285,7 +284,7 @@ async function withOfflineStore<T>(
   }
 }
 
-async function openRing(home: string, dataDir: string, config: SparConfig) {
+async function openRing(home: string, dataDir: string, config: SparConfig, env: NodeJS.ProcessEnv) {
   const [{ createLogger }, { discoverPlugins, pluginRoots }, { createRing }] = await Promise.all([
     import("../../kernel/logger.js"),
     import("../../kernel/host/plugin-manifest.js"),
@@ -296,6 +295,7 @@ async function openRing(home: string, dataDir: string, config: SparConfig) {
   return createRing({
     config,
     home: dataDir,
+    env,
     version: KERNEL_VERSION,
     plugins,
     log: createLogger(() => undefined),

@@ -46,6 +46,7 @@ export async function checkProviders(
   const ring = createRing({
     config,
     home,
+    env,
     version: KERNEL_VERSION,
     plugins,
     log: createLogger(() => undefined),

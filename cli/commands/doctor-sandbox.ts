@@ -13,6 +13,7 @@ import type { SparConfig } from "../../sdk/config.js";
 export async function sandboxCheck(
   home: string,
   config: SparConfig,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ name: string; ok: boolean; detail: string }> {
   const name = "sandbox";
   if (config.sandbox.mode === "off") {
@@ -23,7 +24,7 @@ export async function sandboxCheck(
         '[sandbox] mode = "off": every process a fighter starts runs unsandboxed, as the daemon\'s user, able to read the data dir and reach the daemon; remove the setting to turn the sandbox back on',
     };
   }
-  const sandbox = createSandbox(config.sandbox, home);
+  const sandbox = createSandbox(config.sandbox, home, env);
   const status = await sandbox.status();
   if (!status.ready) return { name, ok: false, detail: `required, and not available: ${status.problem}` };
   const workspace = mkdtempSync(join(tmpdir(), "spar-doctor-"));

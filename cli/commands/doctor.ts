@@ -3,11 +3,11 @@ import { join } from "node:path";
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
 import {
   inspectMasterSecret,
-  loadDotEnv,
   MASTER_KEY_FILE,
   missingMasterKeyAdvice,
   resolveHome,
   weakSecretFix,
+  withDotEnv,
 } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import type { SparConfig } from "../../sdk/config.js";
@@ -32,17 +32,17 @@ interface Check {
  */
 export async function doctor(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
-  loadDotEnv(home);
+  const env = withDotEnv(home);
   const checks: Check[] = [];
-  const { config } = loadSparConfig(home);
+  const { config } = loadSparConfig(home, env);
   checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
-  checks.push(masterKeyCheck(home));
-  checks.push(await sandboxCheck(home, config));
+  checks.push(masterKeyCheck(home, env));
+  checks.push(await sandboxCheck(home, config, env));
 
   const models = configuredModels(config);
   checks.push(...(await daemonChecks(home, config, models)));
 
-  const providers = await checkProviders(home, config, models);
+  const providers = await checkProviders(home, config, models, env);
   const mcp = await checkMcpServers(config);
   const gorillas = await gorillaProblems(home, config);
   const failed =
@@ -194,8 +194,8 @@ async function databaseCheck(home: string, config: SparConfig): Promise<Check> {
   }
 }
 
-function masterKeyCheck(home: string): Check {
-  const facts = inspectMasterSecret(home);
+function masterKeyCheck(home: string, env: NodeJS.ProcessEnv): Check {
+  const facts = inspectMasterSecret(home, env);
   const weakness = facts && secretWeakness(facts.strength);
   if (facts && weakness) {
     return {
@@ -204,7 +204,7 @@ function masterKeyCheck(home: string): Check {
       detail: `${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`,
     };
   }
-  if (process.env.SPAR_MASTER_KEY) return { name: "master key", ok: true, detail: "from SPAR_MASTER_KEY" };
+  if (env.SPAR_MASTER_KEY) return { name: "master key", ok: true, detail: "from SPAR_MASTER_KEY" };
   const path = join(home, MASTER_KEY_FILE);
   try {
     const mode = statSync(path).mode & 0o777;

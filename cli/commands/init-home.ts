@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "smol-toml";
 import { loadConfig } from "../../kernel/host/config.js";
-import { loadDotEnv, MASTER_KEY_FILE } from "../../lib/home.js";
+import { MASTER_KEY_FILE, withDotEnv } from "../../lib/home.js";
 import { LOCAL_RUNNER } from "../../sdk/schemas.js";
 import type { ModelSettings } from "../../sdk/types.js";
 
@@ -47,10 +47,11 @@ export interface InitResult {
  * set) and the CLI's Ed25519 key pair under `keys/` (0600), authorizing its public key. Creates
  * only what is missing and never overwrites a file, so `spar start` runs it every time.
  */
-export function initHome(home: string, env: NodeJS.ProcessEnv = process.env): InitResult {
+export function initHome(home: string, startEnv: NodeJS.ProcessEnv = process.env): InitResult {
   const created: string[] = [];
   mkdirSync(home, { recursive: true, mode: 0o700 });
-  loadDotEnv(home, env);
+  // Read, never copied into process.env: `spar start --detach` starts the daemon with this process's.
+  const env = withDotEnv(home, startEnv);
   const defaultModel = chooseDefaultModel(env);
 
   const write = (name: string, data: string | Buffer, mode: number) => {

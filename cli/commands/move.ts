@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadConfig } from "../../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { resolveHome, withDotEnv } from "../../lib/home.js";
 import type { Finding } from "../../lib/skills/scan.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { MoveDeclaration, SkillListing } from "../../sdk/types.js";
@@ -73,8 +73,7 @@ async function offline(): Promise<{
   skills: SkillListing[];
 }> {
   const home = resolveHome();
-  loadDotEnv(home);
-  const config = loadConfig(home);
+  const config = loadConfig(home, withDotEnv(home));
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   const moves = plugins.flatMap(({ manifest }) =>
     (manifest.contributes?.moves ?? []).map((m) => ({ ...m, plugin: manifest.id })),

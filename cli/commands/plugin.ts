@@ -1,14 +1,13 @@
 import { loadConfig } from "../../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { resolveHome, withDotEnv } from "../../lib/home.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /** Discovers plugins from their manifests alone: no plugin module is imported, no daemon is needed. */
 function discover() {
   const home = resolveHome();
-  loadDotEnv(home);
-  const config = loadConfig(home);
+  const config = loadConfig(home, withDotEnv(home));
   return discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
 }
 

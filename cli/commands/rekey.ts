@@ -13,11 +13,11 @@ import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.
 import { createLogger } from "../../kernel/logger.js";
 import { createRing } from "../../kernel/ring.js";
 import {
-  loadDotEnv,
   MASTER_KEY_FILE,
   promoteNextMasterSecret,
   readMasterSecret,
   resolveHome,
+  withDotEnv,
   writeNextMasterSecret,
 } from "../../lib/home.js";
 import { SparError } from "../../sdk/errors.js";
@@ -36,9 +36,9 @@ const SECRET_BYTES = 32;
  * throughout (a `spar start` meanwhile is refused, naming the rekey). Refused while a daemon runs,
  * when the secret comes from SPAR_MASTER_KEY (Spar cannot change a variable), and without `--yes`.
  */
-export async function rekey(options: RekeyOptions, env = process.env): Promise<void> {
-  const home = resolveHome(env);
-  loadDotEnv(home, env);
+export async function rekey(options: RekeyOptions, startEnv = process.env): Promise<void> {
+  const home = resolveHome(startEnv);
+  const env = withDotEnv(home, startEnv);
   // Held for the whole rotation, so a daemon started meanwhile is refused instead of meeting SQLITE_BUSY.
   const { claimDataDir } = await import("../daemon.js");
   const release = claimDataDir(home, "rekey");
@@ -55,7 +55,7 @@ async function rotate(home: string, options: RekeyOptions, env: NodeJS.ProcessEn
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   // The first open says what it settled of an earlier rotation; the check after this one is quiet.
   const open = async (log = createLogger()) => {
-    const ring = createRing({ config, home, version: KERNEL_VERSION, plugins, log });
+    const ring = createRing({ config, home, env, version: KERNEL_VERSION, plugins, log });
     const secret = readMasterSecret(home, env);
     try {
       await ring.open(secret);

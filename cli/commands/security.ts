@@ -1,6 +1,6 @@
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
 import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
-import { loadDotEnv, resolveHome } from "../../lib/home.js";
+import { resolveHome, withDotEnv } from "../../lib/home.js";
 import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError } from "../../sdk/errors.js";
@@ -20,9 +20,13 @@ import { AUDIT_STATE_FILE, recordPluginHashes } from "./security-plugin-hashes.j
  * hashes and names only: never a key or a `.env` value. Writes one file: the plugin hashes it saw.
  */
 /** The sandbox as the daemon would find it with this environment. */
-async function sandboxFacts(home: string, config: SparConfig): Promise<AuditInput["sandbox"]> {
+async function sandboxFacts(
+  home: string,
+  config: SparConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<AuditInput["sandbox"]> {
   const { createSandbox } = await import("../../lib/sandbox/index.js");
-  const status = await createSandbox(config.sandbox, home).status();
+  const status = await createSandbox(config.sandbox, home, env).status();
   return {
     mode: status.mode,
     kind: status.kind,
@@ -33,11 +37,11 @@ async function sandboxFacts(home: string, config: SparConfig): Promise<AuditInpu
 
 export async function security(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
-  loadDotEnv(home);
-  const { config, plugins } = loadSparConfig(home);
-  const facts = gatherAuditInput(home, config, process.env, plugins);
+  const env = withDotEnv(home);
+  const { config, plugins } = loadSparConfig(home, env);
+  const facts = gatherAuditInput(home, config, env, plugins);
   const fighters = await daemonFighters();
-  const keyProblem = keyProblemFor(home, config, plugins);
+  const keyProblem = keyProblemFor(home, config, plugins, env);
   const report = auditReport({
     ...facts,
     fighters: Array.isArray(fighters)
@@ -47,7 +51,7 @@ export async function security(options: GlobalOptions): Promise<void> {
         })
       : fighters,
     scheduled_jobs: Array.isArray(fighters) ? await daemonJobs(fighters) : fighters,
-    sandbox: await sandboxFacts(home, config),
+    sandbox: await sandboxFacts(home, config, env),
   });
   try {
     recordPluginHashes(home, facts.user_plugins);
@@ -77,13 +81,14 @@ function keyProblemFor(
   home: string,
   config: SparConfig,
   plugins: DiscoveredPlugin[],
+  env: NodeJS.ProcessEnv,
 ): (model: ModelSettings) => string | undefined {
   const declarations = new Map(
     plugins.flatMap((p) => (p.manifest.contributes?.providers ?? []).map((d) => [d.id, d] as const)),
   );
   const policy = createProviderPolicy(config, declarations, home);
   return (model) => {
-    const check = resolveCredential(model, policy);
+    const check = resolveCredential(model, policy, env);
     return !check.ok && check.kind === "unpaired" ? check.problem : undefined;
   };
 }

@@ -3,7 +3,7 @@ import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../../kernel/logger.js";
-import { inspectMasterSecret, resolveHome, weakSecretFix } from "../../lib/home.js";
+import { inspectMasterSecret, resolveHome, weakSecretFix, withDotEnv } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { SparError } from "../../sdk/errors.js";
 import { daemonUrl } from "../client.js";
@@ -52,7 +52,7 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
  * still opens, since refusing would lock the data away: it only earns a warning here.
  */
 function warnOfWeakSecret(home: string): void {
-  const facts = inspectMasterSecret(home);
+  const facts = inspectMasterSecret(home, withDotEnv(home));
   const weakness = facts?.database_exists ? secretWeakness(facts.strength) : undefined;
   if (!facts || !weakness) return;
   createLogger().warn(`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`);

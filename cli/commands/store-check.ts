@@ -28,7 +28,7 @@ export async function checkStoreOffline(
   const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
   // Silent: the outcome is the answer, and the store would otherwise log it a second time.
   const log = createLogger(() => undefined);
-  const ring = createRing({ config, home, version: KERNEL_VERSION, plugins, log });
+  const ring = createRing({ config, home, env, version: KERNEL_VERSION, plugins, log });
   try {
     const secret = readMasterSecret(home, env);
     try {

@@ -58,6 +58,8 @@ export function createFighterRegistry(options: {
   modelProblem: (settings: ModelSettings) => string | undefined;
   /** Capability types a manifest may name: the kernel's and those installed plugins' moves declare. */
   capabilities: ReadonlySet<string>;
+  /** Throws when a plugin refuses the manifest's grants (the Ring asks `fighter.spawning`). */
+  vetGrants?: (manifest: FighterManifest) => Promise<void>;
 }): FighterRegistry {
   const { events } = options;
   const fighters = new Map<string, LiveFighter>();
@@ -153,6 +155,7 @@ export function createFighterRegistry(options: {
       const manifest = manifestFor(request);
       const problem = manifest.model ? options.modelProblem(manifest.model) : undefined;
       if (problem) throw new SparError("VALIDATION_FAILED", problem, { path: "/manifest/model" });
+      await options.vetGrants?.(manifest);
       if ([...fighters.values()].some((f) => f.row.name === manifest.name)) {
         throw new SparError(
           "CONFLICT",

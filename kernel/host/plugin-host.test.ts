@@ -72,6 +72,7 @@ function hostFor(root: string, configToml = "", timeoutMs?: number) {
     hooks,
     config: { ...config, plugins: { ...config.plugins, store: "store-fake", arena: "arena-fake" } },
     home,
+    env: {},
     kernelVersion: "0.1.0",
     log: createLogger(() => undefined),
     events: createEventBus({ historySize: 10 }),

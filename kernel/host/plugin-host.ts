@@ -15,6 +15,8 @@ export interface PluginHostOptions {
   hooks: RingHooks;
   config: SparConfig;
   home: string;
+  /** Handed to every plugin as `PluginApi.env`. */
+  env: Readonly<NodeJS.ProcessEnv>;
   kernelVersion: string;
   log: Logger;
   events: EventBus;
@@ -111,6 +113,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       events: scopeEvents(options.events, manifest),
       config,
       home: options.home,
+      env: options.env,
       dir,
       kernelVersion: options.kernelVersion,
       log: options.log,

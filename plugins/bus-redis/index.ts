@@ -14,7 +14,7 @@ export default definePlugin<{ redis: RedisSettings }>({
   id: "bus-redis",
   apply(api, { redis: settings }) {
     api.hooks.bus.open.tap(async (options) => {
-      const redis = await connectRedis(redisUrl(settings, "bus-redis"), {
+      const redis = await connectRedis(redisUrl(settings, "bus-redis", api.env), {
         plugin: "bus-redis",
         purpose: "bus",
         maxRetriesPerRequest: 3,

@@ -21,8 +21,8 @@ const SNOWFLAKE = /^\d{17,20}$/;
 
 export default definePlugin<{ "channels.discord": DiscordSettings }>({
   id: "channel-discord",
-  apply({ hooks, ring, events, log }, { "channels.discord": settings }) {
-    const secrets = readSecrets(settings);
+  apply({ hooks, ring, events, log, env }, { "channels.discord": settings }) {
+    const secrets = readSecrets(settings, env);
     const api = `${settings.api_root}/api`;
     const gate = createChannelGate({
       allowlist: settings.allowlist,

@@ -32,7 +32,7 @@ export interface DiscordSecrets {
 }
 
 /** The secrets `settings` names, from `env`; throws CONFIG_INVALID naming the variable at fault. */
-export function readSecrets(settings: DiscordSettings, env: NodeJS.ProcessEnv = process.env): DiscordSecrets {
+export function readSecrets(settings: DiscordSettings, env: NodeJS.ProcessEnv): DiscordSecrets {
   const token = env[settings.token_env]?.trim();
   if (!token) throw missing(settings.token_env, "token_env", "the bot token");
   const hex = env[settings.public_key_env]?.trim();

@@ -38,8 +38,8 @@ interface Connection {
 
 export default definePlugin<{ "channels.slack": SlackSettings }>({
   id: "channel-slack",
-  apply({ hooks, ring, events, log }, { "channels.slack": settings }) {
-    const secrets = readSecrets(settings);
+  apply({ hooks, ring, events, log, env }, { "channels.slack": settings }) {
+    const secrets = readSecrets(settings, env);
     warnAboutSettings({
       platform: "slack",
       api_root: settings.api_root,

@@ -39,7 +39,7 @@ function invalid(variable: string, problem: string): SparError {
  * The bot token and the signing secret, checked. Throws CONFIG_INVALID naming the variable (never
  * its value) when one is missing or is plainly the wrong kind of credential.
  */
-export function readSecrets(settings: SlackSettings, env: NodeJS.ProcessEnv = process.env): SlackSecrets {
+export function readSecrets(settings: SlackSettings, env: NodeJS.ProcessEnv): SlackSecrets {
   const token = env[settings.token_env]?.trim() ?? "";
   if (!token)
     throw invalid(settings.token_env, "is not set (it holds the app's Bot User OAuth Token, xoxb-…)");

@@ -24,8 +24,8 @@ const API_TIMEOUT_S = 30;
 
 export default definePlugin<{ "channels.telegram": TelegramSettings }>({
   id: "channel-telegram",
-  apply({ hooks, ring, events, log }, { "channels.telegram": settings }) {
-    const secrets = readSecrets(settings);
+  apply({ hooks, ring, events, log, env }, { "channels.telegram": settings }) {
+    const secrets = readSecrets(settings, env);
     warnAboutSettings({
       platform: "telegram",
       api_root: settings.api_root,

@@ -44,10 +44,7 @@ function invalid(variable: string, problem: string): SparError {
  * The bot token and the webhook secret, checked. Throws CONFIG_INVALID naming the variable (never
  * its value) when one is missing or unusable.
  */
-export function readSecrets(
-  settings: TelegramSettings,
-  env: NodeJS.ProcessEnv = process.env,
-): TelegramSecrets {
+export function readSecrets(settings: TelegramSettings, env: NodeJS.ProcessEnv): TelegramSecrets {
   const token = env[settings.token_env]?.trim() ?? "";
   if (!token) throw invalid(settings.token_env, "is not set (it holds the bot token from @BotFather)");
   if (!TOKEN_CHARS.test(token)) {

@@ -46,8 +46,9 @@ beforeEach(() => {
 
 afterEach(() => rmSync(base, { recursive: true, force: true }));
 
+/** The operator allows every folder here ([moves.files] allowed_scopes = ["/"]): what is refused whatever it allows. */
 const open = (access: Access = "read", grants: Capability[] = [{ type: `file_${access}` }]) =>
-  Confinement.open({ workspace, grants, home, access, userHome: join(base, "user") });
+  Confinement.open({ workspace, grants, home, access, userHome: join(base, "user"), allowedScopes: ["/"] });
 
 async function withConfinement<T>(
   work: (c: Confinement) => Promise<T>,
@@ -183,12 +184,26 @@ describe("opening: the real path of the opened fd decides", () => {
     }
   });
 
-  it("refuses a hard link to one of the data dir's files", async () => {
+  it("refuses the content of a file with more than one hard link, wherever its other name is", async () => {
+    mkdirSync(join(home, "keys"));
+    writeFileSync(join(home, "keys", "cli.key"), "CLI-PRIVATE-KEY");
     linkSync(join(home, "master.key"), join(workspace, "innocent.txt"));
+    // Below the top of the data dir: the attack the old top-level-only check missed.
+    linkSync(join(home, "keys", "cli.key"), join(workspace, "deep.txt"));
+    // Both names inside the workspace: refused too, since nothing shows where the other name is.
+    linkSync(join(workspace, "notes.txt"), join(workspace, "twin.txt"));
     await withConfinement(async (c) => {
-      const found = await c.locate("innocent.txt");
-      expect(() => c.checkFile(found.stats, found.display)).toThrow(/link to one of Spar's own files/);
-      await found.handle.close();
+      for (const name of ["innocent.txt", "deep.txt", "twin.txt"]) {
+        const found = await c.locate(name);
+        expect(() => c.checkSingleLink(found.stats, found.display), name).toThrow(/has 2 hard links/);
+        await found.handle.close();
+      }
+      const single = await c.locate("notes.txt");
+      rmSync(join(workspace, "twin.txt"));
+      expect(() => c.checkSingleLink(single.stats, single.display)).toThrow(/has 2 hard links/);
+      const again = await c.locate("notes.txt");
+      expect(() => c.checkSingleLink(again.stats, again.display)).not.toThrow();
+      await Promise.all([single.handle.close(), again.handle.close()]);
     });
   });
 });
@@ -259,17 +274,45 @@ describe("scope", () => {
     );
   });
 
-  it("keeps the data dir off limits even under a scope that covers it", async () => {
-    await withConfinement(
-      async (c) => {
-        await expect(c.locate(join(home, "master.key"))).rejects.toThrow(/inside Spar's data folder/);
-        await expect(c.locate(join(home, "config.toml"))).rejects.toThrow(/inside Spar's data folder/);
-        const found = await c.locate(join(outside, "canary.txt"));
-        await found.handle.close();
-      },
-      "read",
-      [{ type: "file_read", scope: base }],
-    );
+  it("keeps the data dir off limits even under a scope that covers it: its parent, ~ or /", async () => {
+    for (const dir of ["keys", "plugins/moves-x"]) mkdirSync(join(home, dir), { recursive: true });
+    const secrets = ["master.key", "config.toml", ".env", "spar.db", "spar.db.salt", "keys/cli.key"];
+    for (const name of [...secrets, "plugins/moves-x/index.js"]) writeFileSync(join(home, name), "SECRET");
+    symlinkSync(join(home, "keys"), join(outside, "keys-link"));
+    const paths = [
+      home,
+      ...[...secrets, "keys", "plugins", "plugins/moves-x/index.js"].map((name) => join(home, name)),
+      join(home, "workspaces", "..", "keys", "cli.key"),
+    ];
+    for (const scope of [base, "~", "/"]) {
+      for (const access of ["read", "write"] as const) {
+        const c = await Confinement.open({
+          workspace,
+          grants: [{ type: `file_${access}`, scope }],
+          home,
+          access,
+          userHome: base,
+          allowedScopes: ["/"],
+        });
+        try {
+          for (const path of paths) {
+            await expect(c.locate(path), `${scope} ${path}`).rejects.toThrow(/inside Spar's data folder/);
+            if (path !== home) {
+              await expect(c.slot(path, true), `${scope} ${path}`).rejects.toThrow(
+                /inside Spar's data folder/,
+              );
+            }
+          }
+          await expect(c.locate(join(outside, "keys-link", "cli.key"))).rejects.toThrow(
+            /inside Spar's data folder/,
+          );
+          const found = await c.locate(join(outside, "canary.txt"));
+          await found.handle.close();
+        } finally {
+          await c.close();
+        }
+      }
+    }
   });
 
   it("refuses a relative scope or a pattern rather than ignoring it, and says when a scope folder is missing", async () => {
@@ -282,6 +325,53 @@ describe("scope", () => {
       "read",
       [{ type: "file_read", scope: join(base, "nowhere") }],
     );
+  });
+});
+
+describe("[moves.files] allowed_scopes: only the operator widens a scope", () => {
+  const openWith = (allowedScopes: string[], scope: string | string[], type = "file_read") =>
+    Confinement.open({
+      workspace,
+      grants: [{ type, scope }],
+      home,
+      access: "read",
+      userHome: join(base, "user"),
+      allowedScopes,
+    });
+
+  it("refuses a scope outside every allowed folder at the call, naming the setting", async () => {
+    for (const allowed of [[], [extra], [join(base, "user")]]) {
+      for (const scope of ["/", outside, join(extra, "..", "outside"), `${extra}-sibling`]) {
+        const refused = openWith(allowed, scope);
+        await expect(refused, `${scope} with ${allowed}`).rejects.toMatchObject({
+          code: "CAPABILITY_DENIED",
+        });
+        await expect(refused).rejects.toThrow(/\[moves\.files\] allowed_scopes/);
+      }
+    }
+    // full_access carries a scope like the file grants do: no wider for it.
+    await expect(openWith([], outside, "full_access")).rejects.toMatchObject({ code: "CAPABILITY_DENIED" });
+    // One folder of a list outside is enough to refuse the grant.
+    await expect(openWith([extra], [extra, outside])).rejects.toMatchObject({ code: "CAPABILITY_DENIED" });
+  });
+
+  it("honours a scope that is an allowed folder or lies inside one, with ~ expanded on both sides", async () => {
+    mkdirSync(join(base, "user", "notes"), { recursive: true });
+    writeFileSync(join(base, "user", "notes", "todo.md"), "todo");
+    for (const [allowed, scope, path] of [
+      [[extra], extra, join(extra, "shared.txt")],
+      [[base], extra, join(extra, "shared.txt")],
+      [["~"], "~/notes", "~/notes/todo.md"],
+      [["~/notes"], join(base, "user", "notes"), join(base, "user", "notes", "todo.md")],
+    ] as const) {
+      const c = await openWith([...allowed], scope);
+      try {
+        const found = await c.locate(path);
+        await found.handle.close();
+      } finally {
+        await c.close();
+      }
+    }
   });
 });
 

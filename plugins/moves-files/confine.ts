@@ -14,6 +14,12 @@ import { type Capability, isSparError, SparError } from "../../sdk/index.js";
  * Everything after that goes through the verified fd (`/proc/self/fd/<fd>` reopens the same inode;
  * `/proc/self/fd/<dir fd>/<name>` is an openat() on the same folder), so a symlink planted between
  * the check and the use changes nothing: there is no second lookup of the path to race.
+ *
+ * A hard link is the one way in that no path check sees: a second name, inside a workspace, for a
+ * file that lives elsewhere (`<data dir>/keys/cli.key`, `~/.ssh/id_ed25519`), which any process of
+ * the daemon's user can make. Where the other names are cannot be found short of walking the whole
+ * file system, so a file's content is read or changed in place only when it has one link
+ * (`checkSingleLink`); replacing the name (file_write's overwrite) leaves the other names alone.
  */
 
 /** Linux's O_PATH (absent from fs.constants): an fd that names a file without opening it. */
@@ -27,6 +33,8 @@ export interface ConfinementOptions {
   workspace: string;
   /** The grants that allow the move: their `scope` folders widen the allowed roots. */
   grants: readonly Capability[];
+  /** `[moves.files] allowed_scopes`: a scope is honoured only inside one of these folders. */
+  allowedScopes: readonly string[];
   /** The data dir: off limits except its `workspaces/` folder. */
   home: string;
   access: Access;
@@ -87,8 +95,6 @@ export class Confinement {
     private readonly missing: string[],
     private readonly dataDir: { given: string; real: string },
     private readonly workspaces: { given: string; real: string },
-    /** dev:ino of the files at the top of the data dir (master.key, config.toml, the database). */
-    private readonly secrets: Set<string>,
   ) {}
 
   /** Opens the allowed roots for one call; `close()` it when the call is done. */
@@ -100,7 +106,10 @@ export class Confinement {
       );
     }
     const full = { userHome: homedir(), ...options };
-    const folders = [resolve(full.workspace), ...scopeFolders(full.grants, full.userHome)];
+    const folders = [
+      resolve(full.workspace),
+      ...full.grants.flatMap((grant) => grantFolders(grant, full.userHome, full.allowedScopes)),
+    ];
     const roots: Root[] = [];
     const missing: string[] = [];
     try {
@@ -115,7 +124,7 @@ export class Confinement {
       const dataDir = await realPair(full.home);
       const workspaces = await realPair(join(full.home, "workspaces"));
       checkWorkspace(folders[0] as string, roots[0], workspaces);
-      return new Confinement(full, roots, missing, dataDir, workspaces, await secretFiles(dataDir.real));
+      return new Confinement(full, roots, missing, dataDir, workspaces);
     } catch (err) {
       await Promise.all(roots.map((r) => r.handle.close()));
       throw err;
@@ -218,7 +227,7 @@ export class Confinement {
 
   /**
    * Refuses anything but a regular file: folders (use file_list), symlinks where a write would
-   * replace the link, FIFOs, sockets and devices, and the data dir's own files reached by a hard link.
+   * replace the link, FIFOs, sockets and devices.
    */
   checkFile(stats: Stats, display: string): void {
     if (stats.isDirectory()) {
@@ -233,9 +242,21 @@ export class Confinement {
     if (!stats.isFile()) {
       throw new SparError("FORBIDDEN", `${quoted(display)} is ${kindOf(stats)}, not a regular file`);
     }
-    if (this.secrets.has(`${stats.dev}:${stats.ino}`)) {
-      throw new SparError("FORBIDDEN", `${quoted(display)} is a link to one of Spar's own files`);
-    }
+  }
+
+  /**
+   * Refuses a file with more than one hard link before its content is read or changed in place
+   * (file_read, file_edit, an append): its other names may be a key this fighter may not read, and
+   * nothing says where they are. Replacing the name (file_write's overwrite) is still allowed.
+   */
+  checkSingleLink(stats: Stats, display: string): void {
+    if (stats.nlink <= 1) return;
+    throw new SparError(
+      "FORBIDDEN",
+      `${quoted(display)} has ${stats.nlink} hard links: its other names may be files this fighter may not see ` +
+        "(a key elsewhere), so file moves read or change in place only files with one link; " +
+        'file_write with mode "overwrite" replaces this name with a file of its own',
+    );
   }
 
   /** Opens the very file a verified O_PATH fd names, for reading or writing. */
@@ -344,30 +365,50 @@ export class Confinement {
   }
 }
 
-/** The absolute folders the grants' `scope` names; a relative one or a `pattern` is refused, not ignored. */
-export function scopeFolders(grants: readonly Capability[], userHome: string): string[] {
-  const folders: string[] = [];
-  for (const grant of grants) {
-    if (grant.pattern !== undefined && grant.type !== "full_access") {
+/** The grant types whose `scope` names folders for the file moves. */
+export const FILE_GRANTS: ReadonlySet<string> = new Set(["file_read", "file_write", "full_access"]);
+
+/**
+ * The absolute folders a grant's `scope` names. A relative one or a `pattern` is refused, not
+ * ignored; so is a folder outside every folder of `[moves.files] allowed_scopes` (CAPABILITY_DENIED):
+ * a manifest may come over the API, and only the operator's config widens what a fighter may touch
+ * beyond its workspace. Checked when the fighter is spawned and again at every call, so a folder the
+ * operator no longer allows stops working.
+ */
+export function grantFolders(
+  grant: Capability,
+  userHome: string,
+  allowedScopes: readonly string[],
+): string[] {
+  if (grant.pattern !== undefined && grant.type !== "full_access") {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `this fighter's ${grant.type} grant has a pattern; file moves honour only scope (absolute folders), so the grant is refused rather than widened`,
+    );
+  }
+  const scope =
+    grant.scope === undefined ? [] : typeof grant.scope === "string" ? [grant.scope] : grant.scope;
+  const allowed = allowedScopes.map((folder) => resolve(expandHome(folder, userHome)));
+  return scope.map((entry) => {
+    const folder = expandHome(entry, userHome);
+    if (!folder.startsWith("/")) {
       throw new SparError(
         "VALIDATION_FAILED",
-        `this fighter's ${grant.type} grant has a pattern; file moves honour only scope (absolute folders), so the grant is refused rather than widened`,
+        `this fighter's ${grant.type} grant has scope ${quoted(entry)}, which is not an absolute folder (or ~/…)`,
       );
     }
-    const scope =
-      grant.scope === undefined ? [] : typeof grant.scope === "string" ? [grant.scope] : grant.scope;
-    for (const entry of scope) {
-      const folder = expandHome(entry, userHome);
-      if (!folder.startsWith("/")) {
-        throw new SparError(
-          "VALIDATION_FAILED",
-          `this fighter's ${grant.type} grant has scope ${quoted(entry)}, which is not an absolute folder (or ~/…)`,
-        );
-      }
-      folders.push(resolve(folder));
+    if (!allowed.some((root) => inside(resolve(folder), root))) {
+      throw new SparError(
+        "CAPABILITY_DENIED",
+        `this fighter's ${grant.type} grant has scope ${quoted(entry)}, which lies outside every folder the ` +
+          `operator allows in config.toml ([moves.files] allowed_scopes = ${JSON.stringify(allowedScopes)}); ` +
+          "a fighter's manifest cannot widen its file moves beyond its workspace: the operator adds the folder " +
+          "(or one above it) to allowed_scopes and restarts Spar",
+        { setting: "moves.files.allowed_scopes" },
+      );
     }
-  }
-  return folders;
+    return resolve(folder);
+  });
 }
 
 /**
@@ -394,16 +435,6 @@ function checkWorkspace(
 async function realPair(path: string): Promise<{ given: string; real: string }> {
   const given = resolve(path);
   return { given, real: await fs.realpath(given).catch(() => given) };
-}
-
-async function secretFiles(dataDir: string): Promise<Set<string>> {
-  const secrets = new Set<string>();
-  const names = await fs.readdir(dataDir).catch(() => [] as string[]);
-  for (const name of names) {
-    const stats = await fs.lstat(join(dataDir, name)).catch(() => undefined);
-    if (stats?.isFile()) secrets.add(`${stats.dev}:${stats.ino}`);
-  }
-  return secrets;
 }
 
 function kindOf(stats: Stats): string {

@@ -1,7 +1,15 @@
 import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
-import { definePlugin, type MoveContext, type MoveHandler } from "../../sdk/index.js";
-import { type Access, Confinement, fsFailure } from "./confine.js";
+import {
+  type Capability,
+  definePlugin,
+  isSparError,
+  type MoveContext,
+  type MoveHandler,
+  type SpawnRefusal,
+} from "../../sdk/index.js";
+import { type Access, Confinement, FILE_GRANTS, fsFailure, grantFolders } from "./confine.js";
 import { listFolder } from "./list.js";
 import { readText } from "./read.js";
 import { editFile, type WriteMode, writeFile } from "./write.js";
@@ -10,6 +18,7 @@ export interface FilesSettings {
   max_read_bytes: number;
   max_write_bytes: number;
   max_list_entries: number;
+  allowed_scopes: string[];
 }
 
 /**
@@ -36,6 +45,7 @@ export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
             grants: context.grants,
             home,
             access,
+            allowedScopes: settings.allowed_scopes,
           });
           return await work(confinement, input, context);
         } catch (err) {
@@ -106,8 +116,30 @@ export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
       },
     };
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
+    hooks.fighter.spawning.tap((manifest) =>
+      scopeRefusal(manifest.capabilities ?? [], settings.allowed_scopes),
+    );
   },
 });
+
+/** Why a manifest's file grants cannot be held (a scope the operator does not allow), or undefined. */
+export function scopeRefusal(
+  grants: readonly Capability[],
+  allowedScopes: readonly string[],
+  userHome = homedir(),
+): SpawnRefusal | undefined {
+  for (const [index, grant] of grants.entries()) {
+    if (!FILE_GRANTS.has(grant.type)) continue;
+    try {
+      grantFolders(grant, userHome, allowedScopes);
+    } catch (err) {
+      const code = isSparError(err) ? err.code : undefined;
+      if (code !== "CAPABILITY_DENIED" && code !== "VALIDATION_FAILED") throw err;
+      return { code, message: (err as Error).message, path: `/capabilities/${index}/scope` };
+    }
+  }
+  return undefined;
+}
 
 /**
  * The table with the manifest's defaults for what it leaves out: a nested table such as
@@ -115,12 +147,17 @@ export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
  */
 export function withDefaults(table: Partial<FilesSettings> | undefined, pluginDir: string): FilesSettings {
   const manifest = JSON.parse(readFileSync(join(pluginDir, "plugin.json"), "utf8")) as {
-    sections: { "moves.files": { properties: Record<keyof FilesSettings, { default: number }> } };
+    sections: {
+      "moves.files": {
+        properties: Record<Exclude<keyof FilesSettings, "allowed_scopes">, { default: number }>;
+      };
+    };
   };
   const properties = manifest.sections["moves.files"].properties;
   return {
     max_read_bytes: table?.max_read_bytes ?? properties.max_read_bytes.default,
     max_write_bytes: table?.max_write_bytes ?? properties.max_write_bytes.default,
     max_list_entries: table?.max_list_entries ?? properties.max_list_entries.default,
+    allowed_scopes: table?.allowed_scopes ?? [],
   };
 }

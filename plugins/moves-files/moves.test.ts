@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
 import { type Access, Confinement } from "./confine.js";
-import { withDefaults } from "./index.js";
+import { scopeRefusal, withDefaults } from "./index.js";
 import { listFolder } from "./list.js";
 import { page, readText, wholeCharacters } from "./read.js";
 import { editFile, occurrences, readAtMost, writeFile } from "./write.js";
@@ -46,6 +46,8 @@ async function confined<T>(access: Access, work: (c: Confinement) => Promise<T>,
     grants: grants ?? [{ type: `file_${access}` }],
     home,
     access,
+    // The operator's [moves.files] allowed_scopes: the scratch folder's root, which holds them all.
+    allowedScopes: [base],
   });
   try {
     return await work(c);
@@ -195,6 +197,41 @@ describe("file_write", () => {
     expect(onDisk("hard.txt")).toBe("mine");
     expect(readFileSync(join(outside, "canary.txt"), "utf8")).toBe("canary");
     expect(readdirSync(outside)).toEqual(["canary.txt"]);
+  });
+
+  it("reads nothing through a hard link, however deep in the data dir its other name is", async () => {
+    mkdirSync(join(home, "keys"));
+    writeFileSync(join(home, "keys", "cli.key"), "CLI-PRIVATE-KEY", { mode: 0o600 });
+    linkSync(join(home, "keys", "cli.key"), join(workspace, "notes.txt"));
+    await expect(read("notes.txt")).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(read("notes.txt")).rejects.toThrow(/has 2 hard links/);
+    await expect(edit("notes.txt", "CLI", "X")).rejects.toThrow(/has 2 hard links/);
+    await expect(write("notes.txt", "more", "append")).rejects.toThrow(/has 2 hard links/);
+    // The way out for a file of its own: overwrite replaces the name, and the key is untouched.
+    await write("notes.txt", "mine", "overwrite");
+    expect(await read("notes.txt")).toContain("mine");
+    expect(readFileSync(join(home, "keys", "cli.key"), "utf8")).toBe("CLI-PRIVATE-KEY");
+  });
+
+  it("lists the data dir's parent without entering the data dir", async () => {
+    mkdirSync(join(home, "keys"));
+    writeFileSync(join(home, "keys", "cli.key"), "k");
+    writeFileSync(join(home, ".env"), "K=v");
+    const listed = await confined(
+      "read",
+      (c) =>
+        listFolder(
+          c,
+          { path: base, recursive: true },
+          { maxEntries: 500, resultChars: 20_000 },
+          new AbortController().signal,
+        ),
+      [{ type: "file_read", scope: base }],
+    );
+    const paths = listed.entries.map((e) => e.path);
+    expect(paths).toContain("home");
+    expect(paths).toContain("outside/canary.txt");
+    expect(paths.filter((p) => p.startsWith("home/"))).toEqual([]);
   });
 
   it("refuses content past max_write_bytes, counted in UTF-8 bytes", async () => {
@@ -347,7 +384,34 @@ describe("settings", () => {
       max_read_bytes: 262_144,
       max_write_bytes: 1_048_576,
       max_list_entries: 500,
+      allowed_scopes: [],
     });
     expect(withDefaults({ max_read_bytes: 4096 }, dir).max_read_bytes).toBe(4096);
+    expect(withDefaults({ allowed_scopes: ["/srv"] }, dir).allowed_scopes).toEqual(["/srv"]);
+  });
+
+  it("refuses a spawn whose file grant names a scope the operator does not allow, pointing at it", () => {
+    const grants: Capability[] = [
+      { type: "memory" },
+      { type: "channel_notify", scope: "telegram" },
+      { type: "file_read", scope: ["/srv/notes"] },
+      { type: "file_write", scope: "/" },
+    ];
+    expect(scopeRefusal(grants, [])).toMatchObject({
+      code: "CAPABILITY_DENIED",
+      path: "/capabilities/2/scope",
+      message: expect.stringContaining("[moves.files] allowed_scopes = []"),
+    });
+    expect(scopeRefusal(grants, ["/srv"])).toMatchObject({
+      code: "CAPABILITY_DENIED",
+      path: "/capabilities/3/scope",
+    });
+    expect(scopeRefusal(grants, ["/"])).toBeUndefined();
+    expect(scopeRefusal([{ type: "full_access", scope: "~" }], ["/home"], "/home/me")).toBeUndefined();
+    expect(scopeRefusal([{ type: "full_access", scope: "~" }], [], "/home/me")?.code).toBe(
+      "CAPABILITY_DENIED",
+    );
+    expect(scopeRefusal([{ type: "file_read", scope: "notes" }], ["/"])?.code).toBe("VALIDATION_FAILED");
+    expect(scopeRefusal([{ type: "file_read" }, { type: "full_access" }], [])).toBeUndefined();
   });
 });

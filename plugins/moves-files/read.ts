@@ -34,6 +34,7 @@ export async function readText(
   const found = await confinement.locate(input.path);
   try {
     confinement.checkFile(found.stats, found.display);
+    confinement.checkSingleLink(found.stats, found.display);
     const file = await confinement.reopen(found, constants.O_RDONLY);
     try {
       const size = (await file.stat()).size;

@@ -69,12 +69,7 @@ export async function writeFile(
         await replace(slot, data, existing.stats);
         return done(false);
       }
-      if (existing.stats.nlink > 1) {
-        throw new SparError(
-          "FORBIDDEN",
-          `${JSON.stringify(slot.display)} has ${existing.stats.nlink} hard links; appending would change every one of them (mode "overwrite" replaces only this name)`,
-        );
-      }
+      confinement.checkSingleLink(existing.stats, slot.display);
       const file = await confinement.reopen(existing, O_WRONLY | O_APPEND);
       try {
         await file.writeFile(data);
@@ -114,6 +109,7 @@ export async function editFile(
     try {
       const quoted = JSON.stringify(slot.display);
       confinement.checkFile(existing.stats, slot.display);
+      confinement.checkSingleLink(existing.stats, slot.display);
       if (existing.stats.size > maxBytes) {
         throw new SparError(
           "PAYLOAD_TOO_LARGE",

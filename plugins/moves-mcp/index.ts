@@ -52,8 +52,8 @@ export function unavailableNote(statuses: readonly ServerStatus[]): string {
 
 export default definePlugin<{ mcp: McpSettings }>({
   id: "moves-mcp",
-  apply({ hooks, events, config, home, log, kernelVersion }, { mcp }) {
-    const specs = serverSpecs(mcp, home, join(home, "config.toml")).sort((a, b) =>
+  apply({ hooks, events, config, home, env, log, kernelVersion }, { mcp }) {
+    const specs = serverSpecs(mcp, home, join(home, "config.toml"), env).sort((a, b) =>
       a.name.localeCompare(b.name),
     );
 

@@ -79,13 +79,14 @@ const HTTP_ONLY = ["url", "headers"] as const;
  * schema says badly: each server has exactly one transport (`command` for stdio or `url` for
  * streamable HTTP) and only that transport's keys, and that no variable is both in `env` and in
  * `pass_env`. A relative `cwd` is taken from the data dir, which is also the default working
- * directory. A stdio server's environment is built here from `daemonEnv` (see INHERITED_ENV).
+ * directory. A stdio server's environment is built here from `daemonEnv`, the daemon's (PluginApi.env,
+ * which holds `.env`'s variables too): INHERITED_ENV, `pass_env` and `env`, nothing else.
  */
 export function serverSpecs(
   settings: McpSettings,
   home: string,
   file: string,
-  daemonEnv: NodeJS.ProcessEnv = process.env,
+  daemonEnv: NodeJS.ProcessEnv,
 ): ServerSpec[] {
   return Object.entries(settings.servers).map(([name, table]) => {
     const where = `${file}: [mcp.servers.${name}]`;

@@ -14,7 +14,7 @@ export default definePlugin<{ gorillas: GorillasSettings; redis: RedisSettings }
   id: "scheduler-bullmq",
   async apply(api, { gorillas, redis }) {
     const timezone = gorillaTimezone(gorillas);
-    const url = redisUrl(redis, "scheduler-bullmq");
+    const url = redisUrl(redis, "scheduler-bullmq", api.env);
     // Unreachable Redis stops the daemon at start, rather than at the first fire.
     (
       await connectRedis(url, { plugin: "scheduler-bullmq", purpose: "check", maxRetriesPerRequest: null })

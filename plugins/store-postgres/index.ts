@@ -20,7 +20,7 @@ export default definePlugin<{ "store.postgres"?: PostgresSection }>({
     const section = config["store.postgres"] ?? {};
     const urlEnv = section.url_env ?? "SPAR_DATABASE_URL";
     api.hooks.store.open.tap(async (options) => {
-      const url = process.env[urlEnv];
+      const url = api.env[urlEnv];
       if (!url) {
         throw new SparError(
           "CONFIG_INVALID",

@@ -24,7 +24,8 @@ export interface CloudflaredOptions {
   log: Logger;
   /** Aborted when the daemon closes: a start still waiting gives up and stops the process. */
   signal: AbortSignal;
-  env?: NodeJS.ProcessEnv;
+  /** The whole environment cloudflared gets (cloudflaredEnv of the daemon's); nothing is inherited. */
+  env: NodeJS.ProcessEnv;
 }
 
 /** A cloudflared whose tunnel is up. */
@@ -43,7 +44,7 @@ export function startCloudflared(options: CloudflaredOptions): Promise<RunningCl
   const { executable, log } = options;
   const child = spawn(executable, options.args, {
     stdio: ["ignore", "pipe", "pipe"],
-    env: options.env ?? cloudflaredEnv(process.env),
+    env: options.env,
   });
   const exited = new Promise<string>((done) =>
     child.once("close", (code, signal) => done(signal ? `signal ${signal}` : `exit code ${code}`)),

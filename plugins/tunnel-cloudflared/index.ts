@@ -12,7 +12,7 @@
  * status`); it is not restarted, since a new quick URL would need every webhook registered again.
  */
 import { definePlugin, SparError, type TunnelInfo } from "../../sdk/index.js";
-import { type RunningCloudflared, startCloudflared } from "./cloudflared.js";
+import { cloudflaredEnv, type RunningCloudflared, startCloudflared } from "./cloudflared.js";
 import { type TunnelSettings, tunnelTarget } from "./settings.js";
 
 /** How long cloudflared has to bring a tunnel up. */
@@ -20,7 +20,7 @@ const OPEN_TIMEOUT_MS = 30_000;
 
 export default definePlugin<{ tunnel: TunnelSettings }>({
   id: "tunnel-cloudflared",
-  apply({ hooks, log, home }, { tunnel: settings }) {
+  apply({ hooks, log, home, env }, { tunnel: settings }) {
     const closing = new AbortController();
     let running: RunningCloudflared | undefined;
 
@@ -41,6 +41,7 @@ export default definePlugin<{ tunnel: TunnelSettings }>({
         timeoutMs: OPEN_TIMEOUT_MS,
         log,
         signal: closing.signal,
+        env: cloudflaredEnv(env),
       });
       const url = spec.url ?? running.url;
       if (!url) throw new SparError("PLUGIN_FAILED", "cloudflared printed no tunnel URL");

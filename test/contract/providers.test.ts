@@ -80,6 +80,7 @@ const plugins = discoverPlugins(pluginRoots(home, []), KERNEL_VERSION);
 const ring = createRing({
   config,
   home,
+  env: process.env,
   version: KERNEL_VERSION,
   plugins,
   log: createLogger(() => undefined),

@@ -37,7 +37,13 @@ describe("moves-fighters: fighter_spawn", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // The lead's scope is the operator's to allow.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      '\n[creed]\nreflect = false\n\n[moves.files]\nallowed_scopes = ["/srv/shared"]\n',
+    );
     daemon = await startDaemon(home, port);
     expect(
       (

@@ -15,7 +15,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
@@ -40,6 +40,16 @@ type ToolError = { error: { code: string; message: string } };
 const CANARY = `canary-${process.pid}-e2e-outside`;
 const BOB_SECRET = `bob-diary-${process.pid}`;
 const OUTSIDE_REPORT = `outside-report-${process.pid}`;
+const DOTENV_SECRET = `dotenv-secret-${process.pid}`;
+
+/**
+ * The config: `allowed` is `[moves.files] allowed_scopes` (TOML). One long bout with many big
+ * results: a window large enough that compaction (a summary call to the scripted model, racing the
+ * next turn) never starts; these tests are about the file moves.
+ */
+const filesConfig = (allowed: string) =>
+  "context_window = 1000000\n\n[creed]\nreflect = false\n\n" +
+  `[moves.files]\nmax_read_bytes = 4096\nallowed_scopes = [${allowed}]\n`;
 
 /** Every entry below `dir` with its content (symlinks with their target, other kinds by type). */
 function snapshot(dir: string): Record<string, string> {
@@ -70,6 +80,8 @@ describe("moves-files: an evil model against the real daemon", () => {
   let workspace: string;
   let masterKey: string;
   let config: string;
+  let cliKey: string;
+  let port: number;
   /** A device node planted in filer's workspace, when this system lets the test make one (root). */
   let plantedDevice = false;
 
@@ -125,16 +137,13 @@ describe("moves-files: an evil model against the real daemon", () => {
     mkdirSync(join(outside, "target"));
     writeFileSync(join(outside, "target", "report.txt"), OUTSIDE_REPORT);
     writeFileSync(join(shared, "brief.md"), "shared brief\n");
-    const port = await freePort();
-    // One long bout with many big results: a window large enough that compaction (a summary call to
-    // the scripted model, racing the next turn) never starts; these tests are about the file moves.
-    writeConfig(
-      home,
-      port,
-      fake.url,
-      "context_window = 1000000\n\n[creed]\nreflect = false\n\n[moves.files]\nmax_read_bytes = 4096\n",
-    );
+    port = await freePort();
+    // The operator allows every folder as a scope (the last test narrows it): what is refused here
+    // is refused whatever the config allows.
+    writeConfig(home, port, fake.url, filesConfig('"/"'));
+    writeFileSync(join(home, ".env"), `E2E_DOTENV_SECRET=${DOTENV_SECRET}\n`, { mode: 0o600 });
     daemon = await startDaemon(home, port);
+    cliKey = readFileSync(join(home, "keys", "cli.key"), "utf8");
     masterKey = readFileSync(join(home, "master.key"), "utf8").trim();
     config = readFileSync(join(home, "config.toml"), "utf8");
     expect(masterKey.length).toBeGreaterThan(16);
@@ -153,6 +162,8 @@ describe("moves-files: an evil model against the real daemon", () => {
     symlinkSync(join(home, "master.key"), join(workspace, "keylink"));
     symlinkSync(join(outside, "planted.txt"), join(workspace, "dangling"));
     linkSync(join(home, "master.key"), join(workspace, "hardkey"));
+    // Deeper in the data dir: the link the old top-level-only check let file_read through.
+    linkSync(join(home, "keys", "cli.key"), join(workspace, "hardcli"));
     execFileSync("mkfifo", [join(workspace, "fifo")]);
     symlinkSync("/dev/zero", join(workspace, "zerolink"));
     try {
@@ -235,6 +246,8 @@ describe("moves-files: an evil model against the real daemon", () => {
       [{ name: "file_read", arguments: { path: "link/no-such-file" } }, "FORBIDDEN"],
       [{ name: "file_read", arguments: { path: "keylink" } }, "FORBIDDEN"],
       [{ name: "file_read", arguments: { path: "hardkey" } }, "FORBIDDEN"],
+      [{ name: "file_read", arguments: { path: "hardcli" } }, "FORBIDDEN"],
+      [{ name: "file_read", arguments: { path: "hardcli", offset: 1 } }, "FORBIDDEN"],
       // a FIFO (opened for nothing: the daemon must not hang on it) and a device behind a symlink
       [{ name: "file_read", arguments: { path: "fifo" } }, "FORBIDDEN"],
       [{ name: "file_read", arguments: { path: "zerolink" } }, "FORBIDDEN"],
@@ -286,6 +299,8 @@ describe("moves-files: an evil model against the real daemon", () => {
       [{ name: "file_edit", arguments: { path: "../../config.toml", old: "api", new: "x" } }, "FORBIDDEN"],
       [{ name: "file_edit", arguments: { path: "link/canary.txt", old: "canary", new: "x" } }, "FORBIDDEN"],
       [{ name: "file_edit", arguments: { path: "hardkey", old: "a", new: "b" } }, "FORBIDDEN"],
+      [{ name: "file_edit", arguments: { path: "hardcli", old: "PRIVATE", new: "b" } }, "FORBIDDEN"],
+      [{ name: "file_write", arguments: { path: "hardcli", content: "x", mode: "append" } }, "FORBIDDEN"],
       [{ name: "file_edit", arguments: { path: "fifo", old: "a", new: "b" } }, "FORBIDDEN"],
     ];
     if (plantedDevice) {
@@ -308,6 +323,7 @@ describe("moves-files: an evil model against the real daemon", () => {
       (JSON.parse(results[attempts.findIndex(([c]) => c.arguments.path === path)] as string) as ToolError)
         .error.message;
     expect(message("fifo")).toMatch(/named pipe \(FIFO\), not a regular file/);
+    expect(message("hardcli")).toMatch(/has 2 hard links/);
     expect(message("link/canary.txt")).toMatch(/leads outside the folders this fighter may read/);
     expect(message("/etc/passwd")).toMatch(/outside the folders this fighter may read \(its workspace\)/);
     if (plantedDevice) expect(message("zero")).toMatch(/is a device, not a regular file/);
@@ -343,6 +359,8 @@ describe("moves-files: an evil model against the real daemon", () => {
       BOB_SECRET,
       OUTSIDE_REPORT,
       masterKey,
+      cliKey,
+      "PRIVATE KEY",
       "api_listen",
       "root:x:0:0",
       "shared brief",
@@ -513,7 +531,7 @@ describe("moves-files: an evil model against the real daemon", () => {
   });
 
   it("keeps the data dir and the daemon's own environment closed even to a scope of /", async () => {
-    await spawn("rooted", [{ type: "file_read", scope: "/" }]);
+    await spawn("rooted", [{ type: "file_read", scope: "/" }, { type: "agent_spawn" }]);
     const pid = daemon.process.pid as number;
     const results = await moves("rooted", [
       { name: "file_read", arguments: { path: "/proc/self/environ" } },
@@ -528,13 +546,83 @@ describe("moves-files: an evil model against the real daemon", () => {
     ]);
     expect(results.slice(0, 8).map((r) => codeOf(r))).toEqual(Array(8).fill("FORBIDDEN"));
     expect(results[8]).toBe(`[${CANARY.length} bytes, the whole file]\n${CANARY}`);
+    // Every secret of the data dir, by its path, through its parent and through a symlink.
+    symlinkSync(home, join(scratch, "home-link"));
+    const data = [".env", "keys/cli.key", "keys", "spar.db", "spar.db.salt", "plugins", "config.toml"];
+    const secrets = await moves("rooted", [
+      ...data.map((name) => ({ name: "file_read", arguments: { path: join(home, name) } })),
+      { name: "file_list", arguments: { path: join(home, "keys") } },
+      { name: "file_read", arguments: { path: join(home, "..", basename(home), "keys", "cli.key") } },
+      { name: "file_read", arguments: { path: join(scratch, "home-link", ".env") } },
+      { name: "file_list", arguments: { path: join(scratch, "home-link") } },
+      { name: "file_list", arguments: { path: dirname(home) } },
+    ]);
+    expect(secrets.slice(0, -1).map((r) => codeOf(r))).toEqual(Array(data.length + 4).fill("FORBIDDEN"));
+    // The parent lists the data dir by name, and no further.
+    const parent = JSON.parse(secrets.at(-1) as string) as { entries: { path: string }[] };
+    expect(parent.entries.map((e) => e.path)).toContain(basename(home));
+    expect(parent.entries.some((e) => e.path.startsWith(`${basename(home)}/`))).toBe(false);
+    rmSync(join(scratch, "home-link"));
     const seen = fake
       .calls()
       .flatMap((c) => c.tool_results)
       .join("\n");
-    for (const secret of ["sk-test-secret-0000", "OPENAI_API_KEY", "SPAR_HOME", masterKey, "api_listen"]) {
+    for (const secret of [
+      "sk-test-secret-0000",
+      "OPENAI_API_KEY",
+      "SPAR_HOME",
+      masterKey,
+      cliKey,
+      DOTENV_SECRET,
+      "api_listen",
+    ]) {
       expect(seen).not.toContain(secret);
     }
+  });
+
+  it("honours a scope only inside [moves.files] allowed_scopes: at spawn, and at each call after the config changed", async () => {
+    // The operator narrows the allowed folders to the shared one and restarts.
+    await daemon.stop();
+    writeConfig(home, port, fake.url, filesConfig(JSON.stringify(shared)));
+    daemon = await startDaemon(home, port);
+    type Refused = { error: { code: string; message: string; path?: string } };
+    const spawnWith = (name: string, capabilities: Record<string, unknown>[]) =>
+      daemon.request<Refused>("POST", "/api/v1/fighters", {
+        manifest: { name, description: name, system_prompt: "p", capabilities },
+      });
+    for (const grant of [
+      { type: "file_read", scope: "/" },
+      { type: "file_write", scope: [shared, outside] },
+      { type: "file_read", scope: join(shared, "..") },
+      { type: "full_access", scope: "/" },
+    ]) {
+      const refused = await spawnWith("widened", [{ type: "memory" }, grant]);
+      expect({ grant, status: refused.status, code: refused.body.error?.code }).toEqual({
+        grant,
+        status: 403,
+        code: "CAPABILITY_DENIED",
+      });
+      expect(refused.body.error.message).toContain(`[moves.files] allowed_scopes = ["${shared}"]`);
+      expect(refused.body.error.path).toBe("/manifest/capabilities/1/scope");
+    }
+    expect((await spawnWith("inside", [{ type: "file_read", scope: join(shared, "out") }])).status).toBe(201);
+    expect((await daemon.request("GET", "/api/v1/fighters/widened")).status).toBe(404);
+
+    // A fighter spawned while "/" was allowed: its grant no longer works, and it cannot pass it on.
+    const [read, spawned] = await moves("rooted", [
+      { name: "file_read", arguments: { path: join(outside, "canary.txt") } },
+      { name: "fighter_spawn", arguments: { name: "heir", system_prompt: "p", capabilities: ["file_read"] } },
+    ]);
+    expect(codeOf(read as string)).toBe("CAPABILITY_DENIED");
+    expect(read).toContain("allowed_scopes");
+    expect(codeOf(spawned as string)).toBe("CAPABILITY_DENIED");
+    expect((await daemon.request("GET", "/api/v1/fighters/heir")).status).toBe(404);
+    // The shared folder is still allowed.
+    const [brief] = await moves("scoped", [
+      { name: "file_read", arguments: { path: join(shared, "brief.md") } },
+    ]);
+    expect(brief).toContain("shared memo");
+    expect(read).not.toContain(CANARY);
   });
 });
 

@@ -3,11 +3,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fighterTemplate } from "../../kernel/fighters/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighters/fighter-registry.js";
 import { createEventBus } from "../../plugins/bus-local/events.js";
-import { isSparError, type SparError } from "../../sdk/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import type { SparEvent } from "../../sdk/events.js";
 import { CAPABILITY_TYPES } from "../../sdk/schemas.js";
 import type { Store } from "../../sdk/store-types.js";
-import type { ModelSettings } from "../../sdk/types.js";
+import type { FighterManifest, ModelSettings } from "../../sdk/types.js";
 import { openTestStore } from "./harness.js";
 
 const DEFAULT_MODEL: ModelSettings = { provider: "scripted", model: "scripted-1" };
@@ -21,6 +21,7 @@ let registry: FighterRegistry;
 function newRegistry(
   modelProblem: (settings: ModelSettings) => string | undefined = () => undefined,
   events = createEventBus({ historySize: 1000 }),
+  vetGrants?: (manifest: FighterManifest) => Promise<void>,
 ) {
   events.subscribe((event) => published.push(event));
   return createFighterRegistry({
@@ -29,6 +30,7 @@ function newRegistry(
     defaultModel: DEFAULT_MODEL,
     modelProblem,
     capabilities: new Set(CAPABILITY_TYPES),
+    ...(vetGrants ? { vetGrants } : {}),
   });
 }
 
@@ -139,6 +141,28 @@ describe("fighter registry", () => {
       extra: { path: "/manifest/model" },
     });
     expect(await store.fighters.list()).toEqual([]);
+  });
+
+  it("stores nothing and announces nothing when the grants are refused (the Ring's fighter.spawning)", async () => {
+    const seen: FighterManifest[] = [];
+    const strict = newRegistry(undefined, undefined, async (m) => {
+      seen.push(m);
+      throw new SparError("CAPABILITY_DENIED", "scope outside [moves.files] allowed_scopes", {
+        path: "/manifest/capabilities/0/scope",
+      });
+    });
+    const grants = [{ type: "file_read", scope: "/" }];
+    const refused = await refusal(strict.spawn(manifest("wide", { capabilities: grants })));
+    expect(refused).toMatchObject({
+      code: "CAPABILITY_DENIED",
+      extra: { path: "/manifest/capabilities/0/scope" },
+    });
+    expect(seen.map((m) => m.capabilities)).toEqual([grants]);
+    // A template goes through the same check.
+    await refusal(strict.spawn({ template: "coder" }));
+    expect(seen).toHaveLength(2);
+    expect(await store.fighters.list()).toEqual([]);
+    expect(published.filter((e) => e.kind === "fighter.spawned")).toEqual([]);
   });
 
   it("refuses a second fighter with a live fighter's name as CONFLICT", async () => {

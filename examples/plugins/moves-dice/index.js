@@ -30,7 +30,7 @@ function roll(n, sides) {
 /** @type {import("spar/sdk").SparPlugin<{ "moves-dice": DiceSettings }>} */
 export default {
   id: "moves-dice",
-  apply({ hooks, events }, { "moves-dice": settings }) {
+  apply({ hooks, events, env }, { "moves-dice": settings }) {
     const stats = { rolls: 0, dice: 0 };
 
     /** A move that rolls, records the roll in the fighter's workspace and says so on the bus. */
@@ -86,7 +86,8 @@ export default {
         path: "/dice/roll",
         // Checked before the body is parsed; a delivery that fails gets 401 and goes no further.
         verify: (delivery) => {
-          const secret = process.env[settings.webhook_secret_env];
+          // The daemon's environment, .env included (process.env does not hold .env's variables).
+          const secret = env[settings.webhook_secret_env];
           const given = String(delivery.headers["x-dice-signature"] ?? "");
           const wanted = `sha256=${createHmac("sha256", secret ?? "")
             .update(delivery.rawBody)
