@@ -77,6 +77,12 @@ export interface BoutRecord {
   created_at: string;
   updated_at: string;
   message_count: number;
+  /**
+   * Who started the bout when it was not a user: `fighter:<id>` for the bout a fighter's messages to
+   * this one run in (one per caller), `troop-task:<id>` for a troop step's. Absent for a user's own
+   * bout. Only a user's bouts are "the latest bout" a message without a bout continues.
+   */
+  origin?: string;
 }
 
 export interface ToolCall {
