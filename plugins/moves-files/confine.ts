@@ -27,6 +27,12 @@ export interface ConfinementOptions {
   workspace: string;
   /** The grants that allow the move: their `scope` folders widen the allowed roots. */
   grants: readonly Capability[];
+  /**
+   * The grants of each fighter waiting on the turn (`MoveContext.callers`): a scope folder is a
+   * root only as far as every one of them grants it too. The workspace stays: it is the turn's
+   * containment, not a grant.
+   */
+  callerGrants?: readonly (readonly Capability[])[];
   /** The data dir: off limits except its `workspaces/` folder. */
   home: string;
   access: Access;
@@ -99,8 +105,9 @@ export class Confinement {
         "the file moves confine paths through Linux's /proc/self/fd, which this system does not have",
       );
     }
-    const full = { userHome: homedir(), ...options };
-    const folders = [resolve(full.workspace), ...scopeFolders(full.grants, full.userHome)];
+    const full = { userHome: homedir(), callerGrants: [], ...options };
+    const granted = [full.grants, ...full.callerGrants].map((g) => scopeFolders(g, full.userHome));
+    const folders = [resolve(full.workspace), ...commonFolders(granted)];
     const roots: Root[] = [];
     const missing: string[] = [];
     try {
@@ -342,6 +349,26 @@ export class Confinement {
       `${quoted(input)} is outside the folders this fighter may ${this.options.access} (${where})`,
     );
   }
+}
+
+/**
+ * The folders every set grants: where two folders nest, the inner one (`/srv` and `/srv/site` give
+ * `/srv/site`); where they do not, nothing. With one set, its folders.
+ */
+export function commonFolders(sets: readonly (readonly string[])[]): string[] {
+  const [first = [], ...rest] = sets;
+  let common = [...new Set(first)];
+  for (const set of rest) {
+    const next = new Set<string>();
+    for (const a of common) {
+      for (const b of set) {
+        if (inside(a, b)) next.add(a);
+        else if (inside(b, a)) next.add(b);
+      }
+    }
+    common = [...next];
+  }
+  return common;
 }
 
 /** The absolute folders the grants' `scope` names; a relative one or a `pattern` is refused, not ignored. */

@@ -24,9 +24,11 @@ export default definePlugin<{ "moves.shell": Partial<ShellSettings> }>({
 
     const shellExec: MoveHandler = {
       name: "shell_exec",
-      async run(input, { grants, workspace, signal }) {
+      async run(input, { grants, callers, workspace, signal }) {
         const argv = commandOf(input);
-        const denied = refusal(policyOf(grants), argv, input.command !== undefined);
+        const denied = [grants, ...callers.map((c) => c.grants)]
+          .map((g) => refusal(policyOf(g), argv, input.command !== undefined))
+          .find(Boolean);
         if (denied) throw new SparError("CAPABILITY_DENIED", denied);
         const cwd = commandFolder(workspace, optionalString(input.cwd, "cwd"));
         const home = commandFolder(workspace);
