@@ -1,3 +1,4 @@
+import { callerRefusal } from "../lib/fighter-chain.js";
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "../sdk/config.js";
@@ -92,10 +93,11 @@ export function createRing(options: RingOptions): Ring {
       declaredMoves.set(move.name, { ...move, plugin: p.manifest.id });
   }
 
-  // The kernel's own tap: a move runs only when the fighter holds a grant its declaration matches.
+  // The kernel's own tap: a move runs only when the fighter holds a grant its declaration matches,
+  // and so does every fighter waiting on the turn (callers.ts).
   hooks.move.beforeCall.tapPromise({ name: "ring", stage: -100 }, async (info) =>
     matchGrants(info.fighter.manifest.capabilities ?? [], info).length > 0
-      ? undefined
+      ? callerRefusal(info)
       : {
           code: "CAPABILITY_DENIED",
           message: `${info.call.name} needs the "${info.capability}" capability${info.server ? ` for server "${info.server}"` : ""}, which this fighter does not hold`,

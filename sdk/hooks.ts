@@ -17,6 +17,7 @@ import type {
   FighterRow,
   LlmDriver,
   ModelSettings,
+  MoveCaller,
   MoveDeclaration,
   MoveHandler,
   PluginRoute,
@@ -99,6 +100,8 @@ export interface MoveCallInfo {
   /** The capability the move's declaration names, and its server (MCP) if it has one. */
   capability: string;
   server?: string;
+  /** The fighters waiting on this turn, outermost first, with their grants for this move (see MoveContext). */
+  callers: readonly MoveCaller[];
 }
 
 export interface MoveOutcome {

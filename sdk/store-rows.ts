@@ -155,6 +155,8 @@ export interface TurnStart {
   fighter_id: string;
   /** A bout of the fighter to continue; absent to start a new one. */
   bout_id?: string;
+  /** The origin a new bout is recorded with (`BoutRecord.origin`); absent for a user's. Ignored with `bout_id`. */
+  origin?: string;
   user: ChatMessage & { role: "user" };
   /** Remembered with the turn, in the same transaction, so a retry finds it. */
   idempotency?: { key: string; request_hash: string };

@@ -75,7 +75,12 @@ export interface Store {
   };
   readonly bouts: {
     get(id: string): Promise<BoutRecord | undefined>;
-    latest(fighterId: string): Promise<BoutRecord | undefined>;
+    /**
+     * The fighter's most recently updated bout of `origin` (`BoutRecord.origin`); without one, of
+     * its user's bouts only, so a bout another fighter or a troop started is never what a user's
+     * message without a bout continues.
+     */
+    latest(fighterId: string, origin?: string): Promise<BoutRecord | undefined>;
     list(fighterId: string): Promise<BoutRecord[]>;
   };
   readonly turns: {

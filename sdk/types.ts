@@ -77,6 +77,12 @@ export interface BoutRecord {
   created_at: string;
   updated_at: string;
   message_count: number;
+  /**
+   * Who started the bout when it was not a user: `fighter:<id>` for the bout a fighter's messages to
+   * this one run in (one per caller), `troop-task:<id>` for a troop step's. Absent for a user's own
+   * bout. Only a user's bouts are "the latest bout" a message without a bout continues.
+   */
+  origin?: string;
 }
 
 export interface ToolCall {
@@ -185,8 +191,33 @@ export interface MoveContext {
   chain: readonly string[];
   /** The fighter's grants that allow this move (`full_access` included): check scope, pattern, hosts here. */
   grants: readonly Capability[];
+  /**
+   * The fighters whose turns wait on this one (it was started by `fighter_message` or `message-to`),
+   * outermost first, each with its own grants that allow this move; empty for a user's turn. A call
+   * is allowed only when `grants` allows it AND every caller's `grants` does: a move that checks
+   * scope, pattern or hosts checks them against every set (see `MoveCaller`).
+   *
+   * @example
+   * const sets = [context.grants, ...context.callers.map((c) => c.grants)];
+   * if (!sets.every((grants) => allows(grants, input))) throw new SparError("CAPABILITY_DENIED", "…");
+   */
+  callers: readonly MoveCaller[];
   /** The fighter's own folder, `<data dir>/workspaces/<fighter name>/`, created on first use. */
   workspace: string;
+}
+
+/**
+ * A fighter in a turn's call chain (it messaged this fighter, directly or through others). A fighter
+ * gains no privilege by asking another: the kernel refuses a move whose capability a caller does not
+ * hold at all, and hands the move each caller's matching grants so it can hold their fields too.
+ */
+export interface MoveCaller {
+  id: string;
+  name: string;
+  /** Its grants that allow the move being called (`full_access` included); empty when none does. */
+  grants: readonly Capability[];
+  /** All its grants: what a move that also reaches beyond its own capability (the network) checks. */
+  capabilities: readonly Capability[];
 }
 
 /** A move's code: run with validated input, return text (or a JSON-able value) for the model. */

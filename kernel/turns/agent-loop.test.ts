@@ -68,6 +68,7 @@ function input(overrides: Partial<TurnInput> = {}): TurnInput {
     cancelGraceMs: 50,
     signal: new AbortController().signal,
     chain: ["f1"],
+    callers: [],
     workspace: () => "/nonexistent/workspaces/f",
     ...overrides,
   };

@@ -37,6 +37,8 @@ export interface TurnInput {
   signal: AbortSignal;
   /** Fighters waiting on this turn, this one's included last: handed to moves for nested calls. */
   chain: readonly string[];
+  /** The fighters in the chain before this one, outermost first: every move must be theirs too. */
+  callers: readonly FighterRow[];
   /** The fighter's workspace folder, created on first use. */
   workspace: () => string;
   onDelta?: (text: string) => void;

@@ -1,3 +1,4 @@
+import { callerGrants } from "../../lib/fighter-chain.js";
 import { cancelledError, isCancelled } from "../../sdk/cancel.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { MoveCallInfo, MoveOutcome } from "../../sdk/hooks.js";
@@ -42,6 +43,7 @@ async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Pr
     bout_id: input.bout_id,
     capability: declaration.capability,
     ...(declaration.server ? { server: declaration.server } : {}),
+    callers: callerGrants(input.callers, (grants) => matchGrants(grants, declaration)),
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
   const outcome = await deps.hooks.move.afterCall.promise(
@@ -89,6 +91,7 @@ async function execute(
         signal,
         chain: input.chain,
         grants: matchGrants(input.fighter.manifest.capabilities ?? [], declaration),
+        callers: info.callers,
         workspace: input.workspace(),
       }),
     );

@@ -1,3 +1,4 @@
+import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { cancelledError } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
@@ -58,12 +59,17 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
   ): Promise<{ result: FighterMessageResult; completed: TurnSummary }> {
     const { live, text, model, options } = request;
     const db = deps.store();
-    const bout_id =
-      options.bout === "new" ? undefined : (options.bout_id ?? (await db.bouts.latest(live.row.id))?.id);
+    // The fighters waiting on this turn limit it (lib/fighter-chain.ts); it runs in a bout of its
+    // starter's, one per caller, never a user's: "the latest bout" is the latest of its own origin.
+    const callers = await resolveCallers(options.chain ?? [], (id) => db.fighters.get(id));
+    const origin = originOf(options.chain ?? []);
+    const latest = async () => (await db.bouts.latest(live.row.id, origin))?.id;
+    const bout_id = options.bout === "new" ? undefined : (options.bout_id ?? (await latest()));
     const user = { role: "user" as const, content: text };
     const { turn, bout, bout_created } = await db.turns.begin({
       fighter_id: live.row.id,
       bout_id,
+      ...(origin ? { origin } : {}),
       user,
       ...(request.idempotency ? { idempotency: request.idempotency } : {}),
     });
@@ -93,6 +99,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           cancelGraceMs: CANCEL_GRACE_MS,
           signal: request.signal,
           chain: [...(options.chain ?? []), live.row.id],
+          callers,
           workspace: () => workspaceOf(deps.home, live.row.name),
           onDelta: options.onDelta,
           request_id: options.request_id,

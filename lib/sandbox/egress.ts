@@ -31,8 +31,11 @@ import {
 } from "../web/policy.js";
 
 export interface EgressRules {
-  /** The hosts the grant names; undefined: any host (still only public addresses). */
-  hosts?: readonly HostPattern[];
+  /**
+   * The hosts the grants name, one list per fighter whose grant names some: a host must be in every
+   * list. None: any host (still only public addresses).
+   */
+  hostSets?: readonly (readonly HostPattern[])[];
   /** The operator's exceptions to the address rules (`[sandbox] allow_private`). */
   allow: AllowPrivate;
   /** Name resolution (tests may give their own); all addresses of the name. */
@@ -91,7 +94,7 @@ async function destination(
 ): Promise<{ ip: Ip } | { refused: string }> {
   const key = hostKey(host.replace(/^\[|\]$/g, ""));
   if (!key || !Number.isInteger(port) || port < 1 || port > 65_535) return { refused: `no valid host:port` };
-  if (rules.hosts && !rules.hosts.some((p) => hostMatches(key, p, port)))
+  if (rules.hostSets?.some((hosts) => !hosts.some((p) => hostMatches(key, p, port))))
     return { refused: `${key}:${port} is not among the hosts this fighter's network grant names` };
   if (isMetadataName(key)) return { refused: `${key} is a cloud metadata service, never reached` };
   const literal = hostLiteral(key);

@@ -8,7 +8,21 @@ import type { Capability } from "../../sdk/types.js";
 import { type HostPattern, parseHostPattern } from "../web/policy.js";
 import type { EgressRules } from "./egress.js";
 
-export function egressOf(capabilities: readonly Capability[]): Omit<EgressRules, "allow"> | undefined {
+/**
+ * The network of a turn: each fighter in it (the one running, and every fighter that asked for
+ * the turn) must hold a network grant, and a host must be one every grant names.
+ */
+export function egressOf(sets: readonly (readonly Capability[])[]): Omit<EgressRules, "allow"> | undefined {
+  const hostSets: HostPattern[][] = [];
+  for (const capabilities of sets) {
+    const one = egressOfOne(capabilities);
+    if (one === undefined) return undefined;
+    if (one.hosts) hostSets.push(one.hosts);
+  }
+  return hostSets.length > 0 ? { hostSets } : {};
+}
+
+function egressOfOne(capabilities: readonly Capability[]): { hosts?: HostPattern[] } | undefined {
   const grants = capabilities.filter((g) => g.type === "network" || g.type === "full_access");
   if (grants.length === 0) return undefined;
   if (grants.some((g) => g.type === "full_access" || g.hosts === undefined)) return {};

@@ -1,7 +1,8 @@
 /**
  * `channel_notify` (capability `channel_notify`): a fighter, or a gorilla's fighter, posts to a chat
  * on a configured channel through the channel's own adapter. A grant's `scope` (a platform or a list)
- * limits which channels it may post to; `full_access` posts anywhere configured.
+ * limits which channels it may post to; `full_access` posts anywhere configured. In a turn another
+ * fighter started, the platform must be one every caller's grants allow too.
  */
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 
@@ -19,7 +20,7 @@ export default definePlugin({
   apply({ hooks, ring }) {
     const notify: MoveHandler = {
       name: "channel_notify",
-      async run(input, { grants, fighter }) {
+      async run(input, { grants, callers, fighter }) {
         const configured = ring.channels.configured();
         const platform =
           (input.platform as string | undefined) ?? (configured.length === 1 ? configured[0] : undefined);
@@ -31,12 +32,20 @@ export default definePlugin({
               : `give platform: one of ${configured.join(", ")}`,
           );
         }
-        const allowed = allowedPlatforms(grants);
-        if (allowed && !allowed.has(platform)) {
-          throw new SparError(
-            "CAPABILITY_DENIED",
-            `this fighter's channel_notify grant covers ${[...allowed].join(", ") || "no platform"}, not ${platform}`,
-          );
+        // This fighter's grants, then those of each fighter waiting on the turn: every one must allow it.
+        for (const [whose, set] of [
+          ["this fighter's", grants] as const,
+          ...callers.map(
+            (c) => [`fighter ${JSON.stringify(c.name)}'s (which started this turn)`, c.grants] as const,
+          ),
+        ]) {
+          const allowed = allowedPlatforms(set);
+          if (allowed && !allowed.has(platform)) {
+            throw new SparError(
+              "CAPABILITY_DENIED",
+              `${whose} channel_notify grant covers ${[...allowed].join(", ") || "no platform"}, not ${platform}`,
+            );
+          }
         }
         const adapter = await ring.channels.resolve(platform);
         if (!adapter) {

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
-import { type Access, Confinement, expandHome, inside, procPath } from "./confine.js";
+import { type Access, Confinement, commonFolders, expandHome, inside, procPath } from "./confine.js";
 
 /**
  * A data dir with its secrets, a fighter's workspace and another's, a folder outside with a canary,
@@ -405,5 +405,59 @@ describe("inside", () => {
     expect(inside("/a", "/a")).toBe(true);
     expect(inside("/ab", "/a")).toBe(false);
     expect(inside("/x", "/")).toBe(true);
+  });
+});
+
+describe("a turn another fighter started", () => {
+  const confined = (grants: Capability[], callerGrants: Capability[][]) =>
+    Confinement.open({
+      workspace,
+      grants,
+      callerGrants,
+      home,
+      access: "read",
+      userHome: join(base, "user"),
+      allowedScopes: ["/"],
+    });
+
+  it("keeps a scope folder only as far as every caller's grants reach it", async () => {
+    const c = await confined(
+      [{ type: "file_read", scope: [extra, outside] }],
+      [[{ type: "file_read", scope: extra }], [{ type: "full_access", scope: base }]],
+    );
+    try {
+      expect(c.place(join(extra, "shared.txt")).display).toBe(join(extra, "shared.txt"));
+      // The callee may read `outside`; the first caller may not, so neither may this turn.
+      expect(() => c.place(join(outside, "canary.txt"))).toThrow(
+        expect.objectContaining({ code: "FORBIDDEN" }),
+      );
+      // The workspace is the turn's containment, not a grant: it stays.
+      expect(c.place("notes.txt").display).toBe("notes.txt");
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("gives no scope folder when a caller's grant has none (its workspace only)", async () => {
+    const c = await confined([{ type: "full_access", scope: outside }], [[{ type: "file_read" }]]);
+    try {
+      expect(() => c.place(join(outside, "canary.txt"))).toThrow(
+        expect.objectContaining({ code: "FORBIDDEN" }),
+      );
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("intersects folders by nesting: the inner one of two that nest, nothing of two that do not", () => {
+    expect(
+      commonFolders([
+        ["/srv", "/home/a"],
+        ["/srv/site", "/home"],
+      ]),
+    ).toEqual(["/srv/site", "/home/a"]);
+    expect(commonFolders([["/srv"], ["/srv2"]])).toEqual([]);
+    expect(commonFolders([["/srv", "/srv"]])).toEqual(["/srv"]);
+    expect(commonFolders([])).toEqual([]);
   });
 });

@@ -35,6 +35,12 @@ export interface ConfinementOptions {
   grants: readonly Capability[];
   /** `[moves.files] allowed_scopes`: a scope is honoured only inside one of these folders. */
   allowedScopes: readonly string[];
+  /**
+   * The grants of each fighter waiting on the turn (`MoveContext.callers`): a scope folder is a
+   * root only as far as every one of them grants it too. The workspace stays: it is the turn's
+   * containment, not a grant.
+   */
+  callerGrants?: readonly (readonly Capability[])[];
   /** The data dir: off limits except its `workspaces/` folder. */
   home: string;
   access: Access;
@@ -105,11 +111,11 @@ export class Confinement {
         "the file moves confine paths through Linux's /proc/self/fd, which this system does not have",
       );
     }
-    const full = { userHome: homedir(), ...options };
-    const folders = [
-      resolve(full.workspace),
-      ...full.grants.flatMap((grant) => grantFolders(grant, full.userHome, full.allowedScopes)),
-    ];
+    const full = { userHome: homedir(), callerGrants: [], ...options };
+    const granted = [full.grants, ...full.callerGrants].map((grants) =>
+      grants.flatMap((grant) => grantFolders(grant, full.userHome, full.allowedScopes)),
+    );
+    const folders = [resolve(full.workspace), ...commonFolders(granted)];
     const roots: Root[] = [];
     const missing: string[] = [];
     try {
@@ -367,6 +373,26 @@ export class Confinement {
 
 /** The grant types whose `scope` names folders for the file moves. */
 export const FILE_GRANTS: ReadonlySet<string> = new Set(["file_read", "file_write", "full_access"]);
+
+/**
+ * The folders every set grants: where two folders nest, the inner one (`/srv` and `/srv/site` give
+ * `/srv/site`); where they do not, nothing. With one set, its folders.
+ */
+export function commonFolders(sets: readonly (readonly string[])[]): string[] {
+  const [first = [], ...rest] = sets;
+  let common = [...new Set(first)];
+  for (const set of rest) {
+    const next = new Set<string>();
+    for (const a of common) {
+      for (const b of set) {
+        if (inside(a, b)) next.add(a);
+        else if (inside(b, a)) next.add(b);
+      }
+    }
+    common = [...next];
+  }
+  return common;
+}
 
 /**
  * The absolute folders a grant's `scope` names. A relative one or a `pattern` is refused, not

@@ -24,7 +24,8 @@ export interface FilesSettings {
 /**
  * The file moves. Input arrives validated against plugin.json's schemas and the kernel has checked
  * the capability; each call opens its own confinement (the workspace plus the scope folders of the
- * grants that allow this move) and every path goes through it (confine.ts says how).
+ * grants that allow this move, as far as every fighter waiting on the turn grants them too) and
+ * every path goes through it (confine.ts says how).
  */
 export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
   id: "moves-files",
@@ -43,6 +44,7 @@ export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
           confinement = await Confinement.open({
             workspace: context.workspace,
             grants: context.grants,
+            callerGrants: context.callers.map((c) => c.grants),
             home,
             access,
             allowedScopes: settings.allowed_scopes,

@@ -18,23 +18,29 @@ const SHELL = "/bin/sh";
  */
 export default definePlugin<{ "moves.shell": Partial<ShellSettings> }>({
   id: "moves-shell",
-  apply({ hooks, config, dir, home }, sections) {
+  apply({ hooks, config, dir, home, env }, sections) {
     const settings = withDefaults(dir, sections["moves.shell"]);
     const keyNames = configuredKeyNames(config);
     let sandbox: Sandbox | undefined;
 
     const shellExec: MoveHandler = {
       name: "shell_exec",
-      async run(input, { grants, workspace, signal, fighter }) {
+      async run(input, { grants, callers, workspace, signal, fighter }) {
         const argv = commandOf(input);
-        const denied = refusal(policyOf(grants), argv, input.command !== undefined);
+        const denied = [grants, ...callers.map((c) => c.grants)]
+          .map((g) => refusal(policyOf(g), argv, input.command !== undefined))
+          .find(Boolean);
         if (denied) throw new SparError("CAPABILITY_DENIED", denied);
         const cwd = commandFolder(workspace, optionalString(input.cwd, "cwd"));
         const limit = settings.timeout_s;
         const asked = typeof input.timeout_s === "number" ? input.timeout_s : limit;
-        const secrets = secretValues(process.env, keyNames);
-        const network = egressOf(fighter.manifest.capabilities ?? []);
-        sandbox ??= createSandbox(config.sandbox, home);
+        const secrets = secretValues(env, keyNames);
+        // Network as far as this fighter and every fighter that asked for this turn allow it.
+        const network = egressOf([
+          fighter.manifest.capabilities ?? [],
+          ...callers.map((c) => c.capabilities),
+        ]);
+        sandbox ??= createSandbox(config.sandbox, home, env);
         return sandbox.run({
           argv,
           workspace: commandFolder(workspace),

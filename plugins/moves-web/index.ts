@@ -16,13 +16,13 @@ export default definePlugin<{ "moves.web"?: WebTable }>({
     const handlers: Record<string, MoveHandler> = {
       web_fetch: {
         name: "web_fetch",
-        run: (input, { grants, signal }) =>
+        run: (input, { grants, callers, signal }) =>
           webFetch(
             {
               url: String(input.url),
               ...(typeof input.max_bytes === "number" ? { max_bytes: input.max_bytes } : {}),
             },
-            { settings, grants, signal },
+            { settings, grants, callers, signal },
           ),
       },
       web_search: {

@@ -10,7 +10,7 @@ import type { TLSSocket } from "node:tls";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Resolver } from "../../lib/web/fetch.js";
-import { type Capability, isSparError } from "../../sdk/index.js";
+import { type Capability, isSparError, type MoveCaller } from "../../sdk/index.js";
 import { DEFAULTS, webSettings } from "./settings.js";
 import { webFetch } from "./web-fetch.js";
 
@@ -101,13 +101,20 @@ describe("web_fetch", () => {
   const settings = (table = {}) => webSettings({ allow_private: ["127.0.0.2"], ...table });
   const fetchAs = (
     url: string,
-    options: { table?: object; grants?: Capability[]; max_bytes?: number; signal?: AbortSignal } = {},
+    options: {
+      table?: object;
+      grants?: Capability[];
+      callers?: MoveCaller[];
+      max_bytes?: number;
+      signal?: AbortSignal;
+    } = {},
   ) =>
     webFetch(
       { url, ...(options.max_bytes ? { max_bytes: options.max_bytes } : {}) },
       {
         settings: settings(options.table),
         grants: options.grants ?? [{ type: "network" }],
+        ...(options.callers ? { callers: options.callers } : {}),
         signal: options.signal ?? new AbortController().signal,
         resolve,
         ca: CERT,
@@ -326,6 +333,33 @@ describe("web_fetch", () => {
     // full_access beside a restricted grant lifts the restriction.
     const wide = await fetchAs(siteUrl("/page"), { grants: [...grants, { type: "full_access" }] });
     expect(wide.status).toBe(200);
+  });
+
+  it("holds every caller's hosts too in a turn another fighter started, naming whose grant refused", async () => {
+    names["allowed.test"] = ["127.0.0.2"];
+    const malloryGrants = [{ type: "network", hosts: "allowed.test" }];
+    const mallory = { id: "m-1", name: "mallory", grants: malloryGrants, capabilities: malloryGrants };
+    const boss = {
+      id: "b-1",
+      name: "boss",
+      grants: [{ type: "full_access" }],
+      capabilities: [{ type: "full_access" }],
+    };
+    const callers = [boss, mallory];
+    const open = [{ type: "full_access" }];
+    expect((await fetchAs(`http://allowed.test:${site.port}/page`, { grants: open, callers })).status).toBe(
+      200,
+    );
+    const refused = await failure(fetchAs(siteUrl("/page"), { grants: open, callers }));
+    expect(refused).toMatchObject({ code: "CAPABILITY_DENIED" });
+    expect(refused.message).toMatch(
+      /^127\.0\.0\.2:\d+ is not among the hosts fighter "mallory"'s \(which started this turn\) network grant allows \(allowed\.test\)$/,
+    );
+    // A redirect away from the caller's hosts is refused as well.
+    const away = `http://allowed.test:${site.port}/redirect?to=${encodeURIComponent(siteUrl("/page"))}`;
+    expect(await failure(fetchAs(away, { grants: open, callers }))).toMatchObject({
+      code: "CAPABILITY_DENIED",
+    });
   });
 
   it("holds a port in a grant's hosts: that host on that port only", async () => {

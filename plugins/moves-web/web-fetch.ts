@@ -5,7 +5,7 @@
 
 import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
 import { addressRefusal, hostKey, hostMatches, isMetadataName, urlPort } from "../../lib/web/policy.js";
-import { type Capability, SparError } from "../../sdk/index.js";
+import { type Capability, type MoveCaller, SparError } from "../../sdk/index.js";
 import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
 import { grantedHosts } from "./policy.js";
 import type { WebSettings } from "./settings.js";
@@ -15,6 +15,8 @@ export const MAX_REDIRECTS = 5;
 export interface FetchCall {
   settings: WebSettings;
   grants: readonly Capability[];
+  /** The fighters waiting on the turn: a host must be allowed by each one's grants too. */
+  callers?: readonly MoveCaller[];
   signal: AbortSignal;
   /** Tests play DNS with this; the move uses the system resolver. */
   resolve?: Resolver;
@@ -30,18 +32,26 @@ export async function webFetch(
   call: FetchCall,
 ): Promise<FetchResult> {
   const { settings } = call;
-  const hosts = grantedHosts(call.grants);
+  // This fighter's allowlist, then each caller's: a host must pass every one.
+  const allowlists = [
+    { whose: "this fighter's", hosts: grantedHosts(call.grants) },
+    ...(call.callers ?? []).map((c) => ({
+      whose: `fighter ${JSON.stringify(c.name)}'s (which started this turn)`,
+      hosts: grantedHosts(c.grants),
+    })),
+  ];
   const checkHost = (url: URL) => {
     const key = hostKey(url.hostname);
     if (isMetadataName(key))
       throw new SparError("FORBIDDEN", `refused ${url.href}: ${key} is a cloud metadata service`);
     const port = urlPort(url);
-    if (hosts && !hosts.patterns.some((p) => hostMatches(key, p, port))) {
+    for (const { whose, hosts } of allowlists) {
+      if (!hosts || hosts.patterns.some((p) => hostMatches(key, p, port))) continue;
       const listed = hosts.listed.length > 0 ? hosts.listed.join(", ") : "none";
       const shown = `${key.includes(":") ? `[${key}]` : key}${url.port ? `:${url.port}` : ""}`;
       throw new SparError(
         "CAPABILITY_DENIED",
-        `${shown} is not among the hosts this fighter's network grant allows (${listed})`,
+        `${shown} is not among the hosts ${whose} network grant allows (${listed})`,
       );
     }
   };

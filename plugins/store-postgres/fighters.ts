@@ -16,7 +16,18 @@ interface FighterDbRow {
 }
 
 const FIGHTER_COLUMNS = "id, name, manifest, created_at";
-export const BOUT_COLUMNS = "id, fighter_id, created_at, updated_at, message_count";
+export const BOUT_COLUMNS = "id, fighter_id, created_at, updated_at, message_count, origin";
+
+export type BoutDbRow = Omit<BoutRecord, "origin"> & { origin: string | null };
+
+/** A bout as the contract has it: `origin` only on a bout a fighter or a troop started. */
+export function toBout(row: BoutDbRow): BoutRecord;
+export function toBout(row: BoutDbRow | undefined): BoutRecord | undefined;
+export function toBout(row: BoutDbRow | undefined): BoutRecord | undefined {
+  if (!row) return undefined;
+  const { origin, ...bout } = row;
+  return origin === null ? bout : { ...bout, origin };
+}
 
 type Core = Pick<StoreData, "fighters" | "bouts" | "messages" | "summaries">;
 
@@ -76,22 +87,27 @@ export function createCore(ctx: StoreContext): Core {
     },
     bouts: {
       get: async (id) =>
-        (await pool.query<BoutRecord>(`SELECT ${BOUT_COLUMNS} FROM bouts WHERE id = $1`, [id])).rows[0],
-      // Newest = most recently updated, in both, so latest(f) is always list(f)[0].
-      latest: async (fighterId) =>
-        (
-          await pool.query<BoutRecord>(
-            `SELECT ${BOUT_COLUMNS} FROM bouts WHERE fighter_id = $1 ORDER BY updated_at DESC, seq DESC LIMIT 1`,
-            [fighterId],
-          )
-        ).rows[0],
+        toBout(
+          (await pool.query<BoutDbRow>(`SELECT ${BOUT_COLUMNS} FROM bouts WHERE id = $1`, [id])).rows[0],
+        ),
+      // Newest = most recently updated, in both, so latest(f) is always the first of list(f) with its origin.
+      latest: async (fighterId, origin) =>
+        toBout(
+          (
+            await pool.query<BoutDbRow>(
+              `SELECT ${BOUT_COLUMNS} FROM bouts WHERE fighter_id = $1 AND origin IS NOT DISTINCT FROM $2
+               ORDER BY updated_at DESC, seq DESC LIMIT 1`,
+              [fighterId, origin ?? null],
+            )
+          ).rows[0],
+        ),
       list: async (fighterId) =>
         (
-          await pool.query<BoutRecord>(
+          await pool.query<BoutDbRow>(
             `SELECT ${BOUT_COLUMNS} FROM bouts WHERE fighter_id = $1 ORDER BY updated_at DESC, seq DESC`,
             [fighterId],
           )
-        ).rows,
+        ).rows.map((row) => toBout(row)),
     },
     messages: {
       list: (boutId) =>

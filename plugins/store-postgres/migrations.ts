@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
-import { SCHEMA_V1 } from "./schema.js";
+import { BOUT_ORIGINS, SCHEMA_V1 } from "./schema.js";
 
 export interface Migration {
   version: number;
@@ -17,7 +17,10 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "every-table", sql: SCHEMA_V1 }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "every-table", sql: SCHEMA_V1 },
+  { version: 2, name: "bout origins", sql: BOUT_ORIGINS },
+];
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -248,3 +248,13 @@ CREATE TABLE channel_bouts (
   PRIMARY KEY (platform, chat, fighter_id)
 );
 `;
+
+/**
+ * Version 2, as store-sqlite's 11: who started a bout when it was not a user, 'fighter:<id>' (the
+ * bout a fighter's messages to this one run in, one per caller) or 'troop-task:<id>'; NULL for a
+ * user's bout, and only those are the latest bout a message without a bout continues.
+ */
+export const BOUT_ORIGINS = `
+ALTER TABLE bouts ADD COLUMN origin TEXT;
+CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
+`;

@@ -18,7 +18,7 @@ import type {
 import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
 import { createLanes, requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
-import { BOUT_COLUMNS } from "./fighters.js";
+import { BOUT_COLUMNS, type BoutDbRow, toBout } from "./fighters.js";
 import { MESSAGE_COLUMNS, messageParams, toMessageRow, toStoredMessage } from "./message-rows.js";
 
 interface TurnDbRow {
@@ -105,7 +105,9 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
   }
 
   const boutOf = async (client: pg.PoolClient, boutId: string) =>
-    (await client.query<BoutRecord>(`SELECT ${BOUT_COLUMNS} FROM bouts WHERE id = $1`, [boutId])).rows[0];
+    toBout(
+      (await client.query<BoutDbRow>(`SELECT ${BOUT_COLUMNS} FROM bouts WHERE id = $1`, [boutId])).rows[0],
+    );
 
   return {
     turns: {
@@ -125,8 +127,8 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
           } else {
             boutId = randomUUID();
             await client.query(
-              "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES ($1, $2, $3, $3)",
-              [boutId, start.fighter_id, at],
+              "INSERT INTO bouts (id, fighter_id, created_at, updated_at, origin) VALUES ($1, $2, $3, $3, $4)",
+              [boutId, start.fighter_id, at, start.origin ?? null],
             );
           }
           const turnId = randomUUID();

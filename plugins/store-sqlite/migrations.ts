@@ -327,6 +327,17 @@ CREATE TABLE channel_bouts (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 11,
+    name: "bout origins",
+    sql: `
+-- Who started a bout when it was not a user: 'fighter:<id>' (the bout a fighter's messages to this
+-- one run in, one per caller) or 'troop-task:<id>'. NULL for a user's bout: only those are the
+-- latest bout a message without a bout continues.
+ALTER TABLE bouts ADD COLUMN origin TEXT;
+CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -27,7 +27,18 @@ interface FighterDbRow {
   created_at: string;
 }
 
-const BOUT_COLUMNS = "b.id, b.fighter_id, b.created_at, b.updated_at, b.message_count";
+const BOUT_COLUMNS = "b.id, b.fighter_id, b.created_at, b.updated_at, b.message_count, b.origin";
+
+type BoutDbRow = Omit<BoutRecord, "origin"> & { origin: string | null };
+
+/** A bout as the contract has it: `origin` only on a bout a fighter or a troop started. */
+function toBout(row: BoutDbRow): BoutRecord;
+function toBout(row: BoutDbRow | undefined): BoutRecord | undefined;
+function toBout(row: BoutDbRow | undefined): BoutRecord | undefined {
+  if (!row) return undefined;
+  const { origin, ...bout } = row;
+  return origin === null ? bout : { ...bout, origin };
+}
 
 /** Wraps `db` (open, keyed and migrated) as the Store's data methods; `close()` closes the connection. */
 export function createSqliteStore(db: Database.Database): StoreData {
@@ -50,12 +61,12 @@ export function createSqliteStore(db: Database.Database): StoreData {
       "UPDATE fighters SET killed_at = ? WHERE id = ? AND killed_at IS NULL",
     ),
     boutExists: db.prepare<[string], 1>("SELECT 1 FROM bouts WHERE id = ?").pluck(),
-    bout: db.prepare<[string], BoutRecord>(`SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.id = ?`),
-    // Newest = most recently updated, in both, so latest(f) is always list(f)[0].
-    latestBout: db.prepare<[string], BoutRecord>(
-      `SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.fighter_id = ? ORDER BY b.updated_at DESC, b.rowid DESC LIMIT 1`,
+    bout: db.prepare<[string], BoutDbRow>(`SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.id = ?`),
+    // Newest = most recently updated, in both, so latest(f) is always the first of list(f) with its origin.
+    latestBout: db.prepare<[string, string | null], BoutDbRow>(
+      `SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.fighter_id = ? AND b.origin IS ? ORDER BY b.updated_at DESC, b.rowid DESC LIMIT 1`,
     ),
-    bouts: db.prepare<[string], BoutRecord>(
+    bouts: db.prepare<[string], BoutDbRow>(
       `SELECT ${BOUT_COLUMNS} FROM bouts b WHERE b.fighter_id = ? ORDER BY b.updated_at DESC, b.rowid DESC`,
     ),
     messages: db.prepare<[string], ListedMessageDbRow>(
@@ -108,7 +119,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
   const turns = createTurns(db, {
     now,
     requireLiveFighter,
-    bout: (id) => s.bout.get(id),
+    bout: (id) => toBout(s.bout.get(id)),
     recordUsage: usage.record,
   });
 
@@ -134,9 +145,9 @@ export function createSqliteStore(db: Database.Database): StoreData {
       kill: (id) => s.killFighter.run(now(), id).changes > 0,
     },
     bouts: {
-      get: (id) => s.bout.get(id),
-      latest: (fighterId) => s.latestBout.get(fighterId),
-      list: (fighterId) => s.bouts.all(fighterId),
+      get: (id) => toBout(s.bout.get(id)),
+      latest: (fighterId, origin) => toBout(s.latestBout.get(fighterId, origin ?? null)),
+      list: (fighterId) => s.bouts.all(fighterId).map((row) => toBout(row)),
     },
     messages: {
       list: (boutId) => s.messages.all(boutId).map(toStoredMessage),

@@ -61,8 +61,8 @@ export function createTurns(
 ): { turns: StoreData["turns"]; idempotency: StoreData["idempotency"] } {
   const { now } = deps;
   const s = {
-    insertBout: db.prepare<[string, string, string, string], void>(
-      "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    insertBout: db.prepare<[string, string, string, string, string | null], void>(
+      "INSERT INTO bouts (id, fighter_id, created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?)",
     ),
     touchBout: db.prepare<[string, number, string], void>(
       "UPDATE bouts SET updated_at = ?, message_count = message_count + ? WHERE id = ?",
@@ -158,7 +158,7 @@ export function createTurns(
     const at = now();
     if (!bout) {
       const id = randomUUID();
-      s.insertBout.run(id, start.fighter_id, at, at);
+      s.insertBout.run(id, start.fighter_id, at, at, start.origin ?? null);
       bout = { id, fighter_id: start.fighter_id, created_at: at, updated_at: at, message_count: 0 };
     }
     const turnId = randomUUID();

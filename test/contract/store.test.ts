@@ -291,6 +291,31 @@ for (const factory of FACTORIES) {
         expect(await store.bouts.get(randomUUID())).toBeUndefined();
       });
 
+      it("keeps a bout's origin; latest is of one origin, a user's bouts (no origin) by default", async () => {
+        const ida = await newFighter(store);
+        const mine = await exchange(store, ida, "the user's");
+        const fromMo = await begin(store, ida, "from mo", { origin: "fighter:mo" });
+        expect(fromMo.bout_created).toBe(true);
+        expect(fromMo.bout).toMatchObject({ fighter_id: ida.id, origin: "fighter:mo" });
+        await store.turns.finish(fromMo.turn.id, ending());
+        const fromTask = await begin(store, ida, "a step", { origin: "troop-task:t1" });
+        await store.turns.finish(fromTask.turn.id, ending());
+
+        // The newest bouts are the others', yet the user's is still their latest.
+        expect(await store.bouts.latest(ida.id)).toEqual(await store.bouts.get(mine.bout.id));
+        expect(await store.bouts.get(mine.bout.id)).not.toHaveProperty("origin");
+        expect((await store.bouts.latest(ida.id, "fighter:mo"))?.id).toBe(fromMo.bout.id);
+        expect(await store.bouts.latest(ida.id, "fighter:nobody")).toBeUndefined();
+        expect((await store.bouts.list(ida.id)).map((b) => [b.id, b.origin])).toEqual([
+          [fromTask.bout.id, "troop-task:t1"],
+          [fromMo.bout.id, "fighter:mo"],
+          [mine.bout.id, undefined],
+        ]);
+        // Continuing a bout keeps its origin, whatever the turn says.
+        const again = await begin(store, ida, "more", { bout_id: fromMo.bout.id, origin: "fighter:other" });
+        expect(again.bout).toMatchObject({ id: fromMo.bout.id, origin: "fighter:mo", message_count: 2 });
+      });
+
       it("refuses an unknown bout and another fighter's (BOUT_NOT_FOUND), storing nothing", async () => {
         const [gil, hal] = [await newFighter(store), await newFighter(store)];
         const theirs = await exchange(store, hal, "mine");

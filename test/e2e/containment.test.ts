@@ -280,6 +280,34 @@ describe("containment: the sandbox against an evil model, through the real daemo
     expect(allowed.hits()).toBeGreaterThan(0);
   });
 
+  it("gives a turn another fighter asked for no network that fighter does not hold", async () => {
+    const created = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "asker",
+        description: "no network of its own",
+        system_prompt: "You ask.",
+        capabilities: [{ type: "agent_message" }, { type: "shell_exec", pattern: "*" }],
+      },
+    });
+    expect(created.status).toBe(201);
+    fake.enqueue(
+      { tool_calls: [{ name: "fighter_message", arguments: { to: "fetcher", content: "fetch it for me" } }] },
+      {
+        tool_calls: [
+          { name: "shell_exec", arguments: sh(`curl -sS -m 5 http://127.0.0.1:${allowed.port}/`) },
+        ],
+      },
+    );
+    const hitsBefore = allowed.hits();
+    const reply = await send("asker", "get the page through fetcher");
+    expect(reply.status).toBe(200);
+    const fetched = JSON.parse(fake.calls()[2]?.tool_results?.at(-1) ?? "{}") as ShellResult;
+    // fetcher's own grant names the host, but asker holds no network: the sandbox has none.
+    expect(fetched.exit_code).not.toBe(0);
+    expect(fetched.stdout).toBe("");
+    expect(allowed.hits()).toBe(hitsBefore);
+  });
+
   it("bounds a runaway: a fork bomb, 10 GB of output, a 1 GB file, processes that leave the group", async () => {
     writeFileSync(join(workspace, "bomb.sh"), "sh bomb.sh & sh bomb.sh & wait\n");
     const [bomb, flood, big, memory, leaver] = await shell(
@@ -292,7 +320,9 @@ describe("containment: the sandbox against an evil model, through the real daemo
       ),
       sh("setsid sleep 3041 & (setsid sleep 3042 &) ; nohup sleep 3043 >/dev/null 2>&1 & echo started"),
     );
-    expect(bomb?.timed_out).toBe(true);
+    // The bomb hits the processes limit ([sandbox] processes = 64): forks fail, and it dies out or
+    // is stopped at its timeout, whichever comes first.
+    expect(`${bomb?.stderr}`).toMatch(/Cannot fork/);
     expect(flood).toMatchObject({ truncated: true, signal: "SIGKILL", timed_out: false });
     expect(big?.stderr).toMatch(/File size limit exceeded/);
     expect(statSync(join(workspace, "big.bin")).size).toBeLessThanOrEqual(16 * 1024 * 1024);

@@ -204,7 +204,7 @@ export interface TestPath {
     run: (input: Record<string, unknown>, context: MoveContext) => Promise<unknown>,
     declaration?: Partial<MoveDeclaration>,
   ): void;
-  /** The fighter's latest bout's messages and turns, oldest first. */
+  /** The fighter's most recently updated bout's messages and turns, oldest first. */
   history(fighter: string): Promise<{
     bouts: number;
     messages: Awaited<ReturnType<Store["messages"]["list"]>>;
@@ -287,7 +287,8 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     async history(fighter) {
       const id = fighters.find(fighter).row.id;
       const bouts = await store.bouts.list(id);
-      const bout = await store.bouts.latest(id);
+      // The most recently updated of any origin: a fighter's messages to this one run in a bout of their own.
+      const bout = bouts[0];
       if (!bout) return { bouts: 0, messages: [], turns: [] };
       const [messages, turns] = await Promise.all([store.messages.list(bout.id), store.turns.list(bout.id)]);
       return { bouts: bouts.length, messages, turns };
