@@ -1,7 +1,7 @@
 // npm run bench [-- part …] [--profile] [--write] [--messages N]
 // Runs the benchmarks of the built daemon (npm run build first) against a fake model server, prints
 // each figure beside its baseline and writes bench/RESULTS.md (after a run of every part, or with
-// --write). Parts: startup overhead throughput ws soak listing prompt; opt-in: openclaw
+// --write). Parts: startup overhead throughput ws soak listing prompt sandbox; opt-in: openclaw
 // (BENCH_OPENCLAW=1) and profile (also --profile).
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -12,6 +12,7 @@ import { openclaw } from "./parts/openclaw.mjs";
 import { overhead } from "./parts/overhead.mjs";
 import { profile } from "./parts/profile.mjs";
 import { prompt } from "./parts/prompt.mjs";
+import { sandbox } from "./parts/sandbox.mjs";
 import { soak } from "./parts/soak.mjs";
 import { startup } from "./parts/startup.mjs";
 import { throughput } from "./parts/throughput.mjs";
@@ -39,11 +40,12 @@ const counts = {
   soak: { warmup: 1000, turns: 10_000, every: 1000, fighters: 100, clients: 16 },
   listing: { fighters: 10_000, gets: 9 },
   prompt: {},
+  sandbox: { runs: 100 },
   openclaw: { runs: 5, turns: 30 },
   profile: { burst: 3000, fighters: 100, clients: 64 },
 };
-const parts = { startup, overhead, throughput, ws, soak, listing, prompt, openclaw, profile };
-const DEFAULT_PARTS = ["startup", "overhead", "throughput", "ws", "soak", "listing", "prompt"];
+const parts = { startup, overhead, throughput, ws, soak, listing, prompt, sandbox, openclaw, profile };
+const DEFAULT_PARTS = ["startup", "overhead", "throughput", "ws", "soak", "listing", "prompt", "sandbox"];
 
 if (values.help) {
   console.log(

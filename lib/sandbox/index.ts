@@ -117,7 +117,14 @@ export function createSandbox(
         : undefined;
       try {
         if (found.kind === "sandbox-exec") return await runSeatbelt(command, home, egress);
-        return await runBubblewrap(command, config, found.program as string, egress);
+        const prlimit = findProgram("prlimit", env.PATH ?? "") ?? "/usr/bin/prlimit";
+        return await runBubblewrap(
+          command,
+          config,
+          { bwrap: found.program as string, prlimit },
+          egress,
+          home,
+        );
       } finally {
         await egress?.proxy.close();
         if (egress?.dir) rmSync(egress.dir, { recursive: true, force: true });
@@ -281,11 +288,17 @@ const SANDBOX_PROXY_PORT = 3128;
 async function runBubblewrap(
   command: SandboxedCommand,
   config: SandboxConfig,
-  bwrap: string,
+  { bwrap, prlimit }: { bwrap: string; prlimit: string },
   egress: OpenEgress | undefined,
+  home: string,
 ): Promise<CommandResult> {
-  const prlimit = findProgram("prlimit", process.env.PATH ?? "") ?? "/usr/bin/prlimit";
-  const pathDirs = command.path.split(delimiter);
+  // A PATH folder holding the data dir (a mistaken "/" or "~") is never mounted: it would lend it.
+  const dataDir = resolve(home);
+  const pathDirs = command.path
+    .split(delimiter)
+    .filter(
+      (dir) => !(dataDir === resolve(dir) || dataDir.startsWith(`${resolve(dir).replace(/\/$/, "")}/`)),
+    );
   const argv = bwrapArgs({
     bwrap,
     command: withLimits(prlimit, config, command.argv),

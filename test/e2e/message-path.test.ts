@@ -181,7 +181,9 @@ describe("the message path: durable steps, retries, cancellation and call chains
       body: JSON.stringify({ message: "start and leave" }),
       signal: controller.signal,
     }).catch(() => undefined);
-    await expect.poll(() => fake.calls().length).toBe(2);
+    // The turn's second model call comes after a move whose plugin loads on first use: on a loaded
+    // two-core machine that can take longer than poll's default second.
+    await expect.poll(() => fake.calls().length, { timeout: 15_000 }).toBe(2);
     controller.abort();
     await request;
     await expect.poll(() => status("leaver")).toBe("idle");
@@ -195,7 +197,7 @@ describe("the message path: durable steps, retries, cancellation and call chains
   it("cancels the running turn on POST /cancel, and says 409 when none runs", async () => {
     fake.enqueue({ text: "never heard", delay_ms: 5_000 });
     const pending = send("spar", "cancel me");
-    await expect.poll(() => fake.calls().length).toBe(1);
+    await expect.poll(() => fake.calls().length, { timeout: 15_000 }).toBe(1);
     const cancelled = await daemon.request<{ cancelled: boolean; turn_id: string }>(
       "POST",
       "/api/v1/fighters/spar/cancel",

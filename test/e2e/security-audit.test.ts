@@ -240,7 +240,13 @@ describe("spar security audit with the daemon running", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url);
+    // The scopes the grant checks below name: only the operator's config lets a manifest use them.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[moves.files]\nallowed_scopes = ["/etc", "~/notes", ${JSON.stringify(join(home, "workspaces"))}]\n`,
+    );
     daemon = await startDaemon(home, port);
   });
 
