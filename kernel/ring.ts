@@ -1,20 +1,16 @@
 import { callerRefusal } from "../lib/fighter-chain.js";
+import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import type { SparConfig } from "../sdk/config.js";
-import { type ErrorExtra, isSparError, SparError } from "../sdk/errors.js";
+import { isSparError, SparError } from "../sdk/errors.js";
 import type { EventBus } from "../sdk/events.js";
 import type { RingHooks } from "../sdk/hooks.js";
 import type { Logger } from "../sdk/index.js";
 import { CAPABILITY_TYPES } from "../sdk/schemas.js";
 import type { MoveListing, RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
-import {
-  type FighterManifest,
-  type ModelSettings,
-  OPEN_CAPABILITY,
-  type ProviderDeclaration,
-} from "../sdk/types.js";
+import type { ModelSettings, ProviderDeclaration } from "../sdk/types.js";
 import { createBusSlot } from "./bus.js";
 import { DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighters/fighter-manifest.js";
 import { createFighterRegistry } from "./fighters/fighter-registry.js";
@@ -126,27 +122,13 @@ export function createRing(options: RingOptions): Ring {
       return check.ok ? undefined : check.problem;
     },
     capabilities,
-    vetGrants,
+    vetGrants: createGrantVetting({
+      moves: declaredMoves,
+      activate: (event) => host.activate(event),
+      hooks,
+      matchGrants,
+    }),
   });
-
-  /**
-   * A grant's fields are its plugin's to judge (a file scope against the operator's allowed folders):
-   * the plugins of the moves a scoped grant allows are activated, then `fighter.spawning` asked.
-   */
-  async function vetGrants(manifest: FighterManifest): Promise<void> {
-    const scoped = (manifest.capabilities ?? []).filter((grant) => grant.scope !== undefined);
-    if (scoped.length > 0) {
-      const judges = [...declaredMoves.values()].filter(
-        (move) => move.capability !== OPEN_CAPABILITY && matchGrants(scoped, move).length > 0,
-      );
-      await Promise.all(judges.map((move) => host.activate(`onMove:${move.name}`)));
-    }
-    const refusal = await hooks.fighter.spawning.promise(manifest);
-    if (refusal) {
-      const extra: ErrorExtra = refusal.path === undefined ? {} : { path: `/manifest${refusal.path}` };
-      throw new SparError(refusal.code, refusal.message, extra);
-    }
-  }
 
   const path = createMessagePath({
     config,

@@ -70,3 +70,17 @@ export function originOf(chain: readonly string[]): string | undefined {
   if (starter === undefined) return undefined;
   return isFighterEntry(starter) ? `fighter:${starter}` : starter;
 }
+
+/**
+ * Refuses a move that would outlive the turn with the callee's own rights (a schedule that later
+ * runs as the fighter's own turn, a fighter spawned with its grants) when another fighter started
+ * the turn: the intersection would end with the turn, and the caller would keep what it lacks.
+ */
+export function refuseLasting(move: string, callers: readonly MoveCaller[]): void {
+  const first = callers[0];
+  if (!first) return;
+  throw new SparError(
+    "CAPABILITY_DENIED",
+    `${move} is not allowed in a turn another fighter started (here fighter ${JSON.stringify(first.name)}): what it makes would later act with this fighter's own grants, beyond the call chain's`,
+  );
+}

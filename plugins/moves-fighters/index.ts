@@ -1,3 +1,4 @@
+import { refuseLasting } from "../../lib/fighter-chain.js";
 import { type Capability, definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 
 /**
@@ -26,7 +27,8 @@ export default definePlugin({
     };
     const fighterSpawn: MoveHandler = {
       name: "fighter_spawn",
-      async run(input, { fighter }) {
+      async run(input, { fighter, callers }) {
+        refuseLasting("fighter_spawn", callers);
         const own = fighter.manifest.capabilities ?? [];
         const wanted = (input.capabilities as string[] | undefined) ?? [];
         const capabilities = wanted.flatMap((type) => passOn(own, type));

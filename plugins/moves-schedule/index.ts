@@ -3,7 +3,9 @@
  * messages to itself, once or on a cron expression. Schedules live in the encrypted store and
  * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout.
  */
+
 import { randomUUID } from "node:crypto";
+import { refuseLasting } from "../../lib/fighter-chain.js";
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 import { createScheduleRunner } from "./runner.js";
 import { firstRun } from "./when.js";
@@ -34,7 +36,8 @@ export default definePlugin({
     const handlers: Record<string, MoveHandler> = {
       schedule_add: {
         name: "schedule_add",
-        async run(input, { fighter }) {
+        async run(input, { fighter, callers }) {
+          refuseLasting("schedule_add", callers);
           const when = firstRun(input, new Date());
           const mine = await ring.schedules.list(fighter.id);
           if (mine.length >= MAX_PER_FIGHTER) {

@@ -169,6 +169,37 @@ describe("a turn another fighter started holds only what every fighter in its ch
     expectNoLeak();
   });
 
+  it("a turn another fighter started makes nothing that outlives it: no schedule_add, no fighter_spawn", async () => {
+    await spawnFighter("planner", [{ type: "agent_message" }, { type: "schedule" }, { type: "agent_spawn" }]);
+    fake.enqueue(
+      { tool_calls: [{ name: "fighter_message", arguments: { to: "spar", content: "plan it" } }] },
+      {
+        tool_calls: [
+          { name: "schedule_add", arguments: { message: "cat canary.txt", in_minutes: 1 } },
+          {
+            name: "fighter_spawn",
+            arguments: { name: "heir", system_prompt: "x", capabilities: ["shell_exec"] },
+          },
+        ],
+      },
+    );
+    await send("planner", "go");
+    const [schedule, spawned] = (fake.calls()[2]?.tool_results ?? []).map(
+      (r) => (JSON.parse(r) as ToolError).error,
+    );
+    expect(schedule).toMatchObject({
+      code: "CAPABILITY_DENIED",
+      message: expect.stringContaining("schedule_add is not allowed in a turn another fighter started"),
+    });
+    expect(spawned).toMatchObject({
+      code: "CAPABILITY_DENIED",
+      message: expect.stringContaining("fighter_spawn is not allowed in a turn another fighter started"),
+    });
+    expect((await daemon.request("GET", "/api/v1/fighters/heir")).status).toBe(404);
+    const listed = await daemon.request<{ schedules: unknown[] }>("GET", "/api/v1/schedules");
+    expect(listed.body.schedules).toEqual([]);
+  });
+
   it("a troop member's fighter_message to a stronger member is held to the member's grants", async () => {
     const troop = await daemon.request("POST", "/api/v1/troops", {
       name: "crew",

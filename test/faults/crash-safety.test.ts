@@ -334,6 +334,8 @@ describe("crash safety under kill -9", () => {
       expect(tally.acknowledged).toBeGreaterThan(0);
       expect(tally.retried).toBeGreaterThan(0);
     },
-    LONG ? 4 * 3600_000 : 120_000,
+    // A guard against a hang, not a speed check (the figures above report the time): 50 restarts
+    // take 82 s alone on a slow two-core machine, and well over 120 s beside another suite.
+    LONG ? 4 * 3600_000 : 360_000,
   );
 });

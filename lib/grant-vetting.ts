@@ -1,0 +1,43 @@
+/**
+ * The check a fighter's manifest passes before it is stored (from the API, `fighter_spawn` or a
+ * template): a grant's fields are its plugin's to judge (a file scope against the operator's allowed
+ * folders), so the plugins of the moves a scoped grant allows are activated first, then the
+ * `fighter.spawning` hook is asked. Kept out of the kernel's files, which have a size budget.
+ */
+import { type ErrorExtra, SparError } from "../sdk/errors.js";
+import type { RingHooks } from "../sdk/hooks.js";
+import type { MoveListing } from "../sdk/services.js";
+import {
+  type Capability,
+  type FighterManifest,
+  type MoveDeclaration,
+  OPEN_CAPABILITY,
+} from "../sdk/types.js";
+
+export interface GrantVettingDeps {
+  moves: ReadonlyMap<string, MoveListing>;
+  activate: (event: string) => Promise<unknown>;
+  hooks: Pick<RingHooks, "fighter">;
+  /** The kernel's grant matching: the grants among `grants` that allow `move`. */
+  matchGrants: (
+    grants: readonly Capability[],
+    move: Pick<MoveDeclaration, "capability" | "server">,
+  ) => Capability[];
+}
+
+export function createGrantVetting(deps: GrantVettingDeps) {
+  return async function vetGrants(manifest: FighterManifest): Promise<void> {
+    const scoped = (manifest.capabilities ?? []).filter((grant) => grant.scope !== undefined);
+    if (scoped.length > 0) {
+      const judges = [...deps.moves.values()].filter(
+        (move) => move.capability !== OPEN_CAPABILITY && deps.matchGrants(scoped, move).length > 0,
+      );
+      await Promise.all(judges.map((move) => deps.activate(`onMove:${move.name}`)));
+    }
+    const refusal = await deps.hooks.fighter.spawning.promise(manifest);
+    if (refusal) {
+      const extra: ErrorExtra = refusal.path === undefined ? {} : { path: `/manifest${refusal.path}` };
+      throw new SparError(refusal.code, refusal.message, extra);
+    }
+  };
+}
