@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
+import { isAbsolute } from "node:path";
 import { cancelledError, isSparError, SparError } from "../../sdk/index.js";
 
 /** What one command of a desktop move gets: argv only (no shell), a cleared environment, a deadline. */
@@ -27,18 +26,7 @@ const KEEP_OUTPUT = 8_000;
  * The absolute path of `name` in `path` (a PATH string), or undefined. Resolved here, not by the
  * child, so "not installed" is known before anything runs and the error can name the tool.
  */
-export function findTool(name: string, path: string): string | undefined {
-  for (const dir of path.split(delimiter)) {
-    if (!dir || !isAbsolute(dir)) continue;
-    const candidate = join(dir, name);
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {}
-  }
-  return undefined;
-}
+export { findProgram as findTool } from "../../lib/sandbox/index.js";
 
 /**
  * Runs `file args` (and the optional second stage it pipes into) in a process group of its own, so

@@ -268,7 +268,7 @@ describe("containment: the sandbox against an evil model, through the real daemo
       sh(
         `python3 -c "import socket; s=socket.socket(); s.settimeout(3); s.connect(('127.0.0.1', ${canary.port})); print('connected')"`,
       ),
-      sh(`exec 3<>/dev/tcp/127.0.0.1/${canary.port} && echo connected`, {}),
+      { argv: ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${canary.port} && echo connected`] },
       sh(`curl -sS -m 5 -X POST ${daemon.url}/api/v1/fighters -d '{}'`),
     );
     for (const result of results) expect(result.stdout).not.toMatch(/canary|connected|"fighters"/);
@@ -276,6 +276,9 @@ describe("containment: the sandbox against an evil model, through the real daemo
     expect(results[0]?.stdout).toMatch(/spar sandbox egress: 127\.0\.0\.1 is a loopback address/);
     expect(results[9]?.stdout).toMatch(/never reached|metadata/);
     expect(results[11]?.stdout).toMatch(/10\.0\.0\.1 is a private address/);
+    // Raw sockets tried, and met the sandbox's own empty loopback.
+    expect(results[12]?.stderr).toMatch(/ConnectionRefusedError/);
+    expect(results[13]?.stderr).toMatch(/Connection refused/);
     expect(canary.hits()).toBe(0);
     const fighters = await daemon.request<{ fighters: { name: string }[] }>("GET", "/api/v1/fighters");
     expect(fighters.body.fighters.map((f) => f.name).sort()).toEqual(["fetcher", "spar"]);
