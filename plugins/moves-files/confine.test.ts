@@ -15,7 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
-import { type Access, Confinement, commonFolders, expandHome, inside, procPath } from "./confine.js";
+import { type Access, Confinement, procPath } from "./confine.js";
+import { commonFolders, expandHome, inside } from "./scopes.js";
 
 /**
  * A data dir with its secrets, a fighter's workspace and another's, a folder outside with a canary,

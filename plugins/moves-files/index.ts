@@ -9,9 +9,10 @@ import {
   type MoveHandler,
   type SpawnRefusal,
 } from "../../sdk/index.js";
-import { type Access, Confinement, FILE_GRANTS, fsFailure, grantFolders } from "./confine.js";
+import { type Access, Confinement, fsFailure } from "./confine.js";
 import { listFolder } from "./list.js";
 import { readText } from "./read.js";
+import { FILE_GRANTS, grantFolders } from "./scopes.js";
 import { editFile, type WriteMode, writeFile } from "./write.js";
 
 export interface FilesSettings {
