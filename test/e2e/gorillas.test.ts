@@ -206,8 +206,13 @@ describe("gorillas", () => {
     expect(table.stdout).toContain(run.id);
     expect(table.stdout).toMatch(/schedule +ok +/);
 
-    const list = await daemon.cli(["gorilla", "list"]);
-    expect(list.stdout).toMatch(/\ntick +(UNLEASHED|RAMPAGING) +every 1s +\d{4}-\d\d-\d\dT\S+ +ok /);
+    // A cycle fires every second: the list is read between two cycles, when the last run has ended.
+    const listed = /\ntick +(UNLEASHED|RAMPAGING) +every 1s +\d{4}-\d\d-\d\dT\S+ +ok /;
+    const list = await until("a listing between two cycles", async () => {
+      const out = await daemon.cli(["gorilla", "list"]);
+      return listed.test(out.stdout) && out;
+    });
+    expect(list.stdout).toMatch(listed);
     const status = await daemon.cli(["gorilla", "status", "tick", "--json"]);
     const detail = JSON.parse(status.stdout) as View & { fighter: string; settings: { catch_up: string } };
     expect(detail.fighter).toBe("gorilla-tick");
