@@ -216,17 +216,31 @@ async function journalSeen(path: string, child: ChildProcess, nth: number, gone:
   }
 }
 
-function spawnRekey(home: string): ChildProcess {
+function spawnRekeyEnv(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, SPAR_HOME: home };
   for (const name of Object.keys(env)) if (name.startsWith("SPAR_") && name !== "SPAR_HOME") delete env[name];
-  return spawn(process.execPath, [SPAR_BIN, "rekey", "--yes"], { env, stdio: "ignore" });
+  return env;
+}
+
+function spawnRekey(home: string): ChildProcess {
+  return spawn(process.execPath, [SPAR_BIN, "rekey", "--yes"], { env: spawnRekeyEnv(home), stdio: "ignore" });
 }
 
 async function timeOneRekey(home: string): Promise<number> {
   const started = Date.now();
-  const child = spawnRekey(home);
-  const code = await new Promise((done) => child.once("exit", done));
-  expect(code).toBe(0);
+  const child = spawn(process.execPath, [SPAR_BIN, "rekey", "--yes"], {
+    env: spawnRekeyEnv(home),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  // The signal and stderr, when it fails: a native crash shows nothing else.
+  const [code, signal] = await new Promise<[number | null, string | null]>((done) =>
+    child.once("exit", (c, s) => done([c, s])),
+  );
+  expect(code, `signal ${signal}; stderr: ${stderr}`).toBe(0);
   return Date.now() - started;
 }
 
