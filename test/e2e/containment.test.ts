@@ -12,6 +12,8 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+/** What shell_exec returns: the sandbox's own result type. */
+import type { CommandResult as ShellResult } from "../../lib/sandbox/index.js";
 import type { FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
@@ -24,14 +26,6 @@ import {
 } from "../helpers/daemon.js";
 import { processesWith } from "../helpers/processes.js";
 
-interface ShellResult {
-  exit_code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  timed_out: boolean;
-}
 type Reply = FighterMessageResult & { error?: { code: string; message: string } };
 
 /** A TCP listener on loopback that counts every connection and every byte it is sent. */

@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+/** What shell_exec returns: the sandbox's own result type. */
+import type { CommandResult as ShellResult } from "../../lib/sandbox/index.js";
 import type { Capability, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
@@ -17,14 +19,6 @@ import { processesWith } from "../helpers/processes.js";
 
 type ErrorBody = { error: { code: string; message: string } };
 type Reply = FighterMessageResult & Partial<ErrorBody>;
-interface ShellResult {
-  exit_code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  timed_out: boolean;
-}
 
 /** Secrets in the daemon's environment: none may reach a tool result, nor anything the model got. */
 const SECRETS = {
