@@ -191,6 +191,7 @@ describe("spar backup and spar restore", () => {
 
     const restored = await runCli(home, ["restore", snapshot(), "--json"], env);
     expect(restored.code, restored.stderr + restored.stdout).toBe(0);
+    expect(restored.stderr).not.toContain("FSTDEP");
     // Nothing to move aside but the salt left by the wipe.
     expect(JSON.parse(restored.stdout)).toMatchObject({ database: join(home, "spar.db") });
 
