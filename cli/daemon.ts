@@ -5,6 +5,7 @@ import { discoverPlugins, pluginRoots } from "../kernel/host/plugin-manifest.js"
 import { createLogger } from "../kernel/logger.js";
 import { createRing, type Ring } from "../kernel/ring.js";
 import { readMasterSecret, withDotEnv } from "../lib/home.js";
+import { isProcessAlive } from "../lib/process-alive.js";
 import { parseListen } from "../sdk/config.js";
 import { SparError } from "../sdk/errors.js";
 import type { ListenRequest } from "../sdk/hooks.js";
@@ -90,7 +91,7 @@ export function claimDataDir(home: string, holder: DataDirHolder): () => void {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
     const held = readHolder(path);
-    if (held && held.pid !== process.pid && isAlive(held.pid)) throw busy(home, held, holder);
+    if (held && held.pid !== process.pid && isProcessAlive(held.pid)) throw busy(home, held, holder);
     // Left by a process that is gone (or by this one): take it over.
     rmSync(path, { force: true });
   }
@@ -133,20 +134,11 @@ function releasePidFile(home: string): void {
 /** Refuses (CONFLICT, naming the holder) when a live process holds the data dir, as `claimDataDir` would. */
 export function assertDataDirFree(home: string, wanted: DataDirHolder): void {
   const held = readHolder(join(home, PID_FILE));
-  if (held && held.pid !== process.pid && isAlive(held.pid)) throw busy(home, held, wanted);
+  if (held && held.pid !== process.pid && isProcessAlive(held.pid)) throw busy(home, held, wanted);
 }
 
 /** The pid of the daemon running on `home`, if one is (a rekey or restore holding the dir is not one). */
 export function readPidFile(home: string): number | undefined {
   const held = readHolder(join(home, PID_FILE));
-  return held?.holder === "daemon" && isAlive(held.pid) ? held.pid : undefined;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return held?.holder === "daemon" && isProcessAlive(held.pid) ? held.pid : undefined;
 }

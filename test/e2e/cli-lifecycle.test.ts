@@ -1,7 +1,8 @@
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, removeHome, runCli, tempHome } from "../helpers/daemon.js";
+import { cleanEnv, freePort, removeHome, runCli, SPAR_BIN, tempHome } from "../helpers/daemon.js";
 
 const homes: string[] = [];
 afterEach(() => {
@@ -95,6 +96,39 @@ describe("spar start --detach / stop", () => {
     );
   });
 
+  it("starts at once after kill -9, while the dead daemon is still a zombie", async () => {
+    const home = newHome();
+    const port = await freePort();
+    await runCli(home, ["init"]);
+    const env = { SPAR_API_LISTEN: `127.0.0.1:${port}` };
+    // The daemon's parent is a shell that execs sleep, which never reaps it: after kill -9 the daemon
+    // stays a zombie (as under a supervisor slow to wait), with its pid still in spar.pid.
+    const keeper = spawn(
+      "sh",
+      ["-c", `"$0" "$1" start >/dev/null 2>&1 & exec sleep 600`, process.execPath, SPAR_BIN],
+      {
+        env: { ...cleanEnv(), SPAR_HOME: home, ...env },
+        stdio: "ignore",
+      },
+    );
+    try {
+      const pidFile = join(home, "spar.pid");
+      await until(async () => existsSync(pidFile) && (await healthy(port)));
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      process.kill(pid, "SIGKILL");
+      await until(async () => processState(pid) === "Z");
+
+      const started = await runCli(home, ["start", "--detach"], env);
+      expect(started.stderr).toBe("");
+      expect(started.stdout).toMatch(/Spar started in the background \(pid \d+\)/);
+      expect(started.code).toBe(0);
+      const stopped = await runCli(home, ["stop"], env);
+      expect(stopped.code, stopped.stderr).toBe(0);
+    } finally {
+      keeper.kill("SIGKILL");
+    }
+  });
+
   it("refuses to start with a config key it does not know, naming the key", async () => {
     const home = newHome();
     await runCli(home, ["init"]);
@@ -113,3 +147,23 @@ describe("spar start --detach / stop", () => {
     );
   });
 });
+
+/** Polls `condition` until it holds; the test's own timeout bounds the wait. */
+async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+async function healthy(port: number): Promise<boolean> {
+  const response = await fetch(`http://127.0.0.1:${port}/api/v1/health`).catch(() => undefined);
+  return response?.ok === true;
+}
+
+/** A process's state letter from /proc/<pid>/stat (`Z` for a zombie). */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0];
+  } catch {
+    return undefined;
+  }
+}

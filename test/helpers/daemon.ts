@@ -45,7 +45,7 @@ export function runCli(home: string, args: string[], env: NodeJS.ProcessEnv = {}
 }
 
 /** The test process's environment without variables that would change what the daemon does. */
-function cleanEnv(): NodeJS.ProcessEnv {
+export function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
     if (/^(SPAR_|OPENAI_|ANTHROPIC_|GEMINI_|GOOGLE_|OPENROUTER_)/.test(name) || name === "NODE_OPTIONS")
