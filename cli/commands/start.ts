@@ -1,11 +1,11 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../../kernel/logger.js";
 import { inspectMasterSecret, resolveHome, weakSecretFix, withDotEnv } from "../../lib/home.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
-import { SparError } from "../../sdk/errors.js";
+import { ERROR_CATALOG, type ErrorCode, type ErrorExtra, isSparError, SparError } from "../../sdk/errors.js";
 import { daemonUrl } from "../client.js";
 import { type GlobalOptions, printJson } from "../output.js";
 import { initHome } from "./init-home.js";
@@ -21,7 +21,10 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
 
   const { startDaemon } = await import("../daemon.js");
   warnOfWeakSecret(home);
-  const daemon = await startDaemon(home);
+  const daemon = await startDaemon(home).catch((err: unknown) => {
+    tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
+    throw err;
+  });
   const fighters = (await daemon.ring.services.fighters.list()).length;
   const shutdown = (signal: string) => {
     process.stdout.write(
@@ -45,6 +48,23 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
       ? `${JSON.stringify({ listening: daemon.url, version, pid: process.pid, home, fighters, created: setup.created })}\n`
       : `Spar ${version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
   );
+  tellParent({ listening: daemon.url, pid: process.pid });
+}
+
+/** What a daemon started by `spar start --detach` tells the command that started it, over IPC. */
+type StartOutcome = { listening: string; pid: number } | { error: { code: string; message: string } };
+
+/**
+ * Tells `spar start --detach` (this process's parent, when it started it with an IPC channel) that
+ * the daemon listens or why it could not, then lets the channel go, so the parent can exit and the
+ * daemon does not wait on it.
+ */
+function tellParent(outcome: StartOutcome): void {
+  if (!process.send || !process.connected) return;
+  // A parent gone meanwhile (Ctrl-C) makes the send fail: nothing to tell then.
+  process.send(outcome, undefined, {}, () => {
+    if (process.connected) process.disconnect();
+  });
 }
 
 /**
@@ -58,7 +78,11 @@ function warnOfWeakSecret(home: string): void {
   createLogger().warn(`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`);
 }
 
-/** Starts `spar start` as a background process logging to `<home>/spar.log`, and waits until it answers. */
+/**
+ * Starts `spar start` as a background process logging to `<home>/spar.log`, and waits for that
+ * process itself to say it listens (over an IPC channel), or why it could not: a health answer on
+ * the port proves nothing, since another daemon may hold it (PORT_IN_USE, naming the holder).
+ */
 async function detach(home: string, json: boolean): Promise<void> {
   const { assertDataDirFree, readPidFile } = await import("../daemon.js");
   const running = readPidFile(home);
@@ -68,30 +92,53 @@ async function detach(home: string, json: boolean): Promise<void> {
   const logPath = join(home, "spar.log");
   const log = openSync(logPath, "a", 0o600);
   const bin = fileURLToPath(new URL("../../../bin/spar.js", import.meta.url));
-  const child = spawn(process.execPath, [bin, "start"], { detached: true, stdio: ["ignore", log, log] });
+  const child = spawn(process.execPath, [bin, "start"], {
+    detached: true,
+    stdio: ["ignore", log, log, "ipc"],
+  });
   closeSync(log);
+  const outcome = await startOutcome(child, 30_000);
+  if (child.connected) child.disconnect();
   child.unref();
-  const url = daemonUrl();
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) break;
-    const response = await fetch(`${url}/api/v1/health`).catch(() => undefined); // not listening yet
-    if (response?.ok) {
-      if (json) return printJson({ started: true, pid: child.pid, url, log: logPath });
-      process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
-      return;
-    }
-    // Up, but its store is damaged: say so now rather than wait for a health that will not come.
-    if (response?.status === 503) {
-      throw new SparError(
-        "STORE_CORRUPT",
-        `Spar started in the background (pid ${child.pid}) on ${url}, but its database is damaged; ` +
-          `see ${logPath}, or run: spar doctor`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  if (outcome === "timeout")
+    throw new SparError("DAEMON_UNREACHABLE", `Spar did not come up in 30 s; see ${logPath}`);
+  if (outcome === "exited") {
+    throw new SparError(
+      "DAEMON_UNREACHABLE",
+      `Spar exited (code ${child.exitCode}) before it listened; see ${logPath}`,
+    );
   }
-  throw new SparError("DAEMON_UNREACHABLE", `Spar did not come up; see ${logPath}`);
+  if ("error" in outcome) {
+    const { code, message, ...extra } = outcome.error;
+    const known = code in ERROR_CATALOG ? (code as ErrorCode) : "INTERNAL";
+    throw new SparError(known, `Spar did not start: ${message} (log: ${logPath})`, extra as ErrorExtra);
+  }
+  // As the other commands reach it (a wildcard listen address is asked on loopback).
+  const url = daemonUrl();
+  // Up, but its store is damaged: say so now rather than leave it to the first request.
+  const response = await fetch(`${url}/api/v1/health`).catch(() => undefined);
+  if (response?.status === 503) {
+    throw new SparError(
+      "STORE_CORRUPT",
+      `Spar started in the background (pid ${child.pid}) on ${url}, but its database is damaged; ` +
+        `see ${logPath}, or run: spar doctor`,
+    );
+  }
+  if (json) return printJson({ started: true, pid: child.pid, url, log: logPath });
+  process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
+}
+
+/** The child's word on its start, or that it exited without one, or that none came in time. */
+function startOutcome(child: ChildProcess, timeoutMs: number): Promise<StartOutcome | "exited" | "timeout"> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    const settle = (value: StartOutcome | "exited") => {
+      clearTimeout(timer);
+      resolve(value);
+    };
+    child.once("message", (message) => settle(message as StartOutcome));
+    child.once("exit", () => settle("exited"));
+  });
 }
 
 /** `spar stop`: SIGTERM to the pid in the pid file, then wait for it to exit. */

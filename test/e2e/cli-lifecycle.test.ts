@@ -5,7 +5,16 @@ import { afterEach, describe, expect, it } from "vitest";
 import { cleanEnv, freePort, removeHome, runCli, SPAR_BIN, tempHome } from "../helpers/daemon.js";
 
 const homes: string[] = [];
+/** Background daemons a test started: stopped here should the test fail before its own `spar stop`. */
+const daemons: number[] = [];
 afterEach(() => {
+  for (const pid of daemons.splice(0)) {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // Already stopped, as it should be.
+    }
+  }
   for (const home of homes.splice(0)) removeHome(home);
 });
 
@@ -68,7 +77,7 @@ describe("spar init", () => {
 });
 
 describe("spar start --detach / stop", () => {
-  it("runs the daemon in the background and stops it", async () => {
+  it("runs the daemon in the background, refuses a second one on its data dir or its port, and stops it", async () => {
     const home = newHome();
     const port = await freePort();
     await runCli(home, ["init"]);
@@ -77,6 +86,7 @@ describe("spar start --detach / stop", () => {
     expect(started.code).toBe(0);
     expect(started.stdout).toMatch(/Spar started in the background \(pid \d+\)/);
     const pid = Number(readFileSync(join(home, "spar.pid"), "utf8"));
+    daemons.push(pid);
 
     const status = await runCli(home, ["status"], env);
     expect(status.stdout).toMatch(/is running/);
@@ -85,6 +95,20 @@ describe("spar start --detach / stop", () => {
     const twice = await runCli(home, ["start", "--detach"], env);
     expect(twice.code).toBe(1);
     expect(twice.stderr).toContain(`already running (pid ${pid})`);
+
+    // Another data dir on the same port: that daemon's health answers 200, but the new one never
+    // listened. The start waits for its own child and names the daemon holding the port.
+    const other = newHome();
+    await runCli(other, ["init"]);
+    const taken = await runCli(other, ["start", "--detach"], env);
+    expect(taken.stdout).toBe("");
+    expect(taken.stderr).toMatch(
+      /^spar: Spar did not start: .*port \d+ on 127\.0\.0\.1 is already in use by /,
+    );
+    expect(taken.stderr).toContain(`spar.js start (pid ${pid})`);
+    expect(taken.stderr).toMatch(/\(PORT_IN_USE\)\n$/);
+    expect(taken.code).toBe(1);
+    expect(existsSync(join(other, "spar.pid"))).toBe(false);
 
     const stopped = await runCli(home, ["stop"], env);
     expect(stopped.stdout).toBe(`Spar stopped (pid ${pid})\n`);
