@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { FastifyValidationResult } from "fastify/types/schema.js";
+import { formatScope } from "../../lib/keys.js";
 import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
+import { allowances, registerAccess } from "./access.js";
 import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
@@ -58,6 +60,8 @@ export function buildServer(
   registerCors(app, config);
   const tickets = createTicketBook();
   registerSecurity(app, ring, config, limiter, (path) => servesAsset(routes, path), tickets);
+  // After the signature's checks: a refused request has still spent its nonce.
+  registerAccess(app, ring, routes);
   registerMiddleware(app, log);
   registerWebSocket(app, ring, events, {
     limiter,
@@ -67,6 +71,16 @@ export function buildServer(
   // A browser cannot sign a WebSocket upgrade: a signed client asks for a one-use ticket first.
   for (const prefix of ["/api/v1", "/api"]) {
     app.post(`${prefix}/ws/ticket`, async (request) => tickets.issue(request.sparKeyId));
+    // Who the caller is and what it may do: the dashboard shows and hides its views by it.
+    app.get(`${prefix}/key`, async (request) => {
+      const scope = request.sparScope ?? { kind: "admin" };
+      return {
+        key: request.sparKeyId ?? null,
+        scope: formatScope(scope),
+        fighters: scope.kind === "chat" ? scope.fighters : null,
+        may: allowances(scope),
+      };
+    });
   }
   const core = fighterRoutes(ring);
   app.register(core, { prefix: "/api/v1" });
