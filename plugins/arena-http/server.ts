@@ -5,6 +5,7 @@ import { formatScope } from "../../lib/keys.js";
 import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
 import { allowances, registerAccess } from "./access.js";
+import { guardConnections, serverTimeouts } from "./connections.js";
 import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
@@ -34,6 +35,7 @@ export function buildServer(
     bodyLimit: config.api.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+    ...serverTimeouts(config.api),
     // Long ids reach the routes, whose schemas refuse them in the catalog's words.
     maxParamLength: 1000,
     // A URL fastify cannot even route (a bad %-escape) still gets the one error shape.
@@ -46,8 +48,8 @@ export function buildServer(
   registerOpenApi(app, routes, ring.version);
   // JSON only: a text/plain body (what a cross-site form can send) is 415, not a string.
   app.removeContentTypeParser("text/plain");
-  // Past this many open connections Node closes new ones on arrival, so memory stays bounded.
-  app.server.maxConnections = config.api.max_connections;
+  // Past max_connections (or a peer's share) new connections are closed on arrival; idle ones time out.
+  guardConnections(app.server, config.api, true);
   // The kernel's validator: unknown fields are refused, never stripped, and types never coerced, as
   // for config and manifests. Compiled on a route's first request, not at start.
   app.setValidatorCompiler(({ schema }) => lazyValidator(schema));
