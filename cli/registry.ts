@@ -316,8 +316,22 @@ export const COMMANDS: CommandSpec[] = [
         args: "<name> <public-key>",
         summary:
           "Authorize a public key: PEM, base64 of the raw 32 bytes, a file holding either, or - to read it from stdin",
+        options: [
+          {
+            flag: "--scope",
+            value: "scope",
+            summary:
+              "What it may do: admin, operator (all but backups), read (GET only) or chat:<fighter>[,<fighter>…]",
+            default: "admin",
+          },
+        ],
       },
-      { name: "list", args: "", summary: "The authorized keys and their fingerprints" },
+      { name: "list", args: "", summary: "The authorized keys, their fingerprints and scopes" },
+      {
+        name: "scope",
+        args: "<name> <scope>",
+        summary: "Change a key's scope: admin, operator, read or chat:<fighter>[,<fighter>…]",
+      },
       {
         name: "remove",
         args: "<name>",

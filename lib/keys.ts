@@ -1,12 +1,24 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { SparError } from "../sdk/errors.js";
+import type { AuthorizedKey, KeyScope } from "../sdk/services.js";
 
 /**
  * Request-signing keys. Authorized public keys are files `<data dir>/keys/authorized/<name>.pub`
  * (PEM SPKI, 0600); a signature's `keyid` is the file's name. The CLI's own pair is `keys/cli.key`
- * and `keys/cli.pub`, authorized as `cli` by `spar init`.
+ * and `keys/cli.pub`, authorized as `cli` by `spar init`. A key's scope is `<name>.scope` beside it
+ * (JSON, 0600); a key without one is `admin`, which is what every key was before scopes existed, so
+ * keys authorized then keep working as they did.
  */
 export const CLI_KEY_ID = "cli";
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -48,7 +60,69 @@ export function fingerprint(key: KeyObject): string {
   return `SHA256:${createHash("sha256").update(raw).digest("base64url").slice(0, 16)}`;
 }
 
-export function addKey(home: string, name: string, text: string): { name: string; fingerprint: string } {
+const SCOPE_SYNTAX = "admin, operator, read or chat:<fighter>[,<fighter>…]";
+const ADMIN: KeyScope = { kind: "admin" };
+
+/** Reads a scope as the CLI takes it: `admin`, `operator`, `read` or `chat:<fighter>[,<fighter>…]`. */
+export function parseScope(text: string): KeyScope {
+  const trimmed = text.trim();
+  if (trimmed === "admin" || trimmed === "operator" || trimmed === "read") return { kind: trimmed };
+  if (trimmed.startsWith("chat:")) {
+    const fighters = trimmed
+      .slice(5)
+      .split(",")
+      .map((f) => f.trim());
+    if (fighters.length > 0 && fighters.every((f) => f !== "" && f.length <= 200)) {
+      return { kind: "chat", fighters: [...new Set(fighters)] };
+    }
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `scope "${trimmed}" names no fighter: chat:<fighter>[,<fighter>…], each a fighter's name or id`,
+    );
+  }
+  throw new SparError("VALIDATION_FAILED", `unknown scope "${trimmed}": use ${SCOPE_SYNTAX}`);
+}
+
+/** A scope as the CLI shows it and `parseScope` reads it back. */
+export function formatScope(scope: KeyScope): string {
+  return scope.kind === "chat" ? `chat:${scope.fighters.join(",")}` : scope.kind;
+}
+
+function scopePath(home: string, name: string): string {
+  return join(authorizedDir(home), `${name}.scope`);
+}
+
+/** A key's scope from its file: admin when it has none; undefined when the file is not a scope. */
+function readScope(home: string, name: string): KeyScope | undefined {
+  const path = scopePath(home, name);
+  if (!existsSync(path)) return ADMIN;
+  try {
+    const value = JSON.parse(readFileSync(path, "utf8")) as { scope?: unknown; fighters?: unknown };
+    const fighters = Array.isArray(value.fighters) ? value.fighters.join(",") : "";
+    return parseScope(value.scope === "chat" ? `chat:${fighters}` : String(value.scope));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes a key's scope by renaming a finished file into place: the daemon reads the folder again
+ * when its entries change, and never sees half a file.
+ */
+function writeScope(home: string, name: string, scope: KeyScope): void {
+  const path = scopePath(home, name);
+  const temporary = `${path}.${process.pid}.tmp`;
+  const body = scope.kind === "chat" ? { scope: "chat", fighters: scope.fighters } : { scope: scope.kind };
+  writeFileSync(temporary, `${JSON.stringify(body)}\n`, { mode: 0o600 });
+  renameSync(temporary, path);
+}
+
+export function addKey(
+  home: string,
+  name: string,
+  text: string,
+  scope: KeyScope = ADMIN,
+): { name: string; fingerprint: string; scope: string } {
   if (!NAME.test(name)) {
     throw new SparError(
       "VALIDATION_FAILED",
@@ -69,11 +143,21 @@ export function addKey(home: string, name: string, text: string): { name: string
       `this public key is already authorized as "${holder}"; to give it another name, remove "${holder}" first`,
     );
   }
+  // The scope first: a key the daemon can see is never, even for a moment, broader than asked.
+  writeScope(home, name, scope);
   writeFileSync(path, key.export({ type: "spki", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
-  return { name, fingerprint: fingerprint(key) };
+  return { name, fingerprint: fingerprint(key), scope: formatScope(scope) };
 }
 
-export function listKeys(home: string): { name: string; fingerprint: string }[] {
+/** Changes an authorized key's scope; the running daemon applies it from its next request. */
+export function setScope(home: string, name: string, scope: KeyScope): { name: string; scope: string } {
+  if (!NAME.test(name) || !existsSync(join(authorizedDir(home), `${name}.pub`)))
+    throw new SparError("NOT_FOUND", `no authorized key named "${name}"`);
+  writeScope(home, name, scope);
+  return { name, scope: formatScope(scope) };
+}
+
+export function listKeys(home: string): { name: string; fingerprint: string; scope: string }[] {
   const dir = authorizedDir(home);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
@@ -81,10 +165,15 @@ export function listKeys(home: string): { name: string; fingerprint: string }[] 
     .map((f) => f.slice(0, -4))
     .sort()
     .map((name) => `${name}.pub`)
-    .map((f) => ({
-      name: f.slice(0, -4),
-      fingerprint: fingerprint(parsePublicKey(readFileSync(join(dir, f), "utf8"))),
-    }));
+    .map((f) => {
+      const scope = readScope(home, f.slice(0, -4));
+      return {
+        name: f.slice(0, -4),
+        fingerprint: fingerprint(parsePublicKey(readFileSync(join(dir, f), "utf8"))),
+        // A damaged scope file authorizes nothing (the daemon skips the key), and the listing says so.
+        scope: scope ? formatScope(scope) : "invalid (the key is refused; set it with spar key scope)",
+      };
+    });
 }
 
 /** The name an authorized public key is filed under, if any (unreadable key files are skipped). */
@@ -110,7 +199,9 @@ export function removeKey(home: string, name: string): void {
   const path = join(authorizedDir(home), `${name}.pub`);
   if (!NAME.test(name) || !existsSync(path))
     throw new SparError("NOT_FOUND", `no authorized key named "${name}"`);
+  // The key first, so a key the daemon can see always has the scope it was given.
   rmSync(path);
+  rmSync(scopePath(home, name), { force: true });
 }
 
 export function loadCliKey(home: string): KeyObject | undefined {
@@ -125,23 +216,25 @@ export function loadCliKey(home: string): KeyObject | undefined {
 export function createKeyRing(home: string) {
   const dir = authorizedDir(home);
   let seen = -1;
-  let keys = new Map<string, KeyObject>();
+  let keys = new Map<string, AuthorizedKey>();
   const refresh = () => {
     const mtime = existsSync(dir) ? statSync(dir).mtimeMs : 0;
     if (mtime === seen) return;
     seen = mtime;
-    const next = new Map<string, KeyObject>();
+    const next = new Map<string, AuthorizedKey>();
     for (const file of existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".pub")) : []) {
+      const scope = readScope(home, file.slice(0, -4));
       try {
-        next.set(file.slice(0, -4), parsePublicKey(readFileSync(join(dir, file), "utf8")));
+        const publicKey = parsePublicKey(readFileSync(join(dir, file), "utf8"));
+        if (scope) next.set(file.slice(0, -4), { publicKey, scope });
       } catch {
-        // A hand-edited, broken key file authorizes nothing; `spar key list` reports it.
+        // A hand-edited, broken key or scope file authorizes nothing; `spar key list` reports it.
       }
     }
     keys = next;
   };
   return {
-    get(keyId: string): KeyObject | undefined {
+    get(keyId: string): AuthorizedKey | undefined {
       refresh();
       return keys.get(keyId);
     },

@@ -60,7 +60,13 @@ export type {
 export type { PluginManifest } from "./plugin-manifest.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
-export type { FighterMessageResult, MessageOptions, RingServices } from "./services.js";
+export type {
+  AuthorizedKey,
+  FighterMessageResult,
+  KeyScope,
+  MessageOptions,
+  RingServices,
+} from "./services.js";
 export type * from "./store-types.js";
 export type * from "./types.js";
 export { OPEN_CAPABILITY } from "./types.js";

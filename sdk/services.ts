@@ -183,9 +183,9 @@ export interface RingServices {
     /** The skills plugins know (`move.skills`). */
     skills(): Promise<SkillListing[]>;
   };
-  /** Request signing: the authorized public keys and the nonces already used. */
+  /** Request signing: the authorized public keys (each with its scope) and the nonces already used. */
   readonly auth: {
-    key(keyId: string): Promise<KeyObject | undefined>;
+    key(keyId: string): Promise<AuthorizedKey | undefined>;
     keyCount(): Promise<number>;
     /** False when the key already used this nonce (a replay). */
     claimNonce(keyId: string, nonce: string, expiresAt: number): Promise<boolean>;
@@ -204,4 +204,24 @@ export interface RingServices {
     /** Re-encrypts the database under a new master secret (`Store.rekey`; offline only). */
     rekey(masterSecret: Buffer): Promise<void>;
   };
+}
+
+/**
+ * What a request-signing key may do (`spar key add <name> <key> --scope …`, DESIGN §17): `admin`
+ * everything; `operator` everything but backups and what only the data dir's owner may do; `read`
+ * GET routes only; `chat` message the fighters it names (by name or id) and read their bouts.
+ *
+ * @example
+ * const scope: KeyScope = { kind: "chat", fighters: ["scribe"] };
+ */
+export type KeyScope =
+  | { kind: "admin" }
+  | { kind: "operator" }
+  | { kind: "read" }
+  | { kind: "chat"; fighters: readonly string[] };
+
+/** An authorized key: its public half, and what requests it signs may do. */
+export interface AuthorizedKey {
+  publicKey: KeyObject;
+  scope: KeyScope;
 }

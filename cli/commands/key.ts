@@ -1,33 +1,50 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolveHome } from "../../lib/home.js";
-import { addKey, CLI_KEY_ID, cliPublicKeyPath, listKeys, removeKey } from "../../lib/keys.js";
+import {
+  addKey,
+  CLI_KEY_ID,
+  cliPublicKeyPath,
+  listKeys,
+  parseScope,
+  removeKey,
+  setScope,
+} from "../../lib/keys.js";
 import { SparError } from "../../sdk/errors.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
 /**
- * `spar key add|list|remove`: the public keys allowed to sign requests, as files in the data dir.
+ * `spar key add|list|scope|remove`: the public keys allowed to sign requests, and what each may do
+ * (`--scope`, default admin), as files in the data dir.
  * A running daemon sees a change on its next request; no restart is needed. The parser has checked
  * the arguments each action needs.
  */
 export async function key(
   action: string,
   args: string[],
-  options: GlobalOptions & { force?: boolean },
+  options: GlobalOptions & { force?: boolean; scope?: string },
 ): Promise<void> {
   const home = resolveHome();
   const [name = "", publicKey = ""] = args;
   switch (action) {
     case "add": {
-      const added = addKey(home, name, await keyText(publicKey));
+      // The scope is read first: a typo in it authorizes nothing.
+      const scope = parseScope(options.scope ?? "admin");
+      const added = addKey(home, name, await keyText(publicKey), scope);
       if (options.json) return printJson(added);
-      process.stdout.write(`Authorized ${added.name} (${added.fingerprint})\n`);
+      process.stdout.write(`Authorized ${added.name} (${added.fingerprint}) with scope ${added.scope}\n`);
+      return;
+    }
+    case "scope": {
+      const changed = setScope(home, name, parseScope(publicKey));
+      if (options.json) return printJson(changed);
+      process.stdout.write(`${changed.name} now has scope ${changed.scope}\n`);
       return;
     }
     case "list": {
       const keys = listKeys(home);
       if (options.json) return printJson({ keys });
       process.stdout.write(
-        `${table([["NAME", "FINGERPRINT"], ...keys.map((k) => [k.name, k.fingerprint])])}\n`,
+        `${table([["NAME", "FINGERPRINT", "SCOPE"], ...keys.map((k) => [k.name, k.fingerprint, k.scope])])}\n`,
       );
       return;
     }

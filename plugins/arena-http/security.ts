@@ -141,9 +141,16 @@ export function registerSecurity(
           "WebSocket ticket refused: it is unknown, used or expired; ask for a new one (POST /api/v1/ws/ticket)",
         );
       }
-      // A ticket of an unsigned loopback client is only as good as unsigned access still is.
+      // A ticket of an unsigned loopback client is only as good as unsigned access still is, and a
+      // key's is only as good as the key: removed, it opens nothing; rescoped, the new scope holds.
       if (redeemed.keyId === undefined) authorizeUnsigned(request);
-      else request.sparKeyId = redeemed.keyId;
+      else {
+        const key = await ring.auth.key(redeemed.keyId);
+        if (!key)
+          throw new SparError("UNAUTHORIZED", "WebSocket ticket refused: its key is no longer authorized");
+        request.sparKeyId = redeemed.keyId;
+        request.sparScope = key.scope;
+      }
     } else if (
       (request.method === "GET" || request.method === "HEAD") &&
       isPublicAsset(request.url.split("?")[0] ?? "")
@@ -175,10 +182,15 @@ export function registerSecurity(
         targetUri: `http://${request.headers.host ?? ""}${request.url}`,
         headers: request.headers,
       },
-      { keys: (id) => (id === keyId ? key : undefined), hasBody: hasBody(request), maxAgeSeconds: MAX_AGE_S },
+      {
+        keys: (id) => (id === keyId ? key?.publicKey : undefined),
+        hasBody: hasBody(request),
+        maxAgeSeconds: MAX_AGE_S,
+      },
     );
     if (!result.ok) throw new SparError("UNAUTHORIZED", `request signature refused: ${result.reason}`);
     request.sparKeyId = result.keyId;
+    request.sparScope = key?.scope;
     request.sparNonce = { value: result.nonce, expiresAt: result.created + 2 * MAX_AGE_S };
   }
 

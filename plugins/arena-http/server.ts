@@ -1,8 +1,11 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { FastifyValidationResult } from "fastify/types/schema.js";
+import { formatScope } from "../../lib/keys.js";
 import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
+import { allowances, registerAccess } from "./access.js";
+import { guardConnections, serverTimeouts } from "./connections.js";
 import { createErrorHandler, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
@@ -32,6 +35,7 @@ export function buildServer(
     bodyLimit: config.api.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+    ...serverTimeouts(config.api),
     // Long ids reach the routes, whose schemas refuse them in the catalog's words. A router option,
     // so under routerOptions: fastify 5 warns (FSTDEP022) at every start when it is set at the top.
     routerOptions: { maxParamLength: 1000 },
@@ -45,8 +49,8 @@ export function buildServer(
   registerOpenApi(app, routes, ring.version);
   // JSON only: a text/plain body (what a cross-site form can send) is 415, not a string.
   app.removeContentTypeParser("text/plain");
-  // Past this many open connections Node closes new ones on arrival, so memory stays bounded.
-  app.server.maxConnections = config.api.max_connections;
+  // Past max_connections (or a peer's share) new connections are closed on arrival; idle ones time out.
+  guardConnections(app.server, config.api, true);
   // The kernel's validator: unknown fields are refused, never stripped, and types never coerced, as
   // for config and manifests. Compiled on a route's first request, not at start.
   app.setValidatorCompiler(({ schema }) => lazyValidator(schema));
@@ -59,6 +63,8 @@ export function buildServer(
   registerCors(app, config);
   const tickets = createTicketBook();
   registerSecurity(app, ring, config, limiter, (path) => servesAsset(routes, path), tickets);
+  // After the signature's checks: a refused request has still spent its nonce.
+  registerAccess(app, ring, routes);
   registerMiddleware(app, log);
   registerWebSocket(app, ring, events, {
     limiter,
@@ -68,6 +74,16 @@ export function buildServer(
   // A browser cannot sign a WebSocket upgrade: a signed client asks for a one-use ticket first.
   for (const prefix of ["/api/v1", "/api"]) {
     app.post(`${prefix}/ws/ticket`, async (request) => tickets.issue(request.sparKeyId));
+    // Who the caller is and what it may do: the dashboard shows and hides its views by it.
+    app.get(`${prefix}/key`, async (request) => {
+      const scope = request.sparScope ?? { kind: "admin" };
+      return {
+        key: request.sparKeyId ?? null,
+        scope: formatScope(scope),
+        fighters: scope.kind === "chat" ? scope.fighters : null,
+        may: allowances(scope),
+      };
+    });
   }
   const core = fighterRoutes(ring);
   app.register(core, { prefix: "/api/v1" });

@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
 import { findForbiddenKey, forbiddenKeyMessage, type Logger, SparError } from "../../sdk/index.js";
+import { guardConnections, serverTimeouts } from "./connections.js";
 import { createErrorHandler } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
@@ -32,7 +33,10 @@ export function buildWebhookServer(
     requestIdHeader: false,
     bodyLimit: settings.api.body_limit_bytes,
     forceCloseConnections: true,
+    ...serverTimeouts(settings.api),
   });
+  // The same limits as the API: it faces the internet through the tunnel.
+  guardConnections(app.server, settings.api, false);
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
     const err = new SparError("NOT_FOUND", `no webhook at ${request.method} ${request.url.split("?")[0]}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createTicketBook, TICKET_TTL_S } from "./ws-tickets.js";
+import { createTicketBook, MAX_PER_KEY, TICKET_TTL_S } from "./ws-tickets.js";
 
 describe("WebSocket tickets", () => {
   it("redeems a ticket once, for the key that asked for it", () => {
@@ -20,10 +20,12 @@ describe("WebSocket tickets", () => {
     expect(book.redeem(ticket)).toBeUndefined();
   });
 
-  it("keeps at most a thousand outstanding, dropping the oldest", () => {
+  it("caps each key's outstanding tickets, dropping that key's oldest and no other key's", () => {
     const book = createTicketBook();
-    const first = book.issue("a").ticket;
-    for (let i = 0; i < 1_000; i++) book.issue("a");
+    const other = book.issue("a").ticket;
+    const first = book.issue("b").ticket;
+    for (let i = 0; i < MAX_PER_KEY; i++) book.issue("b");
     expect(book.redeem(first)).toBeUndefined();
+    expect(book.redeem(other)).toEqual({ keyId: "a" });
   });
 });

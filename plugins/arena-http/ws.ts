@@ -19,6 +19,7 @@ import {
   SparError,
   type SparEvent,
 } from "../../sdk/index.js";
+import { socketAccess } from "./access.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { clientOf } from "./security.js";
 
@@ -81,7 +82,10 @@ export function registerWebSocket(
             if (left > 0) open.set(peer, left);
             else open.delete(peer);
           });
-          serve(socket, ring, events, () => limits.limiter.take(clientOf(request)));
+          serve(socket, ring, events, () => limits.limiter.take(clientOf(request)), {
+            keyId: request.sparKeyId,
+            access: socketAccess(ring, request.sparScope),
+          });
         },
       });
     }
@@ -93,6 +97,7 @@ function serve(
   ring: RingServices,
   events: EventBus,
   admit: () => ReturnType<RateLimiter["take"]>,
+  caller: { keyId: string | undefined; access: ReturnType<typeof socketAccess> },
 ): void {
   let subscription: Subscription | undefined;
   /** This connection's running chats by the client's id. */
@@ -121,7 +126,7 @@ function serve(
   const wanted = (event: SparEvent): boolean => {
     // A chat's own deltas always reach the client that asked, subscribed or not.
     if (event.kind === "message.delta" && event.request_id?.startsWith(prefix)) return true;
-    if (!subscription) return false;
+    if (!subscription || !caller.access.sees(event)) return false;
     if (subscription.fighter_id && "fighter_id" in event && event.fighter_id !== subscription.fighter_id)
       return false;
     return subscription.kinds === "all" || subscription.kinds.has(event.kind);
@@ -210,11 +215,15 @@ function serve(
     }
     const controller = new AbortController();
     chats.set(frame.id, controller);
-    ring.fighters
-      .message(frame.fighter_id, frame.message, {
-        request_id: `${prefix}${frame.id}`,
-        bout_id: frame.bout_id,
-        signal: controller.signal,
+    caller.access
+      .mayChat(caller.keyId, frame.fighter_id)
+      .then((refusal) => {
+        if (refusal) throw refusal;
+        return ring.fighters.message(frame.fighter_id, frame.message, {
+          request_id: `${prefix}${frame.id}`,
+          bout_id: frame.bout_id,
+          signal: controller.signal,
+        });
       })
       .then(
         // After the chat's own deltas, which a cluster bus delivers a round trip later.

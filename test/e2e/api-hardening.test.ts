@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -364,5 +365,74 @@ describe("API hardening: Host, forwarding headers and prototype keys", () => {
       expect(answer.status, JSON.stringify(name)).toBe(400);
       expect(answer.body.error.message).toMatch(/cannot start or end with a space/);
     }
+  });
+});
+
+describe("API hardening: idle connections and each peer's share", () => {
+  let fake: FakeOpenAI;
+  let home: string;
+  let port: number;
+  let daemon: TestDaemon;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    home = tempHome();
+    port = await freePort();
+    // One peer could take every connection (32) were it not for its share (16); idle ones go in 1 s.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      "\n[api]\nmax_connections = 32\nmax_connections_per_peer = 16\nidle_timeout_ms = 1000\n",
+    );
+    daemon = await startDaemon(home, port);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await fake?.close();
+    removeHome(home);
+  });
+
+  /** A signed GET /api/v1/status from another loopback address than the attacker's. */
+  function signedStatus(): Promise<number> {
+    const privateKey = loadCliKey(home);
+    if (!privateKey) throw new Error("no CLI key");
+    const headers = signed(port, "GET", "/api/v1/status", { id: "cli", privateKey });
+    return new Promise((done) => {
+      const req = request(
+        { host: "127.0.0.1", port, path: "/api/v1/status", headers, localAddress: "127.0.0.2", agent: false },
+        (res) => {
+          res.resume();
+          res.on("end", () => done(res.statusCode ?? 0));
+        },
+      );
+      req.on("error", () => done(0));
+      req.end();
+    });
+  }
+
+  it("answers a signed client while one peer holds all the idle sockets it may, and closes them", async () => {
+    // The attacker keeps 40 idle sockets open from one address, opening a new one for each that closes.
+    const open = new Set<Socket>();
+    let attacking = true;
+    const attack = () => {
+      while (attacking && open.size < 40) {
+        const socket = connect(port, "127.0.0.1");
+        open.add(socket);
+        socket.on("error", () => undefined);
+        socket.on("close", () => {
+          open.delete(socket);
+          // Throttled a little, so the reconnecting does not starve the machine the test runs on.
+          setTimeout(attack, 20);
+        });
+      }
+    };
+    attack();
+    await expect.poll(signedStatus, { timeout: 10_000 }).toBe(200);
+    expect(await signedStatus()).toBe(200);
+    attacking = false;
+    // Idle sockets that never send a request are closed by the daemon after idle_timeout_ms.
+    await expect.poll(() => open.size, { timeout: 15_000 }).toBe(0);
   });
 });
