@@ -1,3 +1,4 @@
+import { channelServices } from "../lib/channels/services.js";
 import { callerRefusal } from "../lib/fighter-chain.js";
 import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
@@ -164,17 +165,10 @@ export function createRing(options: RingOptions): Ring {
       return requireStore().troops;
     },
     fighters: fighterServices(fighters, path, requireStore),
-    channels: {
-      get bouts() {
-        return requireStore().channelBouts;
-      },
-      configured: () => configuredChannels,
-      async resolve(platform) {
-        if (!configuredChannels.includes(platform)) return undefined;
-        await host.activate(`onChannel:${platform}`);
-        return hooks.channel.resolve.promise(platform);
-      },
-    },
+    channels: channelServices(requireStore, configuredChannels, async (platform) => {
+      await host.activate(`onChannel:${platform}`);
+      return hooks.channel.resolve.promise(platform);
+    }),
     tunnel: createTunnelService(config, host, hooks),
     strategies: {
       names: () => host.eligible.flatMap((p) => p.manifest.contributes?.strategies ?? []),

@@ -37,6 +37,8 @@ export const ERROR_CATALOG = {
   STORAGE_FULL: 507,
   // A move would start a process, and no sandbox can hold it ([sandbox] mode = "required").
   SANDBOX_UNAVAILABLE: 503,
+  // The tunnel is down or cannot open (cloudflared missing, not runnable, or failed): `reason` says which.
+  TUNNEL_UNAVAILABLE: 503,
   // Start-up and local errors: they stop the daemon or the CLI, so they map to 500 if ever served.
   CONFIG_INVALID: 500,
   PLUGIN_INVALID: 500,

@@ -151,6 +151,9 @@ export const CAPABILITY_TYPES = [
 
 const oneOrMany = { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] };
 
+/** A `channel_notify` target: a platform id, a colon, a chat id (or a Telegram channel's @name). */
+const TARGET_PATTERN = "^[a-z0-9_-]{1,32}:[^\\s:]{1,128}$";
+
 export const FIGHTER_MANIFEST_SCHEMA = {
   type: "object",
   additionalProperties: false,
@@ -178,6 +181,14 @@ export const FIGHTER_MANIFEST_SCHEMA = {
           pattern: oneOrMany,
           hosts: oneOrMany,
           server: { type: "string" },
+          targets: {
+            description:
+              'channel_notify: the chats it may post to besides those that wrote to the fighter through an allowlist, each "<platform>:<chat>" like "telegram:-1001234567890" or "slack:C012AB3CDE"',
+            anyOf: [
+              { type: "string", pattern: TARGET_PATTERN },
+              { type: "array", maxItems: 100, items: { type: "string", pattern: TARGET_PATTERN } },
+            ],
+          },
         },
       },
     },

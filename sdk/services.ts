@@ -150,6 +150,10 @@ export interface RingServices {
   readonly channels: {
     /** The bout a chat talks to its fighter in, as stored. */
     readonly bouts: Store["channelBouts"];
+    /** The deliveries already taken in (the replay check, across restarts), as stored. */
+    readonly deliveries: Store["channelDeliveries"];
+    /** The chats that reached each fighter through an allowed sender (`channel_notify`'s targets). */
+    readonly chats: Store["channelChats"];
     /** The platforms configured, whose plugins were activated at start (`onChannel:<id>`). */
     configured(): string[];
     /** The platform's adapter; undefined when it is not configured or no plugin provides it. */

@@ -34,6 +34,11 @@ export interface Capability {
   pattern?: string | string[];
   hosts?: string | string[];
   server?: string;
+  /**
+   * `channel_notify`: chats it may post to besides those that wrote to the fighter through an
+   * allowlist, each `"<platform>:<chat>"` (`"telegram:-1001234567890"`, `"slack:C012AB3CDE"`).
+   */
+  targets?: string | string[];
 }
 
 export interface FighterManifest {

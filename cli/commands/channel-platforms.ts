@@ -133,7 +133,7 @@ export const PLATFORMS: Record<PlatformId, Platform> = {
     checkToken(token) {
       if (!/^[A-Za-z0-9._-]{20,}$/.test(token)) {
         throw refuse(
-          "that is not a Discord bot token (letters, digits, . _ and -): copy it from the Developer Portal, Bot → Reset Token",
+          "that is not a Discord bot token (at least 20 characters of letters, digits, . _ and -): copy it from the Developer Portal, Bot → Reset Token",
         );
       }
     },

@@ -115,8 +115,11 @@ export async function setup(name: string, options: SetupOptions): Promise<void> 
 }
 
 /**
- * Every value from its flag, else from the last setup (config.toml, .env), else asked: the token
- * (checked with the platform), the allowlist, the fighter, the platform's other secrets, the tunnel.
+ * Every value from its flag, else from the last setup (config.toml, .env), else asked: the token,
+ * the allowlist, the fighter, the platform's other secrets, the tunnel. Everything that can be
+ * checked here is checked before the platform is called: a bad `--allow` or a missing Slack signing
+ * secret is refused without a request that would show the token to the platform for nothing. Only
+ * then is the token checked with the platform (and, for Discord, its application read).
  */
 async function gather(platform: Platform, home: string, options: SetupOptions, ask: Asker): Promise<Plan> {
   const config = readConfig(home);
@@ -145,8 +148,6 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
     },
   );
   platform.checkToken(token);
-  const bot = await platform.whoAmI(apiRoot, token);
-  ask.step(`${platform.title} accepted the token: bot ${bot.name} (id ${bot.id})`);
 
   const savedAllow =
     Array.isArray(saved.allowlist) && saved.allowlist.length > 0 ? saved.allowlist.join(",") : undefined;
@@ -164,7 +165,8 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
   const secrets = new Map<string, string>([[envName("token_env", platform.tokenEnv), token]]);
   // Keys the wizard does not ask about (path, rate_per_minute, notify_chat) are kept.
   const table: Table = { ...saved, token_env: envName("token_env", platform.tokenEnv) };
-  const extra = await platformSecrets(platform, { options, ask, apiRoot, token, savedValue, envName });
+  const context: SecretContext = { options, ask, apiRoot, token, savedValue, envName };
+  const extra = await platformSecrets(platform, context);
   for (const [key, variable, value] of extra.secrets) {
     table[key] = variable;
     secrets.set(variable, value);
@@ -173,8 +175,14 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
   if (options.apiRoot || saved.api_root !== undefined) table.api_root = apiRoot;
 
   const tunnel = await tunnelFromOptions(options, { ...tableAt(config, "tunnel") }, ask);
-  const checked = checkTable(home, `channels.${platform.id}`, table);
+  checkTable(home, `channels.${platform.id}`, table);
   checkTable(home, "tunnel", tunnel);
+
+  // Every flag is good: now the platform.
+  const bot = await platform.whoAmI(apiRoot, token);
+  ask.step(`${platform.title} accepted the token: bot ${bot.name} (id ${bot.id})`);
+  if (platform.id === "discord") Object.assign(table, await discordKeys(context, secrets));
+  const checked = checkTable(home, `channels.${platform.id}`, table);
   const publicUrl = tunnelUrl(tunnel);
   const webhookUrl = publicUrl === undefined ? undefined : `${publicUrl}${String(checked.path)}`;
   return {
@@ -250,9 +258,10 @@ interface SecretContext {
 }
 
 /**
- * The platform's secrets besides the token, as [table key, variable, value], and its other keys:
- * Telegram's webhook secret (kept from the last setup, else 32 random characters), Slack's signing
- * secret (given), Discord's public key and application id (its application's own, from the API).
+ * The platform's secrets besides the token, as [table key, variable, value], and its other keys,
+ * all known without calling the platform: Telegram's webhook secret (kept from the last setup, else
+ * 32 random characters), Slack's signing secret (given), Discord's `--public-key` and
+ * `--application-id` when given (their form only: `discordKeys` checks them with the platform).
  */
 async function platformSecrets(
   platform: Platform,
@@ -270,19 +279,41 @@ async function platformSecrets(
     const secret = await ask.value(
       options.signingSecret ?? savedValue("signing_secret_env", "SLACK_SIGNING_SECRET"),
       "--signing-secret <secret> (your Slack app: Basic Information → App Credentials → Signing Secret)",
-      { message: "The app's Signing Secret (Basic Information → App Credentials)", secret: true },
+      {
+        message: "The app's Signing Secret (Basic Information → App Credentials)",
+        secret: true,
+        validate: signingSecretProblem,
+      },
     );
+    const refused = signingSecretProblem(secret);
+    if (refused) throw new SparError("VALIDATION_FAILED", `--signing-secret: ${refused}`);
     const variable = envName("signing_secret_env", "SLACK_SIGNING_SECRET");
     return { secrets: [["signing_secret_env", variable, secret]], table: {} };
   }
-  const app = await discordApplication(context.apiRoot, context.token);
-  const publicKey = (options.publicKey ?? app.verifyKey).toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(publicKey)) {
+  if (options.publicKey !== undefined && !/^[0-9a-f]{64}$/i.test(options.publicKey)) {
     throw new SparError(
       "VALIDATION_FAILED",
       "--public-key must be the application's Public Key: 64 hex characters",
     );
   }
+  if (options.applicationId !== undefined && !/^\d{17,20}$/.test(options.applicationId)) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      "--application-id must be the application's id: 17 to 20 digits (General Information → Application ID)",
+    );
+  }
+  return { secrets: [], table: {} };
+}
+
+/**
+ * Discord's application, read with the (accepted) token: its public key, which verifies
+ * interactions, and its id. A `--public-key` or `--application-id` that is not this application's
+ * is refused. Adds the key to `secrets`; returns the table's keys.
+ */
+async function discordKeys(context: SecretContext, secrets: Map<string, string>): Promise<Table> {
+  const { options, ask, envName } = context;
+  const app = await discordApplication(context.apiRoot, context.token);
+  const publicKey = (options.publicKey ?? app.verifyKey).toLowerCase();
   if (publicKey !== app.verifyKey.toLowerCase()) {
     throw new SparError(
       "VALIDATION_FAILED",
@@ -297,7 +328,16 @@ async function platformSecrets(
   }
   ask.step(`Discord application ${app.id}: its public key will verify interactions`);
   const variable = envName("public_key_env", "DISCORD_PUBLIC_KEY");
-  return { secrets: [["public_key_env", variable, publicKey]], table: { application_id: app.id } };
+  secrets.set(variable, publicKey);
+  return { public_key_env: variable, application_id: app.id };
+}
+
+/** Why a Slack signing secret cannot be one (empty, or with spaces from a bad copy); undefined when fine. */
+function signingSecretProblem(secret: string): string | undefined {
+  if (secret.trim() === "") return "the Signing Secret is empty (Basic Information → App Credentials)";
+  if (/\s/.test(secret))
+    return "the Signing Secret has spaces in it: copy it again (Basic Information → App Credentials)";
+  return undefined;
 }
 
 /** What to do once setup is done, for each platform. */

@@ -21,6 +21,14 @@ export type TunnelTable = Record<string, unknown> & { mode: TunnelMode };
 
 const MODES: TunnelMode[] = ["quick", "named", "manual"];
 
+/** The keys that belong to one mode only, and which mode uses which (`cloudflared` is every mode's). */
+const MODE_KEYS = ["url", "name", "hostname"];
+const MODE_USES: Record<TunnelMode, readonly string[]> = {
+  quick: [],
+  named: ["name", "hostname"],
+  manual: ["url"],
+};
+
 /**
  * The tunnel the flags ask for: `mode` from `--tunnel` (implied by `--url`, manual, or `--name` /
  * `--hostname`, named), else the saved one, else asked, else quick; then what that mode needs.
@@ -48,7 +56,10 @@ export async function tunnelFromOptions(
     ],
     "quick",
   );
+  // What only another mode uses goes: a manual URL left behind by a switch to quick would still be
+  // shown by `spar channel tunnel` and read as where the platforms deliver.
   const table: TunnelTable = { ...saved, mode };
+  for (const key of MODE_KEYS) if (!MODE_USES[mode].includes(key)) delete table[key];
   const keep = (key: string) =>
     saved.mode === mode && typeof saved[key] === "string" ? (saved[key] as string) : undefined;
   if (mode === "manual") {

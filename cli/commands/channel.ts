@@ -4,6 +4,11 @@
  * config.toml and .env, which the daemon reads at start, so both end by saying to restart it.
  * `list`, `status` and `tunnel` ask the running daemon (`/api/v1/channels`, `/api/v1/tunnel`);
  * `list` and `tunnel` fall back to what config.toml says when it is not running.
+ *
+ * A channel is not activated in a running daemon: its webhook route would have to join a listener
+ * that is already serving, and its secrets come from `.env`, read once at start. So `list` and
+ * `status` compare the daemon's channels with config.toml and say which are configured but wait
+ * for a restart (and which were removed but still run until one).
  */
 
 import { resolveHome } from "../../lib/home.js";
@@ -54,6 +59,26 @@ function platformName(name: string): string {
 
 const daemonDown = (err: unknown) => isSparError(err) && err.code === "DAEMON_UNREACHABLE";
 
+/** What to do for a channel config.toml and the running daemon disagree about. */
+const RESTART = "restart the daemon (spar stop, then spar start --detach)";
+
+/** The platforms configured in config.toml but not active in the daemon, and the reverse. */
+function drift(active: string[]): { inactive: string[]; removed: string[] } {
+  const configured = configuredTables().map((c) => c.platform);
+  return {
+    inactive: configured.filter((p) => !active.includes(p)),
+    removed: active.filter((p) => !configured.includes(p)),
+  };
+}
+
+/** Lines saying what `drift` found, for the table's foot. */
+function driftLines({ inactive, removed }: { inactive: string[]; removed: string[] }): string[] {
+  return [
+    ...inactive.map((p) => `${p}: configured; ${RESTART} to activate it`),
+    ...removed.map((p) => `${p}: removed from config.toml but still running; ${RESTART} to stop it`),
+  ];
+}
+
 async function list(options: GlobalOptions): Promise<void> {
   let listed: { channels: ChannelStatus[] };
   try {
@@ -62,8 +87,13 @@ async function list(options: GlobalOptions): Promise<void> {
     if (!daemonDown(err)) throw err;
     return listConfigured(options, (err as Error).message);
   }
-  if (options.json) return printJson({ running: true, ...listed });
-  if (listed.channels.length === 0) return void process.stdout.write(`${NO_CHANNELS}\n`);
+  const changed = drift(listed.channels.map((c) => c.platform));
+  if (options.json) return printJson({ running: true, ...listed, ...changed });
+  const pending = driftLines(changed);
+  if (listed.channels.length === 0) {
+    const lines = pending.length > 0 ? ["No channel is active yet.", ...pending] : [NO_CHANNELS];
+    return void process.stdout.write(`${lines.join("\n")}\n`);
+  }
   const rows = listed.channels.map((c) => [
     c.platform,
     c.mode,
@@ -79,15 +109,16 @@ async function list(options: GlobalOptions): Promise<void> {
     .map((c) => `  ${c.platform}: ${printable(c.error ?? "")}`);
   process.stdout.write(
     `${table([["PLATFORM", "MODE", "CONNECTED", "FIGHTER", "ALLOWED", "IN/OUT", "REFUSED", "LAST INBOUND"], ...rows])}\n` +
-      (problems.length > 0 ? `\nProblems:\n${problems.join("\n")}\n` : ""),
+      (problems.length > 0 ? `\nProblems:\n${problems.join("\n")}\n` : "") +
+      (pending.length > 0 ? `\n${pending.join("\n")}\n` : ""),
   );
 }
 
 const NO_CHANNELS = "No channels are configured; spar channel setup <telegram|slack|discord> adds one";
 
-/** The `[channels.<platform>]` tables of config.toml, for when the daemon is not there to ask. */
-async function listConfigured(options: GlobalOptions, why: string): Promise<void> {
-  const channels = Object.entries((tableAt(readConfig(resolveHome()), "channels") ?? {}) as Table)
+/** The `[channels.<platform>]` tables of config.toml. */
+function configuredTables(): { platform: string; fighter: string; allowlist_size: number }[] {
+  return Object.entries((tableAt(readConfig(resolveHome()), "channels") ?? {}) as Table)
     .filter(([, value]) => typeof value === "object" && value !== null && !Array.isArray(value))
     .map(([platform, value]) => {
       const t = value as Table;
@@ -97,6 +128,11 @@ async function listConfigured(options: GlobalOptions, why: string): Promise<void
         allowlist_size: Array.isArray(t.allowlist) ? t.allowlist.length : 0,
       };
     });
+}
+
+/** config.toml's channels, for when the daemon is not there to ask. */
+async function listConfigured(options: GlobalOptions, why: string): Promise<void> {
+  const channels = configuredTables();
   if (options.json) return printJson({ running: false, channels });
   const lines = [`${why}. Configured in config.toml:`];
   if (channels.length === 0) lines.push(NO_CHANNELS);
@@ -108,7 +144,18 @@ async function listConfigured(options: GlobalOptions, why: string): Promise<void
 }
 
 async function status(platform: string, options: GlobalOptions): Promise<void> {
-  const s = await api<ChannelStatus>("GET", `/api/v1/channels/${platform}`);
+  let s: ChannelStatus;
+  try {
+    s = await api<ChannelStatus>("GET", `/api/v1/channels/${platform}`);
+  } catch (err) {
+    // Set up after the daemon started: say so, rather than "not configured".
+    if (!isSparError(err, "NOT_FOUND") || !drift([]).inactive.includes(platform)) throw err;
+    throw new SparError(
+      "NOT_FOUND",
+      `${platform} is configured in config.toml, but the running daemon started before it was: ${RESTART} to activate it`,
+      { platform, configured: true, active: false },
+    );
+  }
   // The tunnel is asked about only for a channel that uses one (asking may open it).
   let tunnel: TunnelInfo | undefined;
   let tunnelError: string | undefined;

@@ -3,7 +3,8 @@
  * channel's fighter (one conversation per chat, kept in the store), a typing indicator while the turn
  * runs, the reply split to the platform's limit and posted, the sender counted on the fighter's
  * relationships (`<platform>:<id>`, with no message text: one chat's words never reach another's),
- * and `channel.inbound` / `channel.outbound` events. The platform plugin supplies only the two calls
+ * the chat recorded as one the fighter's `channel_notify` may post to, and `channel.inbound` /
+ * `channel.outbound` events. The platform plugin supplies only the two calls
  * that differ: `typing` and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
@@ -95,6 +96,11 @@ export function createChannelRelay(options: {
       return;
     }
     events.publish({ kind: "channel.inbound", platform, chat, sender, fighter_id: fighterId });
+    // Only an allowed sender's message gets here: the chat becomes one the fighter's channel_notify
+    // may post to. Recorded before the turn, so a move in this very turn may answer there.
+    await ring.channels.chats
+      .record(platform, chat, fighterId, new Date().toISOString())
+      .catch((err: unknown) => log.warn("channel chat not recorded", { platform, error: String(err) }));
     const typing = () => io.typing(chat).catch(() => undefined);
     void typing();
     const timer = setInterval(typing, TYPING_EVERY_MS);

@@ -7,11 +7,15 @@ import { generateKeyPairSync, sign } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  DISCORD_INTERACTION_WINDOW_S,
+  DISCORD_SIGNATURE_WINDOW_S,
   discordDeliveryOk,
   discordPublicKey,
+  discordTimestampFresh,
   SLACK_WINDOW_S,
   slackDeliveryOk,
   slackSignature,
+  snowflakeFresh,
   telegramDeliveryOk,
 } from "./verify.js";
 
@@ -161,5 +165,29 @@ describe("forged deliveries are refused", () => {
     expect(telegramDeliveryOk({ "x-telegram-bot-api-secret-token": "" }, "")).toBe(false);
     expect(slackDeliveryOk({}, Buffer.alloc(0), "")).toBe(false);
     expect(() => discordPublicKey("abc")).toThrow(/64 hexadecimal/);
+  });
+});
+
+describe("Discord's windows", () => {
+  const now = 1_800_000_000_000;
+  /** A snowflake made `ageMs` before `now` (Discord's epoch is 2015-01-01). */
+  const madeAgo = (ageMs: number) => String(((BigInt(now - ageMs) - 1_420_070_400_000n) << 22n) | 5n);
+
+  it("takes an interaction made within 15 minutes, refuses an older one or one from the future", () => {
+    expect(snowflakeFresh(madeAgo(0), now)).toBe(true);
+    expect(snowflakeFresh(madeAgo(DISCORD_INTERACTION_WINDOW_S * 1000), now)).toBe(true);
+    expect(snowflakeFresh(madeAgo(DISCORD_INTERACTION_WINDOW_S * 1000 + 1), now)).toBe(false);
+    expect(snowflakeFresh(madeAgo(-(DISCORD_SIGNATURE_WINDOW_S * 1000) - 1), now)).toBe(false);
+    expect(snowflakeFresh("not a snowflake", now)).toBe(false);
+  });
+
+  it("takes a signing time within 300 s of now, and nothing else", () => {
+    const at = (t: number | string) => ({ "x-signature-timestamp": String(t) });
+    const nowS = now / 1000;
+    expect(discordTimestampFresh(at(nowS - DISCORD_SIGNATURE_WINDOW_S), nowS)).toBe(true);
+    expect(discordTimestampFresh(at(nowS + DISCORD_SIGNATURE_WINDOW_S), nowS)).toBe(true);
+    expect(discordTimestampFresh(at(nowS - DISCORD_SIGNATURE_WINDOW_S - 1), nowS)).toBe(false);
+    expect(discordTimestampFresh(at("soon"), nowS)).toBe(false);
+    expect(discordTimestampFresh({}, nowS)).toBe(false);
   });
 });

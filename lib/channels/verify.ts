@@ -5,7 +5,9 @@
  * - Slack: `X-Slack-Signature` is `v0=` + HMAC-SHA256(signing secret, `v0:<timestamp>:<body>`), and
  *   `X-Slack-Request-Timestamp` is within 300 s of now (replays of old deliveries fail).
  * - Discord: `X-Signature-Ed25519` is the application key's Ed25519 signature of
- *   `<X-Signature-Timestamp><body>`.
+ *   `<X-Signature-Timestamp><body>`; the timestamp within 300 s of now (`discordTimestampFresh`), and
+ *   the interaction itself, whose id is a snowflake holding its creation time, at most 15 minutes
+ *   old (`snowflakeFresh`).
  */
 import { createHmac, createPublicKey, type KeyObject, timingSafeEqual, verify } from "node:crypto";
 
@@ -79,4 +81,38 @@ export function discordDeliveryOk(headers: Headers, rawBody: Buffer, publicKey: 
   } catch {
     return false;
   }
+}
+
+/** Discord's signing time: a delivery signed more than this many seconds from now is refused. */
+export const DISCORD_SIGNATURE_WINDOW_S = 300;
+
+/** Whether `X-Signature-Timestamp` is within `DISCORD_SIGNATURE_WINDOW_S` of now. */
+export function discordTimestampFresh(
+  headers: Headers,
+  nowS: number = Math.floor(Date.now() / 1000),
+): boolean {
+  const timestamp = header(headers, "x-signature-timestamp");
+  if (!timestamp || !/^\d{1,12}$/.test(timestamp)) return false;
+  return Math.abs(nowS - Number(timestamp)) <= DISCORD_SIGNATURE_WINDOW_S;
+}
+
+/** The longest an interaction may have existed: its token, which answers it, lasts 15 minutes. */
+export const DISCORD_INTERACTION_WINDOW_S = 15 * 60;
+
+/** Discord's epoch (2015-01-01) in Unix milliseconds: a snowflake's top bits count from it. */
+const DISCORD_EPOCH_MS = 1_420_070_400_000n;
+
+/**
+ * Whether a Discord snowflake (an interaction's id) was made within `windowS` seconds of now, or
+ * at most the signature window ahead (clocks differ).
+ */
+export function snowflakeFresh(
+  id: string,
+  nowMs: number = Date.now(),
+  windowS: number = DISCORD_INTERACTION_WINDOW_S,
+): boolean {
+  if (!/^\d{17,20}$/.test(id)) return false;
+  const made = Number((BigInt(id) >> 22n) + DISCORD_EPOCH_MS);
+  const age = nowMs - made;
+  return age <= windowS * 1000 && age >= -DISCORD_SIGNATURE_WINDOW_S * 1000;
 }

@@ -14,7 +14,12 @@ import type { REST } from "discord.js";
 import { Routes } from "discord.js";
 import type { ChannelGate } from "../../lib/channels/gate.js";
 import { createChannelRelay, type PlatformIo } from "../../lib/channels/relay.js";
-import { discordDeliveryOk } from "../../lib/channels/verify.js";
+import {
+  discordDeliveryOk,
+  discordTimestampFresh,
+  DISCORD_INTERACTION_WINDOW_S as INTERACTION_WINDOW_S,
+  snowflakeFresh,
+} from "../../lib/channels/verify.js";
 import {
   type EventBus,
   type Logger,
@@ -96,14 +101,27 @@ export function interactionsRoute(options: {
     method: "POST",
     path: options.path,
     verify(delivery) {
-      const ok = discordDeliveryOk(delivery.headers, delivery.rawBody, options.publicKey);
+      // The signing time within Slack's window too: a captured delivery replayed later is refused.
+      const ok =
+        discordDeliveryOk(delivery.headers, delivery.rawBody, options.publicKey) &&
+        discordTimestampFresh(delivery.headers);
       if (!ok) gate.forged();
       return ok;
     },
     async handler({ body }) {
       const interaction = readInteraction(body);
       if (interaction.kind === "ping") return { body: PONG };
-      const verdict = gate.admit(interaction.sender, `discord:${interaction.id}`);
+      if (!snowflakeFresh(interaction.id)) {
+        // Discord makes an interaction and delivers it at once (its token lasts 15 minutes): an old
+        // one is a replay of a captured delivery, whatever its signature.
+        gate.stale();
+        log.warn("discord: interaction refused: older than its window (a replay)", { id: interaction.id });
+        throw new SparError(
+          "UNAUTHORIZED",
+          `an interaction older than ${INTERACTION_WINDOW_S / 60} minutes is refused (a replay)`,
+        );
+      }
+      const verdict = await gate.admit(interaction.sender, interaction.id);
       if (verdict === "not_allowed") {
         log.warn("discord: /ask from a user not on the allowlist", { user: interaction.sender });
         throw new SparError("FORBIDDEN", "this Discord user is not on the bot's allowlist");

@@ -9,7 +9,7 @@
  * either may fail without stopping the daemon: `spar channel status discord` says why.
  */
 import { REST } from "discord.js";
-import { createChannelGate } from "../../lib/channels/gate.js";
+import { createChannelGate, type GateVerdict } from "../../lib/channels/gate.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { type ChannelAdapter, definePlugin, SparError } from "../../sdk/index.js";
 import { createAskRunner, interactionsRoute } from "./endpoint.js";
@@ -25,8 +25,10 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
     const secrets = readSecrets(settings, env);
     const api = `${settings.api_root}/api`;
     const gate = createChannelGate({
+      platform: "discord",
       allowlist: settings.allowlist,
       rate_per_minute: settings.rate_per_minute,
+      deliveries: () => ring.channels.deliveries,
     });
     // Its own REST client, so slash commands and their registration work whatever the gateway does.
     const rest = new REST({ api }).setToken(secrets.token);
@@ -39,15 +41,21 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
       token: secrets.token,
       api,
       log,
-      onMessage(message) {
+      async onMessage(message) {
         if (stopping) return;
-        const verdict = gate.admit(message.sender, `discord:${message.id}`);
+        let verdict: GateVerdict;
+        try {
+          verdict = await gate.admit(message.sender, message.id);
+        } catch (err) {
+          log.error("discord: message not taken in (the store failed)", { error: String(err) });
+          return;
+        }
         if (verdict === "not_allowed" || verdict === "rate") {
           // No HTTP answer exists on the gateway: the refusal is silence, and a log line.
           const why = verdict === "rate" ? "over the rate" : "not on the allowlist";
           log.warn(`discord: message refused (${why})`, { user: message.sender });
         }
-        if (verdict !== "ok") return;
+        if (verdict !== "ok" || stopping) return;
         lastInboundAt = new Date().toISOString();
         void relay.deliver({ chat: message.chat, sender: message.sender, text: message.text });
       },

@@ -48,8 +48,10 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
       log,
     });
     const gate = createChannelGate({
+      platform: "slack",
       allowlist: settings.allowlist,
       rate_per_minute: settings.rate_per_minute,
+      deliveries: () => ring.channels.deliveries,
     });
     const state: Connection = { connected: false };
     const bolt = createSlackBolt({

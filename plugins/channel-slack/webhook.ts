@@ -82,7 +82,7 @@ export function slackWebhook(options: {
       if (delivery.kind === "ignored") return { body: { ok: true, ignored: delivery.reason } };
       const { sender, chat, eventId } = delivery;
       const retry = retryOf(headers);
-      const verdict = gate.admit(sender, `slack:${eventId}`);
+      const verdict = await gate.admit(sender, eventId);
       if (verdict === "replay") {
         if (retry)
           log.info("slack: a retry of an event already taken", { event_id: eventId, retry: retry.num });

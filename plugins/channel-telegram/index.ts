@@ -35,8 +35,10 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
     });
     const api = new Api(secrets.token, { apiRoot: settings.api_root, timeoutSeconds: API_TIMEOUT_S });
     const gate = createChannelGate({
+      platform: "telegram",
       allowlist: settings.allowlist.map(String),
       rate_per_minute: settings.rate_per_minute,
+      deliveries: () => ring.channels.deliveries,
     });
     const relay = createChannelRelay({
       platform: "telegram",
@@ -77,7 +79,16 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
 
     hooks.channel.resolve.tap((platform) => (platform === "telegram" ? adapter : undefined));
     hooks.arena.routes.tap((routes) => {
-      routes.add(telegramWebhook({ path: settings.path, secret: secrets.webhookSecret, gate, relay, log }));
+      routes.add(
+        telegramWebhook({
+          path: settings.path,
+          secret: secrets.webhookSecret,
+          botId: secrets.token.split(":")[0] ?? "",
+          gate,
+          relay,
+          log,
+        }),
+      );
     });
     // After the Arena's tap, so the webhook listener already listens when Telegram is told about
     // it; not awaited, so a slow or unreachable Bot API never holds up the start.

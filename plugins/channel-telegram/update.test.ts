@@ -19,6 +19,13 @@ describe("channel-telegram update reading", () => {
       sender: "424242",
       chat: "-1001234567890",
       text: "hello",
+      date: 1_700_000_000,
+    });
+    // The date is the only time a webhook delivery carries: without one there is no window to check.
+    expect(readUpdate({ update_id: 78, message: message({ date: undefined }) })).toEqual({
+      kind: "ignored",
+      update_id: 78,
+      reason: "no date",
     });
   });
 

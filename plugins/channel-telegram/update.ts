@@ -8,7 +8,15 @@
 import { SparError } from "../../sdk/index.js";
 
 export type ReadUpdate =
-  | { kind: "text"; update_id: number; sender: string; chat: string; text: string }
+  | {
+      kind: "text";
+      update_id: number;
+      sender: string;
+      chat: string;
+      text: string;
+      /** When the message was sent (unix seconds): Telegram's webhook carries no other time. */
+      date: number;
+    }
   | { kind: "ignored"; update_id: number; reason: string };
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -42,5 +50,8 @@ export function readUpdate(body: unknown): ReadUpdate {
   }
   const chat = isObject(message.chat) ? idOf(message.chat.id) : undefined;
   if (chat === undefined) return { kind: "ignored", update_id, reason: "no chat" };
-  return { kind: "text", update_id, sender, chat, text: message.text };
+  if (typeof message.date !== "number" || !Number.isSafeInteger(message.date)) {
+    return { kind: "ignored", update_id, reason: "no date" };
+  }
+  return { kind: "text", update_id, sender, chat, text: message.text, date: message.date };
 }

@@ -1,10 +1,22 @@
 /**
  * `channel_notify` (capability `channel_notify`): a fighter, or a gorilla's fighter, posts to a chat
  * on a configured channel through the channel's own adapter. A grant's `scope` (a platform or a list)
- * limits which channels it may post to; `full_access` posts anywhere configured. In a turn another
- * fighter started, the platform must be one every caller's grants allow too.
+ * limits which channels it may post to; `full_access` covers every configured platform.
+ *
+ * Which chats: the model names them, and a model can be talked into anything, so a named chat must
+ * be one that reached the fighter through a sender on the channel's allowlist (the relay records
+ * those), or one a grant's `targets` names (`"<platform>:<chat>"`, like `"telegram:-1001234567890"`
+ * or `"telegram:@news"`). `full_access` does not lift that. Without a chat the message goes to the
+ * channel's `notify_chat`, which the operator chose. In a turn another fighter started, the platform
+ * and the chat must be allowed for every caller too.
  */
-import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
+import {
+  type Capability,
+  definePlugin,
+  type MoveHandler,
+  type RingServices,
+  SparError,
+} from "../../sdk/index.js";
 
 /** The platforms a fighter's grants let it post to; undefined: any. */
 function allowedPlatforms(
@@ -13,6 +25,18 @@ function allowedPlatforms(
   if (grants.some((g) => g.type === "full_access" || (g.type === "channel_notify" && g.scope === undefined)))
     return undefined;
   return new Set(grants.flatMap((g) => (g.scope === undefined ? [] : [g.scope].flat())));
+}
+
+/** Whether `chat` of `platform` is a target for this fighter: it reached the fighter, or a grant names it. */
+async function permitted(
+  ring: RingServices,
+  who: { id: string; grants: readonly Capability[] },
+  platform: string,
+  chat: string,
+): Promise<boolean> {
+  const named = who.grants.flatMap((g) => (g.targets === undefined ? [] : [g.targets].flat()));
+  if (named.includes(`${platform}:${chat}`)) return true;
+  return ring.channels.chats.reached(platform, chat, who.id);
 }
 
 export default definePlugin({
@@ -47,6 +71,24 @@ export default definePlugin({
             );
           }
         }
+        const chat = input.chat as string | undefined;
+        if (chat !== undefined) {
+          for (const [whose, who] of [
+            ["this fighter", { id: fighter.id, grants }] as const,
+            ...callers.map(
+              (c) => [`fighter ${JSON.stringify(c.name)} (which started this turn)`, c] as const,
+            ),
+          ]) {
+            if (!(await permitted(ring, who, platform, chat))) {
+              throw new SparError(
+                "CAPABILITY_DENIED",
+                `${JSON.stringify(chat)} on ${platform} is not a chat ${whose} may post to: only chats that wrote to it ` +
+                  `through the channel's allowlist, or the grant's targets (like "${platform}:<chat>"); leave chat out to post to the channel's notify_chat`,
+                { platform, chat },
+              );
+            }
+          }
+        }
         const adapter = await ring.channels.resolve(platform);
         if (!adapter) {
           throw new SparError(
@@ -54,7 +96,7 @@ export default definePlugin({
             `no channel "${platform}" is configured; configured: ${configured.join(", ") || "none"}`,
           );
         }
-        const sent = await adapter.send(input.text as string, input.chat as string | undefined);
+        const sent = await adapter.send(input.text as string, chat);
         return { platform, chat: sent.chat, messages: sent.message_ids.length, from: fighter.name };
       },
     };

@@ -258,3 +258,26 @@ export const BOUT_ORIGINS = `
 ALTER TABLE bouts ADD COLUMN origin TEXT;
 CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
 `;
+
+/**
+ * Version 3, as store-sqlite's 12: every channel delivery taken in (so one replayed after a restart
+ * is still refused; pruned by age), and the chats that reached a fighter through an allowed sender
+ * (where its channel_notify may post).
+ */
+export const CHANNEL_DELIVERIES = `
+CREATE TABLE channel_deliveries (
+  platform TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  seen_at TEXT NOT NULL,
+  PRIMARY KEY (platform, delivery_id)
+);
+CREATE INDEX channel_deliveries_seen ON channel_deliveries(seen_at);
+CREATE TABLE channel_chats (
+  platform TEXT NOT NULL,
+  chat TEXT NOT NULL,
+  fighter_id TEXT NOT NULL,
+  first_at TEXT NOT NULL,
+  last_at TEXT NOT NULL,
+  PRIMARY KEY (fighter_id, platform, chat)
+);
+`;

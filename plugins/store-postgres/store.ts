@@ -8,6 +8,7 @@ import type pg from "pg";
 import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError, SparError } from "../../sdk/index.js";
+import { createChannelRecords } from "./channels.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
@@ -102,6 +103,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresSettings): Sto
     ...createIdentity(ctx),
     knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
+    ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
     troops: createTroops(ctx),
     async close() {

@@ -64,6 +64,7 @@ describe("migrate", () => {
       [9, "5dbcd30167287b1abe22d6ddaac30bce896ac7a76a5fc67765f620db608ad3bb"],
       [10, "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"],
       [11, "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"],
+      [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
     ]);
   });
 

@@ -338,6 +338,29 @@ ALTER TABLE bouts ADD COLUMN origin TEXT;
 CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
 `,
   },
+  {
+    version: 12,
+    name: "channel deliveries and chats",
+    sql: `
+-- Every channel delivery taken in, so one replayed after a restart is still refused; pruned by age.
+CREATE TABLE channel_deliveries (
+  platform TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  seen_at TEXT NOT NULL,
+  PRIMARY KEY (platform, delivery_id)
+) WITHOUT ROWID;
+CREATE INDEX channel_deliveries_seen ON channel_deliveries(seen_at);
+-- The chats that reached a fighter through an allowed sender: where its channel_notify may post.
+CREATE TABLE channel_chats (
+  platform TEXT NOT NULL,
+  chat TEXT NOT NULL,
+  fighter_id TEXT NOT NULL,
+  first_at TEXT NOT NULL,
+  last_at TEXT NOT NULL,
+  PRIMARY KEY (fighter_id, platform, chat)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

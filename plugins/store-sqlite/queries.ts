@@ -6,7 +6,7 @@
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
-import { createChannelBouts } from "./channel-bouts.js";
+import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
@@ -165,6 +165,8 @@ export function createSqliteStore(db: Database.Database): StoreData {
     gorillas: createGorillas(db, { now, requireBout }),
     troops: createTroops(db, { now }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
+    channelDeliveries: createChannelDeliveries(db),
+    channelChats: createChannelChats(db),
     ...turns,
     usage,
     nonces: createNonces(db),

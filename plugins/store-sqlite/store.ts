@@ -62,6 +62,7 @@ const READS: ReadonlySet<string> = new Set([
   "troops.tasks.get",
   "troops.tasks.list",
   "channelBouts.get",
+  "channelChats.reached",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */

@@ -121,20 +121,23 @@ describe("startCloudflared", () => {
     const { run } = setup();
     const missing = join(tmpdir(), "no-such-dir", "cloudflared");
     await expect(run({ executable: missing })).rejects.toMatchObject({
-      code: "CONFIG_INVALID",
+      code: "TUNNEL_UNAVAILABLE",
+      extra: { reason: "cloudflared_not_installed" },
       message: expect.stringMatching(
         /^cloudflared is not installed \(.*no-such-dir\/cloudflared was not found\): install it from https:\/\/developers\.cloudflare\.com\/.*downloads\/ \(Debian: the cloudflare apt repository\), or set \[tunnel\] mode = "manual"/,
       ),
     });
     await expect(run({ executable: "cloudflared-not-on-this-path" })).rejects.toMatchObject({
-      code: "CONFIG_INVALID",
+      code: "TUNNEL_UNAVAILABLE",
+      extra: { reason: "cloudflared_not_installed" },
     });
   });
 
   it("reports cloudflared's own error when it stops before the tunnel is up", async () => {
     const { run } = setup();
     await expect(run({ behaviour: "fail" })).rejects.toMatchObject({
-      code: "PLUGIN_FAILED",
+      code: "TUNNEL_UNAVAILABLE",
+      extra: { reason: "cloudflared_failed" },
       message: expect.stringContaining(
         "cloudflared stopped (exit code 1) before its tunnel was up; its last lines: Requesting new quick Tunnel",
       ),
@@ -144,7 +147,8 @@ describe("startCloudflared", () => {
   it("gives up after the timeout when no tunnel comes, and stops the process", async () => {
     const { run, record } = setup();
     await expect(run({ behaviour: "silent", timeoutMs: 500 })).rejects.toMatchObject({
-      code: "PLUGIN_FAILED",
+      code: "TUNNEL_UNAVAILABLE",
+      extra: { reason: "cloudflared_timeout" },
       message: "cloudflared opened no tunnel within 0.5 s",
     });
     const pid = records(record)[0]?.pid as number;

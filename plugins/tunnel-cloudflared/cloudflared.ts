@@ -9,8 +9,11 @@ import { createInterface } from "node:readline";
 import { type Logger, SparError } from "../../sdk/index.js";
 import { isRegistered, logLine, quickTunnelUrl } from "./output.js";
 
+export const INSTALL_URL =
+  "https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/downloads/";
+
 export const INSTALL_ADVICE =
-  "install it from https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/downloads/ " +
+  `install it from ${INSTALL_URL} ` +
   '(Debian: the cloudflare apt repository), or set [tunnel] mode = "manual" with the URL of your own reverse proxy';
 
 export interface CloudflaredOptions {
@@ -87,8 +90,9 @@ export function startCloudflared(options: CloudflaredOptions): Promise<RunningCl
       () =>
         fail(
           new SparError(
-            "PLUGIN_FAILED",
+            "TUNNEL_UNAVAILABLE",
             `cloudflared opened no tunnel within ${options.timeoutMs / 1000} s${lastLines()}`,
+            { reason: "cloudflared_timeout" },
           ),
         ),
       options.timeoutMs,
@@ -103,8 +107,9 @@ export function startCloudflared(options: CloudflaredOptions): Promise<RunningCl
       if (!settled) {
         fail(
           new SparError(
-            "PLUGIN_FAILED",
+            "TUNNEL_UNAVAILABLE",
             `cloudflared stopped (${how}) before its tunnel was up${lastLines()}`,
+            { reason: "cloudflared_failed" },
           ),
         );
       } else if (!stopping) {
@@ -128,19 +133,28 @@ export function startCloudflared(options: CloudflaredOptions): Promise<RunningCl
   });
 }
 
-/** What a failed spawn means for the user: not installed, or not runnable. */
+/**
+ * What a failed spawn means for the user: not installed, or not runnable. The tunnel is then
+ * unavailable (503), not broken inside the daemon (500): `reason` is the stable part a client reads.
+ */
 function spawnError(err: NodeJS.ErrnoException, executable: string): SparError {
   if (err.code === "ENOENT") {
     const where = executable === "cloudflared" ? "no cloudflared in PATH" : `${executable} was not found`;
-    return new SparError("CONFIG_INVALID", `cloudflared is not installed (${where}): ${INSTALL_ADVICE}`);
+    return new SparError("TUNNEL_UNAVAILABLE", `cloudflared is not installed (${where}): ${INSTALL_ADVICE}`, {
+      reason: "cloudflared_not_installed",
+      install: INSTALL_URL,
+    });
   }
   if (err.code === "EACCES") {
     return new SparError(
-      "CONFIG_INVALID",
+      "TUNNEL_UNAVAILABLE",
       `cannot run ${executable}: permission denied (make it executable, or set [tunnel] cloudflared to the right path)`,
+      { reason: "cloudflared_not_runnable" },
     );
   }
-  return new SparError("PLUGIN_FAILED", `cannot run ${executable}: ${err.message}`);
+  return new SparError("TUNNEL_UNAVAILABLE", `cannot run ${executable}: ${err.message}`, {
+    reason: "cloudflared_not_runnable",
+  });
 }
 
 async function stopProcess(child: ChildProcess, exited: Promise<string>): Promise<void> {

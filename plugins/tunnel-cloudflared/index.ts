@@ -11,7 +11,7 @@
  * If cloudflared dies later, the error is logged and shown by `GET /api/v1/tunnel` (and `spar channel
  * status`); it is not restarted, since a new quick URL would need every webhook registered again.
  */
-import { definePlugin, SparError, type TunnelInfo } from "../../sdk/index.js";
+import { definePlugin, isSparError, SparError, type TunnelInfo } from "../../sdk/index.js";
 import { cloudflaredEnv, type RunningCloudflared, startCloudflared } from "./cloudflared.js";
 import { type TunnelSettings, tunnelTarget } from "./settings.js";
 
@@ -42,6 +42,10 @@ export default definePlugin<{ tunnel: TunnelSettings }>({
         log,
         signal: closing.signal,
         env: cloudflaredEnv(env),
+      }).catch((err: unknown) => {
+        // The mode beside the reason, so `GET /api/v1/tunnel` says which tunnel could not open.
+        if (isSparError(err)) err.extra.mode = settings.mode;
+        throw err;
       });
       const url = spec.url ?? running.url;
       if (!url) throw new SparError("PLUGIN_FAILED", "cloudflared printed no tunnel URL");

@@ -183,13 +183,17 @@ describe.each([telegram, slack, discord].map((make) => [make().platform, make] a
     });
 
     it("lets a fighter holding channel_notify post to a chat, and no other fighter", async () => {
-      const spawn = async (name: string, capabilities: { type: string; scope?: string }[]) =>
+      const spawn = async (
+        name: string,
+        capabilities: { type: string; scope?: string; targets?: string[] }[],
+      ) =>
         daemon.request("POST", "/api/v1/fighters", {
           manifest: { name, description: name, system_prompt: `You are ${name}.`, capabilities },
         });
-      expect((await spawn("herald", [{ type: "channel_notify", scope: platform }])).status).toBe(201);
-      expect((await spawn("mute", [{ type: "memory" }])).status).toBe(201);
       const chat = driver.chat?.(chatOf("news")) ?? chatOf("news");
+      const herald = [{ type: "channel_notify", scope: platform, targets: [`${platform}:${chat}`] }];
+      expect((await spawn("herald", herald)).status).toBe(201);
+      expect((await spawn("mute", [{ type: "memory" }])).status).toBe(201);
       const call = {
         name: "channel_notify",
         arguments: { platform, chat, text: "the build is green" },
@@ -210,7 +214,15 @@ describe.each([telegram, slack, discord].map((make) => [make().platform, make] a
       });
       expect(refused.status).toBe(200);
       expect(fake.calls().at(-1)?.tool_results.at(-1)).toContain("CAPABILITY_DENIED");
+      // A chat neither named by the grant nor written to it from: refused too.
+      const elsewhere = driver.chat?.(chatOf("elsewhere")) ?? chatOf("elsewhere");
+      fake.enqueue({
+        tool_calls: [{ ...call, arguments: { platform, chat: elsewhere, text: "elsewhere" } }],
+      });
+      await daemon.request("POST", "/api/v1/fighters/herald/message", { message: "announce it there" });
+      expect(fake.calls().at(-1)?.tool_results.at(-1)).toContain("is not a chat this fighter may post to");
       expect(driver.posted().filter((p) => p.text === "the build is green")).toHaveLength(1);
+      expect(driver.posted().filter((p) => p.text === "elsewhere")).toEqual([]);
     });
 
     it("reports its state to spar channel status", async () => {

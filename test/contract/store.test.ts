@@ -1054,6 +1054,52 @@ for (const factory of FACTORIES) {
       });
     });
 
+    describe("channel deliveries", () => {
+      it("claims a delivery once per platform, and forgets those seen before a time", async () => {
+        // Ids no other test uses: the store is shared by the suite.
+        const id = `update-${Date.now()}-${Math.random()}`;
+        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-01T00:00:00.000Z")).toBe(true);
+        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-01T00:00:01.000Z")).toBe(false);
+        // The same id on another platform is another delivery.
+        expect(await store.channelDeliveries.claim("slack", id, "2030-01-01T00:00:00.000Z")).toBe(true);
+        const late = `${id}-late`;
+        expect(await store.channelDeliveries.claim("telegram", late, "2030-01-03T00:00:00.000Z")).toBe(true);
+        expect(await store.channelDeliveries.prune("2030-01-02T00:00:00.000Z")).toBeGreaterThanOrEqual(2);
+        // Forgotten: claimable again; the later one is kept.
+        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-03T00:00:00.000Z")).toBe(true);
+        expect(await store.channelDeliveries.claim("telegram", late, "2030-01-03T00:00:01.000Z")).toBe(false);
+        await expectCode(
+          store.channelDeliveries.claim("telegram", "", "2030-01-01T00:00:00.000Z"),
+          "VALIDATION_FAILED",
+        );
+      });
+
+      it("claims a delivery for exactly one of many callers at once", async () => {
+        const id = `race-${Date.now()}-${Math.random()}`;
+        const claims = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.channelDeliveries.claim("discord", id, new Date().toISOString()),
+          ),
+        );
+        expect(claims.filter(Boolean)).toHaveLength(1);
+      });
+    });
+
+    describe("channel chats", () => {
+      it("remembers which chats reached which fighter, per platform", async () => {
+        const fighter = await newFighter(store);
+        const other = await newFighter(store);
+        expect(await store.channelChats.reached("telegram", "42", fighter.id)).toBe(false);
+        await store.channelChats.record("telegram", "42", fighter.id, "2030-01-01T00:00:00.000Z");
+        await store.channelChats.record("telegram", "42", fighter.id, "2030-01-02T00:00:00.000Z");
+        expect(await store.channelChats.reached("telegram", "42", fighter.id)).toBe(true);
+        expect(await store.channelChats.reached("telegram", "42", other.id)).toBe(false);
+        expect(await store.channelChats.reached("slack", "42", fighter.id)).toBe(false);
+        expect(await store.channelChats.reached("telegram", "43", fighter.id)).toBe(false);
+        await expectCode(store.channelChats.reached("telegram", "", fighter.id), "VALIDATION_FAILED");
+      });
+    });
+
     describe("troops", () => {
       const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
       /** A troop of three fresh fighters under a name no other test uses. */

@@ -9,6 +9,7 @@
 import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord-server.js";
+import { DISCORD_EPOCH } from "../fakes/discord-wire.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,
@@ -310,6 +311,37 @@ describe("Discord through the daemon: slash commands, the gateway, notify, statu
     expect(followups(channel)).toHaveLength(1);
   });
 
+  it("refuses a stale interaction (made over 15 minutes ago, or signed over 5 minutes ago) with 401: no model call", async () => {
+    const [before, channel] = [calls(), discord.snowflake()];
+    // A snowflake's top bits are its creation time: this interaction was made 20 minutes ago.
+    const made = BigInt(Date.now() - 20 * 60_000) - DISCORD_EPOCH;
+    const old = discord.ask({
+      user: ALLOWED,
+      channel,
+      prompt: "stale order",
+      id: String((made << 22n) | 7n),
+    });
+    const refused = await discord.interact(endpoint, old);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toMatchObject({ error: { code: "UNAUTHORIZED" } });
+    // A fresh interaction, genuinely signed, but at a time 10 minutes past: a captured delivery replayed.
+    const late = discord.ask({ user: ALLOWED, channel, prompt: "late order" });
+    const signedLate = await discord.interact(endpoint, late, {
+      signedAt: Math.floor(Date.now() / 1000) - 600,
+    });
+    expect(signedLate.status).toBe(401);
+    const next = discord.snowflake();
+    await discord.interact(endpoint, discord.ask({ user: ALLOWED, channel: next, prompt: "fresh" }));
+    await until(
+      () => followups(next),
+      (f) => f.length > 0,
+      "the fresh follow-up",
+    );
+    expect(calls()).toBe(before + 1);
+    expect(followups(channel)).toEqual([]);
+    expect(daemon.output()).toContain("discord: interaction refused: older than its window");
+  });
+
   it("refuses a forged interaction with 401: no model call, no follow-up, counted", async () => {
     const [before, channel] = [calls(), discord.snowflake()];
     const forged = await discord.interact(
@@ -352,7 +384,13 @@ describe("Discord through the daemon: slash commands, the gateway, notify, statu
 
   it("lets a fighter holding channel_notify post to a channel by its id", async () => {
     const manifest = { name: "herald", description: "herald", system_prompt: "You are herald." };
-    const capabilities = [{ type: "channel_notify", scope: "discord" }];
+    const capabilities = [
+      {
+        type: "channel_notify",
+        scope: "discord",
+        targets: [`discord:${discord.generalChannel}`, "discord:general"],
+      },
+    ];
     const spawned = await daemon.request("POST", "/api/v1/fighters", {
       manifest: { ...manifest, capabilities },
     });

@@ -62,6 +62,7 @@ describe("channel-slack", () => {
   let slack: FakeSlack;
   let daemon: TestDaemon;
   let home: string;
+  let port: number;
   let events: string;
   const calls = () => llm.calls().length;
   const postedTo = (chat: string) => slack.posted().filter((p) => p.channel === chat);
@@ -78,8 +79,9 @@ describe("channel-slack", () => {
       `allowlist = ["${ALLOWED}", "${RAPID}"]\napi_root = "${slack.url}"\nrate_per_minute = ${RATE}`,
     );
     home = made.home;
+    port = made.port;
     events = made.events;
-    daemon = await startDaemon(home, made.port, {
+    daemon = await startDaemon(home, port, {
       SLACK_BOT_TOKEN: slack.token,
       SLACK_SIGNING_SECRET: SECRET,
     });
@@ -281,6 +283,36 @@ describe("channel-slack", () => {
     };
     expect(() => verifySlackRequest(signed)).not.toThrow();
     expect(() => verifySlackRequest({ ...signed, signingSecret: "another secret" })).toThrow();
+  });
+
+  it("does not run an event again when it is redelivered after a restart", async () => {
+    const event = messageEvent({ user: ALLOWED, channel: "C0AFTER001", text: "before the restart" });
+    const first = await deliver(event);
+    expect(first.status).toBe(200);
+    await until(
+      () => postedTo("C0AFTER001"),
+      (p) => p.length > 0,
+      "the reply before the restart",
+    );
+    const turns = () => llm.calls().filter((c) => c.last_user_text.includes("before the restart")).length;
+    expect(turns()).toBe(1);
+    const checked = () => slack.calls().filter((c) => c.method === "auth.test").length;
+    const checks = checked();
+    await daemon.stop();
+    daemon = await startDaemon(home, port, { SLACK_BOT_TOKEN: slack.token, SLACK_SIGNING_SECRET: SECRET });
+    await until(checked, (n) => n > checks, "auth.test after the restart");
+    // Signed afresh (inside the 300 s window), the same event_id: Slack's retry, or a replay.
+    const again = await deliver(event, { signingSecret: SECRET, eventId: first.eventId, retryNum: 3 });
+    expect(again.status).toBe(200);
+    expect(JSON.parse(again.body)).toMatchObject({ replay: true });
+    await deliver(messageEvent({ user: ALLOWED, channel: "C0AFTER002", text: "after the restart" }));
+    await until(
+      () => postedTo("C0AFTER002"),
+      (p) => p.length > 0,
+      "the reply after the restart",
+    );
+    expect(turns()).toBe(1);
+    expect(postedTo("C0AFTER001")).toHaveLength(1);
   });
 });
 

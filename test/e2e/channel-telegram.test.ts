@@ -23,6 +23,8 @@ import {
 const ALLOWED = 424242;
 /** Allowed too, with its own rate budget (rate_per_minute = 2 below). */
 const HASTY = 515151;
+/** Allowed too, and quiet until the replay test: the others have used up their rate by then. */
+const CALM = 616161;
 const SECRET = randomBytes(24).toString("base64url");
 const NOTIFY_CHAT = -1009876543210;
 
@@ -153,7 +155,7 @@ describe("channel-telegram", () => {
 
     beforeAll(async () => {
       ({ home, port, webhookPort } = await telegramHome(
-        `allowlist = [${ALLOWED}, ${HASTY}]\nrate_per_minute = 2\nnotify_chat = ${NOTIFY_CHAT}`,
+        `allowlist = [${ALLOWED}, ${HASTY}, ${CALM}]\nrate_per_minute = 2\nnotify_chat = ${NOTIFY_CHAT}`,
       ));
       daemon = await startDaemon(home, port, secrets());
       await until(() => telegram.webhook()?.url === `http://127.0.0.1:${webhookPort}/telegram`, "setWebhook");
@@ -176,7 +178,7 @@ describe("channel-telegram", () => {
         connected: true,
         webhook_url: `http://127.0.0.1:${webhookPort}/telegram`,
         fighter: "spar",
-        allowlist_size: 2,
+        allowlist_size: 3,
       });
       expect(state.error).toBeUndefined();
       const everything = JSON.stringify(state) + daemon.output();
@@ -263,6 +265,109 @@ describe("channel-telegram", () => {
           .filter((m) => m.chat_id === String(NOTIFY_CHAT))
           .map((m) => m.text),
       ).toEqual(["the build is green"]);
+    });
+
+    it("limits channel_notify to chats that wrote to the fighter and the grant's targets (an evil model)", async () => {
+      const NEWS = "-1001112223334";
+      const spawned = await daemon.request("POST", "/api/v1/fighters", {
+        manifest: {
+          name: "crier",
+          description: "posts news",
+          system_prompt: "You are crier.",
+          capabilities: [{ type: "channel_notify", targets: [`telegram:${NEWS}`] }],
+        },
+      });
+      expect(spawned.status).toBe(201);
+      const sent = telegram.sent().length;
+      // A prompt-injected model names a stranger's chat and a public channel: both refused, to it.
+      const evil = (chat: string, text: string) => ({ name: "channel_notify", arguments: { chat, text } });
+      fake.enqueue(
+        { tool_calls: [evil("999777", "evil one"), evil("@evil_news", "evil two")] },
+        { text: "done" },
+      );
+      const told = await daemon.request("POST", "/api/v1/fighters/crier/message", { message: "spread it" });
+      expect(told.status).toBe(200);
+      const results = fake.calls().at(-1)?.tool_results ?? [];
+      expect(results).toHaveLength(2);
+      for (const [result, chat] of [
+        [results[0], "999777"],
+        [results[1], "@evil_news"],
+      ]) {
+        const { error } = JSON.parse(result ?? "{}") as { error: { code: string; message: string } };
+        expect(error.code).toBe("CAPABILITY_DENIED");
+        expect(error.message).toContain(`"${chat}" on telegram is not a chat this fighter may post to`);
+      }
+      // Not even spar, with full_access, posts to a chat that never wrote to it.
+      fake.enqueue({ tool_calls: [evil("999777", "evil three")] }, { text: "done" });
+      await daemon.request("POST", "/api/v1/fighters/spar/message", { message: "spread it" });
+      expect(fake.calls().at(-1)?.tool_results.at(-1)).toContain("CAPABILITY_DENIED");
+      expect(telegram.sent().slice(sent)).toEqual([]);
+
+      // Permitted: the grant's target, and (for spar) the chat of a sender on the allowlist, who wrote to it.
+      fake.enqueue({ tool_calls: [evil(NEWS, "the news")] }, { text: "posted" });
+      await daemon.request("POST", "/api/v1/fighters/crier/message", { message: "post the news" });
+      fake.enqueue({ tool_calls: [evil(String(ALLOWED), "a word for Ada")] }, { text: "posted" });
+      await daemon.request("POST", "/api/v1/fighters/spar/message", { message: "tell Ada" });
+      // crier was never written to by Ada: her chat is not its target.
+      fake.enqueue({ tool_calls: [evil(String(ALLOWED), "crier to Ada")] }, { text: "done" });
+      await daemon.request("POST", "/api/v1/fighters/crier/message", { message: "tell Ada" });
+      expect(fake.calls().at(-1)?.tool_results.at(-1)).toContain("CAPABILITY_DENIED");
+      expect(
+        telegram
+          .sent()
+          .slice(sent)
+          .map((m) => [m.chat_id, m.text]),
+      ).toEqual([
+        [NEWS, "the news"],
+        [String(ALLOWED), "a word for Ada"],
+      ]);
+    });
+
+    it("runs a delivery replayed after a restart no second time, and refuses a message outside the window", async () => {
+      const replayed = textUpdate({
+        update_id: nextUpdate++,
+        from: ALLOWED,
+        chat: ALLOWED,
+        text: "only once",
+      });
+      const sent = telegram.sent().length;
+      expect(await telegram.deliver(replayed)).toBe(200);
+      await until(() => telegram.sent().length > sent, "the reply to the first delivery");
+      const turns = () => fake.calls().filter((c) => c.last_user_text.includes("only once")).length;
+      expect(turns()).toBe(1);
+      await daemon.stop();
+      daemon = await startDaemon(home, port, secrets());
+      await until(() => telegram.webhook()?.url === `http://127.0.0.1:${webhookPort}/telegram`, "setWebhook");
+      const again = await fetch(telegram.webhook()?.url ?? "", {
+        method: "POST",
+        headers: { "content-type": "application/json", "X-Telegram-Bot-Api-Secret-Token": SECRET },
+        body: JSON.stringify(replayed),
+      });
+      expect(again.status).toBe(200);
+      expect(await again.json()).toEqual({ ok: true, replay: true });
+      // A message sent 25 hours ago, under an id never seen: outside Telegram's one-day window.
+      const old = textUpdate({
+        update_id: nextUpdate++,
+        from: ALLOWED,
+        chat: ALLOWED,
+        text: "from yesterday",
+      }) as {
+        message: { date: number };
+      };
+      old.message.date -= 25 * 3600;
+      const stale = await fetch(telegram.webhook()?.url ?? "", {
+        method: "POST",
+        headers: { "content-type": "application/json", "X-Telegram-Bot-Api-Secret-Token": SECRET },
+        body: JSON.stringify(old),
+      });
+      expect(stale.status).toBe(200);
+      expect(await stale.json()).toEqual({ ok: true, ignored: "outside the window" });
+      // A fresh message is answered, so the replay would have run by now had it been taken.
+      const before = telegram.sent().length;
+      expect(await send(ALLOWED, "fresh after the restart")).toBe(200);
+      await until(() => telegram.sent().length > before, "the reply to the fresh message");
+      expect(turns()).toBe(1);
+      expect(fake.calls().some((c) => c.last_user_text.includes("from yesterday"))).toBe(false);
     });
 
     it("registers the webhook again at every start, at the tunnel's new URL", async () => {

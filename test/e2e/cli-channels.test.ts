@@ -92,8 +92,9 @@ describe("spar channel setup telegram, list, status, remove", () => {
     removeHome(home);
   });
 
-  it("refuses an @username in the allowlist, saying how to find the numeric id", async () => {
+  it("refuses an @username in the allowlist, saying how to find the numeric id, before calling Telegram", async () => {
     const before = readFileSync(join(home, "config.toml"), "utf8");
+    const callsBefore = telegram.calls.length;
     const run = await setup(
       "--token",
       telegram.token,
@@ -111,6 +112,8 @@ describe("spar channel setup telegram, list, status, remove", () => {
     expect(run.stderr).toContain("(VALIDATION_FAILED)");
     expect(readFileSync(join(home, "config.toml"), "utf8")).toBe(before);
     expect(said(run)).not.toContain(telegram.token);
+    // Refused on the flag alone: the token never went to Telegram (no getMe).
+    expect(telegram.calls.length).toBe(callsBefore);
   });
 
   it("refuses an empty allowlist, and one not given", async () => {
@@ -299,15 +302,61 @@ describe("spar channel setup telegram, list, status, remove", () => {
     ]);
     expect(run.code, said(run)).toBe(0);
     expect(run.stdout).toContain('Saved [tunnel] mode = "named": https://bots.example.com');
+    // The manual URL of before is gone: a named tunnel's URL is its hostname.
     expect(config(home).tunnel).toEqual({
       mode: "named",
-      url: `http://127.0.0.1:${webhookPort}`,
       name: "spar-bots",
       hostname: "bots.example.com",
     });
+    const manual = await runCli(home, [
+      "channel",
+      "tunnel",
+      "--mode",
+      "manual",
+      "--url",
+      "https://old.example.com",
+    ]);
+    expect(manual.code, said(manual)).toBe(0);
+    expect(config(home).tunnel).toEqual({ mode: "manual", url: "https://old.example.com" });
+    // Back to quick: the manual URL no longer applies, so it is neither kept nor shown.
+    const quick = await runCli(home, ["channel", "tunnel", "--mode", "quick"]);
+    expect(quick.code, said(quick)).toBe(0);
+    expect(quick.stdout).toContain('Saved [tunnel] mode = "quick" (a new URL at every start)');
+    expect(config(home).tunnel).toEqual({ mode: "quick" });
+    const shown = await runCli(home, ["channel", "tunnel"]);
+    expect(shown.stdout).toContain("[tunnel] quick (a new URL at every start)");
+    expect(said(shown)).not.toContain("old.example.com");
     const incomplete = await runCli(home, ["channel", "tunnel", "--mode", "manual", "--url", "ftp://x"]);
     expect(incomplete.code).toBe(1);
     expect(incomplete.stderr).toContain("--url: an http:// or https:// URL");
+  });
+
+  it("says a channel set up while the daemon runs is configured and waits for a restart", async () => {
+    daemon = await startDaemon(home, port);
+    const none = await daemon.cli(["channel", "list"]);
+    expect(none.stdout).toContain("No channels are configured");
+    const run = await setup(
+      ...["--token", telegram.token, "--allow", "424242"],
+      ...["--tunnel", "manual", "--url", `http://127.0.0.1:${webhookPort}`, "--yes"],
+    );
+    expect(run.code, said(run)).toBe(0);
+    const restart = "restart the daemon (spar stop, then spar start --detach)";
+    const listed = await daemon.cli(["channel", "list"]);
+    expect(listed.code, said(listed)).toBe(0);
+    expect(listed.stdout).toContain(`telegram: configured; ${restart} to activate it`);
+    expect(listed.stdout).not.toContain("No channels are configured");
+    const json = await daemon.cli(["channel", "list", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual({
+      running: true,
+      channels: [],
+      inactive: ["telegram"],
+      removed: [],
+    });
+    const status = await daemon.cli(["channel", "status", "telegram"]);
+    expect(status.code).toBe(1);
+    expect(status.stderr).toContain(
+      `telegram is configured in config.toml, but the running daemon started before it was: ${restart} to activate it`,
+    );
   });
 });
 
@@ -338,6 +387,21 @@ describe("spar channel setup slack and discord", () => {
     expect(name.code).toBe(1);
     expect(name.stderr).toContain('"@bob" is not a Slack member id');
     expect(name.stderr).toContain("Copy member ID");
+    // Every flag is checked before Slack is called: neither a bad --allow nor a missing signing
+    // secret costs an auth.test.
+    const noSecret = await runCli(home, [
+      ...["channel", "setup", "slack", "--api-root", slack.url, "--token", slack.token],
+      ...["--allow", "U0ALLOWED1", "--yes"],
+    ]);
+    expect(noSecret.code).toBe(1);
+    expect(noSecret.stderr).toContain("needs --signing-secret <secret>");
+    const blank = await runCli(home, [
+      ...["channel", "setup", "slack", "--api-root", slack.url, "--token", slack.token],
+      ...["--signing-secret", " ", "--allow", "U0ALLOWED1", "--yes"],
+    ]);
+    expect(blank.code).toBe(1);
+    expect(blank.stderr).toContain("--signing-secret: the Signing Secret is empty");
+    expect(slack.calls().filter((c) => c.method === "auth.test")).toEqual([]);
 
     const wrong = await runCli(home, [...base, "--token", "xoxb-1-wrong", "--allow", "U0ALLOWED1", "--yes"]);
     expect(wrong.code).toBe(1);
@@ -366,7 +430,7 @@ describe("spar channel setup slack and discord", () => {
     expect(run.stdout).toContain("Event Subscriptions");
     for (const secret of [slack.token, signingSecret]) expect(said(run)).not.toContain(secret);
     const checks = slack.calls().filter((c) => c.method === "auth.test");
-    expect(checks.map((c) => c.authorized)).toEqual([true, false, true]);
+    expect(checks.map((c) => c.authorized)).toEqual([false, true]);
     expect(dotEnv(home)).toMatchObject({ SLACK_BOT_TOKEN: slack.token, SLACK_SIGNING_SECRET: signingSecret });
     expect(envMode(home)).toBe(0o600);
     expect(channelTable(home, "slack")).toEqual({
@@ -385,6 +449,24 @@ describe("spar channel setup slack and discord", () => {
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('"12345" is not a Discord user id');
     expect(short.stderr).toContain("Copy User ID");
+    const shortToken = await runCli(home, [
+      ...["channel", "setup", "discord", "--api-root", discord.url, "--token", "MTA.too-short"],
+      ...["--allow", "300000000000000001", "--yes"],
+    ]);
+    expect(shortToken.code).toBe(1);
+    expect(shortToken.stderr).toContain("that is not a Discord bot token (at least 20 characters");
+    const badKey = await runCli(home, [
+      ...base,
+      "--allow",
+      "300000000000000001",
+      "--public-key",
+      "xyz",
+      "--yes",
+    ]);
+    expect(badKey.code).toBe(1);
+    expect(badKey.stderr).toContain("--public-key must be the application's Public Key: 64 hex characters");
+    // None of these reached Discord: the flags are refused before the token is sent anywhere.
+    expect(discord.calls).toEqual([]);
 
     const wrongKey = await runCli(home, [
       ...base,
@@ -445,9 +527,9 @@ describe("spar channel setup slack and discord", () => {
       fighter: "spar",
       api_root: discord.url,
     });
+    // Slack's manual URL went with the switch to a named tunnel.
     expect(config(home).tunnel).toEqual({
       mode: "named",
-      url: "https://bots.example.com",
       name: "spar",
       hostname: "bots.example.com",
     });

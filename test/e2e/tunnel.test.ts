@@ -3,8 +3,8 @@
  * (test/fixtures/cloudflared/cloudflared) as `[tunnel] cloudflared`: `GET /api/v1/tunnel` opens a
  * quick tunnel pointing at the webhook listener and answers its trycloudflare URL, a named tunnel
  * answers its hostname, a manual one its URL with nothing started; cloudflared gets none of the
- * daemon's secrets and is gone once the daemon stops; a missing cloudflared is a clear CONFIG_INVALID
- * while the daemon keeps running; a cloudflared that dies is shown; a manual tunnel without its URL
+ * daemon's secrets and is gone once the daemon stops; a missing cloudflared is a 503
+ * TUNNEL_UNAVAILABLE with its reason, shown by `spar channel tunnel`, while the daemon keeps running; a cloudflared that dies is shown; a manual tunnel without its URL
  * stops the daemon at start.
  */
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -148,19 +148,26 @@ describe("the tunnel", () => {
 
   it("says how to install cloudflared when it is missing, and the daemon keeps running", async () => {
     const { daemon } = await daemonWith(`cloudflared = "/nonexistent/bin/cloudflared"`);
+    const advice =
+      "cloudflared is not installed (/nonexistent/bin/cloudflared was not found): install it from " +
+      "https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/downloads/ " +
+      '(Debian: the cloudflare apt repository), or set [tunnel] mode = "manual" with the URL of your own reverse proxy';
     for (let attempt = 0; attempt < 2; attempt++) {
-      const refused = await daemon.request<{ error: { code: string; message: string } }>(
-        "GET",
-        "/api/v1/tunnel",
-      );
-      expect(refused.status).toBe(500);
-      expect(refused.body.error.code).toBe("CONFIG_INVALID");
-      expect(refused.body.error.message).toContain(
-        "cloudflared is not installed (/nonexistent/bin/cloudflared was not found): install it from " +
-          "https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/downloads/ " +
-          '(Debian: the cloudflare apt repository), or set [tunnel] mode = "manual" with the URL of your own reverse proxy',
-      );
+      const refused = await daemon.request<{ error: Record<string, string> }>("GET", "/api/v1/tunnel");
+      // The tunnel is unavailable, not the daemon broken: a 503 with a reason a client can rely on.
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({
+        code: "TUNNEL_UNAVAILABLE",
+        reason: "cloudflared_not_installed",
+        mode: "quick",
+        install: "https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/downloads/",
+      });
+      expect(refused.body.error.message).toContain(advice);
     }
+    const shown = await daemon.cli(["channel", "tunnel"]);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toContain(advice);
+    expect(shown.stderr).toContain("(TUNNEL_UNAVAILABLE)");
     const status = await daemon.request<{ status: string }>("GET", "/api/v1/status");
     expect(status.status).toBe(200);
     expect(status.body.status).toBe("ok");

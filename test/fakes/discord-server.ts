@@ -352,9 +352,13 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
   const http = await startFakeHttp(rest);
   const url = `http://127.0.0.1:${http.port}`;
 
-  async function interact(target: string, body: unknown, options: { forge?: boolean } = {}) {
+  async function interact(
+    target: string,
+    body: unknown,
+    options: { forge?: boolean; signedAt?: number } = {},
+  ) {
     const raw = JSON.stringify(body);
-    const timestamp = String(Math.floor(Date.now() / 1000));
+    const timestamp = String(options.signedAt ?? Math.floor(Date.now() / 1000));
     const signed = sign(null, Buffer.from(timestamp + raw), privateKey);
     // A forgery: a well-formed signature that is not the application's (over other bytes).
     const signature = options.forge ? sign(null, Buffer.from(`${timestamp}{}`), privateKey) : signed;

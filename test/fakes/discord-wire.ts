@@ -85,11 +85,14 @@ export interface FakeDiscord {
     id?: string;
     dm?: boolean;
   }): Record<string, unknown>;
-  /** POSTs an interaction to `url`, signed with the application's key, or with a bad signature when `forge`. */
+  /**
+   * POSTs an interaction to `url`, signed with the application's key, or with a bad signature when
+   * `forge`; signed at `signedAt` (unix seconds; default now), as a replay of an old delivery is.
+   */
   interact(
     url: string,
     body: unknown,
-    options?: { forge?: boolean },
+    options?: { forge?: boolean; signedAt?: number },
   ): Promise<{ status: number; body: unknown }>;
   close(): Promise<void>;
 }
