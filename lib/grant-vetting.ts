@@ -13,6 +13,7 @@ import {
   type MoveDeclaration,
   OPEN_CAPABILITY,
 } from "../sdk/types.js";
+import { invalidHostEntries } from "./web/host-grants.js";
 
 export interface GrantVettingDeps {
   moves: ReadonlyMap<string, MoveListing>;
@@ -27,6 +28,7 @@ export interface GrantVettingDeps {
 
 export function createGrantVetting(deps: GrantVettingDeps) {
   return async function vetGrants(manifest: FighterManifest): Promise<void> {
+    refuseBadHosts(manifest.capabilities ?? []);
     const scoped = (manifest.capabilities ?? []).filter((grant) => grant.scope !== undefined);
     if (scoped.length > 0) {
       const judges = [...deps.moves.values()].filter(
@@ -40,4 +42,20 @@ export function createGrantVetting(deps: GrantVettingDeps) {
       throw new SparError(refusal.code, refusal.message, extra);
     }
   };
+}
+
+/**
+ * A `hosts` entry that is no host pattern would match nothing and leave the fighter without the
+ * network its author meant to grant, so it is refused at spawn, naming the entry and the forms.
+ */
+function refuseBadHosts(capabilities: readonly Capability[]): void {
+  capabilities.forEach((grant, index) => {
+    const bad = grant.hosts === undefined ? [] : invalidHostEntries(grant.hosts);
+    if (bad.length === 0) return;
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `capability ${index} (${grant.type}): hosts ${bad.map((b) => JSON.stringify(b)).join(", ")} ${bad.length === 1 ? "is" : "are"} no host pattern: use *, example.com, *.example.com, an IP address, each optionally with :port`,
+      { path: `/manifest/capabilities/${index}/hosts` },
+    );
+  });
 }

@@ -16,6 +16,7 @@ import type { FighterRecord, ModelSettings } from "../../sdk/types.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
 import { checkMcpServers } from "./doctor-mcp.js";
+import { pluginsCheck } from "./doctor-plugins.js";
 import { checkProviders, configuredModels } from "./doctor-providers.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
 
@@ -34,15 +35,18 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   const env = withDotEnv(home);
   const checks: Check[] = [];
-  const { config } = loadSparConfig(home, env);
+  const { config, plugins } = loadSparConfig(home, env);
   checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
   checks.push(masterKeyCheck(home, env));
+  const pluginChoices = pluginsCheck(config, plugins);
+  checks.push(pluginChoices);
   checks.push(await sandboxCheck(home, config, env));
 
   const models = configuredModels(config);
   checks.push(...(await daemonChecks(home, config, models)));
 
-  const providers = await checkProviders(home, config, models, env);
+  // The provider check builds the plugin host, which a wrong [plugins] entry stops.
+  const providers = pluginChoices.ok ? await checkProviders(home, config, models, env) : [];
   const mcp = await checkMcpServers(config);
   const gorillas = await gorillaProblems(home, config);
   const failed =

@@ -70,7 +70,18 @@ function hostFor(root: string, configToml = "", timeoutMs?: number) {
   const host = createPluginHost({
     plugins,
     hooks,
-    config: { ...config, plugins: { ...config.plugins, store: "store-fake", arena: "arena-fake" } },
+    config: {
+      ...config,
+      plugins: {
+        ...config.plugins,
+        store: "store-fake",
+        arena: "arena-fake",
+        tunnel: "tunnel-fake",
+        scheduler: "scheduler-fake",
+        bus: "bus-fake",
+        troops: "troops-fake",
+      },
+    },
     home,
     env: {},
     kernelVersion: "0.1.0",
@@ -82,7 +93,16 @@ function hostFor(root: string, configToml = "", timeoutMs?: number) {
   return { host, hooks };
 }
 
-const slots: FixturePlugin[] = [{ id: "store-fake" }, { id: "arena-fake" }];
+// Every single-slot kind needs an installed plugin ([plugins] names one for each); only the store
+// and the Arena start with the host here.
+const slots: FixturePlugin[] = [
+  { id: "store-fake" },
+  { id: "arena-fake" },
+  ...["tunnel-fake", "scheduler-fake", "bus-fake", "troops-fake"].map((id) => ({
+    id,
+    activation: ["onProvider:none"],
+  })),
+];
 
 describe("plugin host", () => {
   it("imports nothing until an activation event names the plugin", async () => {
@@ -172,6 +192,14 @@ describe("plugin host", () => {
     const root = fixtureRoot([...slots, { id: "moves-off", activation: ["onStartup"] }]);
     const { host } = hostFor(root, '[plugins]\ndisable = ["moves-off"]\n');
     await host.activate("onStartup");
+    expect(existsSync(join(root, "moves-off.imported"))).toBe(false);
+  });
+
+  it("refuses a [plugins] entry that names no installed plugin, suggesting the closest", () => {
+    const root = fixtureRoot([...slots, { id: "moves-off" }]);
+    expect(() => hostFor(root, '[plugins]\ndisable = ["moves-of"]\n')).toThrow(
+      '[plugins] disable lists "moves-of", which names no installed plugin; did you mean "moves-off"?',
+    );
     expect(existsSync(join(root, "moves-off.imported"))).toBe(false);
   });
 

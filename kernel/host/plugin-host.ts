@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { checkPluginChoices } from "../../lib/plugin-choices.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError, wrapPluginError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
@@ -49,12 +50,10 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
 
   const eligible = options.plugins.filter((p) => isEligible(p.manifest, config));
   const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
-  for (const kind of ["store", "arena"] as const) {
-    const chosen = config.plugins[kind];
-    if (!byId.has(chosen)) {
-      throw new SparError("CONFIG_INVALID", `[plugins] ${kind} = "${chosen}" names no installed plugin`);
-    }
-  }
+  checkPluginChoices(
+    config.plugins,
+    options.plugins.map((p) => p.manifest),
+  );
   for (const p of eligible) {
     for (const dep of p.manifest.requires ?? []) {
       if (!eligibleIds.has(dep)) {

@@ -4,7 +4,8 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { parseAllowPrivate, parseHostPattern } from "../web/policy.js";
+import { grantHosts, type HostAllowlist } from "../web/host-grants.js";
+import { parseAllowPrivate } from "../web/policy.js";
 import { type EgressProxy, type EgressRules, openEgress } from "./egress.js";
 import { egressOf } from "./grants.js";
 
@@ -93,7 +94,7 @@ describe("the egress proxy", () => {
   it("reaches an address the operator allows, tunnelled or plain, and only the hosts the grants name", async () => {
     const socket = await open({
       allowed: [`127.0.0.1:${sitePort}`],
-      hostSets: [[parseHostPattern(`127.0.0.1:${sitePort}`)].filter((p) => p !== undefined)],
+      hostSets: [grantHosts([{ type: "network", hosts: `127.0.0.1:${sitePort}` }]) as HostAllowlist],
     });
     const plain = await exchange(
       socket,
@@ -112,7 +113,7 @@ describe("the egress proxy", () => {
   });
 
   it("needs a host every fighter's grant names when several limit the turn", async () => {
-    const pattern = (text: string) => [parseHostPattern(text)].filter((p) => p !== undefined);
+    const pattern = (text: string) => grantHosts([{ type: "network", hosts: text }]) as HostAllowlist;
     const socket = await open({
       allowed: ["127.0.0.1"],
       hostSets: [pattern("127.0.0.1"), pattern("localhost")],
@@ -135,14 +136,19 @@ describe("egressOf: the network a turn's grants give its processes", () => {
     expect(egressOf([[{ type: "network" }]])).toEqual({});
     expect(egressOf([[{ type: "network", hosts: "*" }]])).toEqual({});
     expect(egressOf([[{ type: "network", hosts: ["a.example", "*.b.example:8443"] }]])).toEqual({
-      hostSets: [[{ exact: "a.example" }, { suffix: ".b.example", port: 8443 }]],
+      hostSets: [
+        {
+          patterns: [{ exact: "a.example" }, { suffix: ".b.example", port: 8443 }],
+          listed: ["a.example", "*.b.example:8443"],
+        },
+      ],
     });
   });
 
   it("is none when any fighter of the chain holds no network, and every named list otherwise", () => {
     expect(egressOf([[{ type: "full_access" }], [{ type: "agent_message" }]])).toBeUndefined();
     expect(egressOf([[{ type: "full_access" }], [{ type: "network", hosts: "a.example" }]])).toEqual({
-      hostSets: [[{ exact: "a.example" }]],
+      hostSets: [{ patterns: [{ exact: "a.example" }], listed: ["a.example"] }],
     });
   });
 });

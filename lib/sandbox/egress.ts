@@ -6,7 +6,8 @@
  * (HTTPS and anything tunnelled) and absolute-form plain HTTP requests (`GET http://host/…`). Each
  * connection is checked before anything is dialled, with web_fetch's rules:
  *
- * - the host must match the fighter's `network` grant (its `hosts`; none, or `*`, means any host);
+ * - the host must match the fighter's `network` grant (its `hosts`, as lib/web/host-grants.ts reads
+ *   them for web_fetch too; none, or `*`, means any host);
  * - the name is resolved here, and every address it resolves to must be public: loopback, private,
  *   link-local, CGNAT, multicast, metadata and reserved addresses are refused (IPv4-mapped and
  *   numeric spellings included), unless the operator's `[sandbox] allow_private` lists them;
@@ -20,22 +21,15 @@ import { createServer, type IncomingMessage, request, type ServerResponse } from
 import { connect, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { formatIp, hostLiteral, type Ip, parseIp, unmapped } from "../web/address.js";
-import {
-  type AllowPrivate,
-  addressRefusal,
-  type HostPattern,
-  hostKey,
-  hostMatches,
-  isMetadataName,
-  splitPort,
-} from "../web/policy.js";
+import { type HostAllowlist, hostAllowed } from "../web/host-grants.js";
+import { type AllowPrivate, addressRefusal, hostKey, isMetadataName, splitPort } from "../web/policy.js";
 
 export interface EgressRules {
   /**
    * The hosts the grants name, one list per fighter whose grant names some: a host must be in every
    * list. None: any host (still only public addresses).
    */
-  hostSets?: readonly (readonly HostPattern[])[];
+  hostSets?: readonly HostAllowlist[];
   /** The operator's exceptions to the address rules (`[sandbox] allow_private`). */
   allow: AllowPrivate;
   /** Name resolution (tests may give their own); all addresses of the name. */
@@ -94,7 +88,7 @@ async function destination(
 ): Promise<{ ip: Ip } | { refused: string }> {
   const key = hostKey(host.replace(/^\[|\]$/g, ""));
   if (!key || !Number.isInteger(port) || port < 1 || port > 65_535) return { refused: `no valid host:port` };
-  if (rules.hostSets?.some((hosts) => !hosts.some((p) => hostMatches(key, p, port))))
+  if (rules.hostSets?.some((hosts) => !hostAllowed(hosts, key, port)))
     return { refused: `${key}:${port} is not among the hosts this fighter's network grant names` };
   if (isMetadataName(key)) return { refused: `${key} is a cloud metadata service, never reached` };
   const literal = hostLiteral(key);

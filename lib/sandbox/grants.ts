@@ -1,11 +1,11 @@
 /**
  * What network a fighter's grants give the processes its moves start: none without a `network`
- * grant; with one, the hosts it names (a grant without `hosts`, or with `*`, names every host);
+ * grant; with one, the hosts it names, read as lib/web/host-grants.ts says (as web_fetch reads them);
  * `full_access` is every host. Either way only through the egress proxy, so only public addresses
  * unless the operator's `[sandbox] allow_private` says otherwise.
  */
 import type { Capability } from "../../sdk/types.js";
-import { type HostPattern, parseHostPattern } from "../web/policy.js";
+import { grantHosts, type HostAllowlist } from "../web/host-grants.js";
 import type { EgressRules } from "./egress.js";
 
 /**
@@ -13,7 +13,7 @@ import type { EgressRules } from "./egress.js";
  * the turn) must hold a network grant, and a host must be one every grant names.
  */
 export function egressOf(sets: readonly (readonly Capability[])[]): Omit<EgressRules, "allow"> | undefined {
-  const hostSets: HostPattern[][] = [];
+  const hostSets: HostAllowlist[] = [];
   for (const capabilities of sets) {
     const one = egressOfOne(capabilities);
     if (one === undefined) return undefined;
@@ -22,11 +22,9 @@ export function egressOf(sets: readonly (readonly Capability[])[]): Omit<EgressR
   return hostSets.length > 0 ? { hostSets } : {};
 }
 
-function egressOfOne(capabilities: readonly Capability[]): { hosts?: HostPattern[] } | undefined {
+function egressOfOne(capabilities: readonly Capability[]): { hosts?: HostAllowlist } | undefined {
   const grants = capabilities.filter((g) => g.type === "network" || g.type === "full_access");
   if (grants.length === 0) return undefined;
-  if (grants.some((g) => g.type === "full_access" || g.hosts === undefined)) return {};
-  const listed = grants.flatMap((g) => [g.hosts ?? []].flat());
-  if (listed.some((h) => h.trim() === "*")) return {};
-  return { hosts: listed.map((h) => parseHostPattern(h)).filter((p): p is HostPattern => p !== undefined) };
+  const hosts = grantHosts(grants);
+  return hosts === undefined ? {} : { hosts };
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { hostLiteral } from "../../lib/web/address.js";
 import { addressRefusal, parseAllowPrivate } from "../../lib/web/policy.js";
 import { validatorFor } from "../../sdk/index.js";
-import { grantedHosts, WEB_ALLOW } from "./policy.js";
+import { WEB_ALLOW } from "./policy.js";
 import { webSettings } from "./settings.js";
 
 describe("the allow_private schema in plugin.json", () => {
@@ -61,19 +61,5 @@ describe("web_fetch's words", () => {
     expect(() => webSettings({ allow_private: ["a b"] })).toThrow(
       /^\[moves\.web\] allow_private: "a b" is not an IP address/,
     );
-  });
-});
-
-describe("grants", () => {
-  it("reads the grants' hosts: none anywhere means any host; otherwise their union", () => {
-    expect(grantedHosts([{ type: "network" }])).toBeUndefined();
-    expect(grantedHosts([{ type: "network", hosts: "a.example" }, { type: "full_access" }])).toBeUndefined();
-    const both = grantedHosts([
-      { type: "network", hosts: "a.example" },
-      { type: "network", hosts: ["*.b.example", "not a host"] },
-    ]);
-    expect(both?.listed).toEqual(["a.example", "*.b.example", "not a host"]);
-    expect(both?.patterns).toEqual([{ exact: "a.example" }, { suffix: ".b.example" }]);
-    expect(grantedHosts([{ type: "network", hosts: [] }])?.patterns).toEqual([]);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * Where web_fetch may go, beyond the shared address rules of lib/web/policy.ts: a grant's `hosts`
- * allowlist (names the URL carries). `[moves.web] allow_private` is read by lib/web/policy.ts's
- * parser, named as WEB_ALLOW so every refusal points at this plugin's setting.
+ * allowlist is read by lib/web/host-grants.ts (shared with the sandbox's egress proxy).
+ * `[moves.web] allow_private` is read by lib/web/policy.ts's parser, named as WEB_ALLOW so every
+ * refusal points at this plugin's setting.
  */
 
-import { type AllowSetting, type HostPattern, parseHostPattern } from "../../lib/web/policy.js";
-import type { Capability } from "../../sdk/index.js";
+import type { AllowSetting } from "../../lib/web/policy.js";
 
 /** `[moves.web] allow_private`, as refusals and CONFIG_INVALID name it. */
 export const WEB_ALLOW: AllowSetting = {
@@ -13,16 +13,3 @@ export const WEB_ALLOW: AllowSetting = {
   path: "moves.web.allow_private",
   who: "web_fetch",
 };
-
-/**
- * The hosts a fighter's grants allow, or undefined when any grant (full_access included) carries no
- * `hosts`: then every host may be fetched. Entries that are no host name or address match nothing.
- */
-export function grantedHosts(
-  grants: readonly Capability[],
-): { patterns: HostPattern[]; listed: string[] } | undefined {
-  if (grants.some((g) => g.hosts === undefined)) return undefined;
-  const listed = grants.flatMap((g) => (g.hosts === undefined ? [] : [g.hosts].flat()));
-  const patterns = listed.map((h) => parseHostPattern(h)).filter((p): p is HostPattern => p !== undefined);
-  return { patterns, listed };
-}

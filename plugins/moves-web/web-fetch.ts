@@ -4,10 +4,10 @@
  */
 
 import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
-import { addressRefusal, hostKey, hostMatches, isMetadataName, urlPort } from "../../lib/web/policy.js";
+import { grantHosts, hostAllowed } from "../../lib/web/host-grants.js";
+import { addressRefusal, hostKey, isMetadataName, urlPort } from "../../lib/web/policy.js";
 import { type Capability, type MoveCaller, SparError } from "../../sdk/index.js";
 import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
-import { grantedHosts } from "./policy.js";
 import type { WebSettings } from "./settings.js";
 
 export const MAX_REDIRECTS = 5;
@@ -34,10 +34,10 @@ export async function webFetch(
   const { settings } = call;
   // This fighter's allowlist, then each caller's: a host must pass every one.
   const allowlists = [
-    { whose: "this fighter's", hosts: grantedHosts(call.grants) },
+    { whose: "this fighter's", hosts: grantHosts(call.grants) },
     ...(call.callers ?? []).map((c) => ({
       whose: `fighter ${JSON.stringify(c.name)}'s (which started this turn)`,
-      hosts: grantedHosts(c.grants),
+      hosts: grantHosts(c.grants),
     })),
   ];
   const checkHost = (url: URL) => {
@@ -46,7 +46,7 @@ export async function webFetch(
       throw new SparError("FORBIDDEN", `refused ${url.href}: ${key} is a cloud metadata service`);
     const port = urlPort(url);
     for (const { whose, hosts } of allowlists) {
-      if (!hosts || hosts.patterns.some((p) => hostMatches(key, p, port))) continue;
+      if (!hosts || hostAllowed(hosts, key, port)) continue;
       const listed = hosts.listed.length > 0 ? hosts.listed.join(", ") : "none";
       const shown = `${key.includes(":") ? `[${key}]` : key}${url.port ? `:${url.port}` : ""}`;
       throw new SparError(

@@ -396,6 +396,56 @@ describe("moves-web: an evil model against the real daemon", () => {
     expect(canary.hits).toEqual([]);
   });
 
+  it("lets the scout template (hosts: *) fetch a page, spawned with the real CLI", async () => {
+    const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "researcher"]);
+    expect(spawned.stderr).toBe("");
+    expect(spawned.code).toBe(0);
+    const [result] = await moves("researcher", [fetchCall(siteUrl("/page"))]);
+    expect(page(result)).toMatchObject({ url: siteUrl("/page"), status: 200, title: "Field notes" });
+    expect(canary.hits).toEqual([]);
+  });
+
+  it("reads each hosts form alike: a comma string, *:port, *.name (not the apex), and refuses a bad entry at spawn", async () => {
+    const local = (path: string) => `http://localhost:${site.port}${path}`;
+    await spawn("commas", [{ type: "network", hosts: `example.org, 127.0.0.1:${site.port}` }]);
+    await spawn("anyonport", [{ type: "network", hosts: `*:${site.port}` }]);
+    await spawn("subnames", [{ type: "network", hosts: "*.localhost" }]);
+    const [listed, other] = await moves("commas", [fetchCall(siteUrl("/page")), fetchCall(local("/page"))]);
+    expect(page(listed)).toMatchObject({ title: "Field notes" });
+    expect(error(other)).toEqual({
+      code: "CAPABILITY_DENIED",
+      message: `localhost:${site.port} is not among the hosts this fighter's network grant allows (example.org, 127.0.0.1:${site.port})`,
+    });
+    const [onPort, offPort] = await moves("anyonport", [
+      fetchCall(local("/page")),
+      fetchCall(`http://localhost:${site.port + 1}/`),
+    ]);
+    expect(page(onPort)).toMatchObject({ title: "Field notes" });
+    expect(error(offPort)?.code).toBe("CAPABILITY_DENIED");
+    const [apex] = await moves("subnames", [fetchCall(local("/page"))]);
+    expect(error(apex)).toEqual({
+      code: "CAPABILITY_DENIED",
+      message: `localhost:${site.port} is not among the hosts this fighter's network grant allows (*.localhost)`,
+    });
+    const bad = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "badhosts",
+        description: "x",
+        system_prompt: "x",
+        capabilities: [{ type: "network", hosts: ["example.org", "https://example.com/"] }],
+      },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({
+      error: {
+        code: "VALIDATION_FAILED",
+        path: "/manifest/capabilities/0/hosts",
+        message: expect.stringContaining('"https://example.com/" is no host pattern'),
+      },
+    });
+    expect(canary.hits).toEqual([]);
+  });
+
   it("refuses both moves to a fighter without the network grant, which is not offered them", async () => {
     const before = { site: site.hits.length, searx: searx.hits.length };
     const results = await moves("plain", [

@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { cpSync, existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -38,7 +38,9 @@ describe("a user plugin written against spar/sdk", () => {
       home,
       port,
       fake.url,
-      `\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n["moves-dice"]\nmax_dice = 50\npresets.d20 = { n = 1, sides = 20 }\n`,
+      // A [plugins] entry naming an installed plugin is taken.
+      `\n[plugins]\ndisable = ["moves-desktop"]\n` +
+        `\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n["moves-dice"]\nmax_dice = 50\npresets.d20 = { n = 1, sides = 20 }\n`,
     );
     cpSync(EXAMPLE, join(home, "plugins", "moves-dice"), { recursive: true });
     daemon = await startDaemon(home, port, { DICE_WEBHOOK_SECRET: SECRET });
@@ -162,5 +164,34 @@ describe("a user plugin written against spar/sdk", () => {
 
     await expect.poll(() => rolled.find((e) => e.by === "webhook")).toMatchObject({ kind: "dice.rolled" });
     ws.close();
+  });
+});
+
+describe("[plugins] entries that name no installed plugin", () => {
+  it("refuse to start, naming the key and the closest name, and spar doctor says the same", async () => {
+    const home = tempHome();
+    try {
+      writeFileSync(join(home, "config.toml"), '[plugins]\nscheduler = "scheduler-cronr"\n');
+      const slot = await runCli(home, ["start"]);
+      expect(slot.code).toBe(1);
+      expect(slot.stderr).toContain(
+        '[plugins] scheduler = "scheduler-cronr" names no installed scheduler plugin; did you mean "scheduler-croner"? (installed: scheduler-bullmq, scheduler-croner)',
+      );
+      expect(slot.stderr).toContain("CONFIG_INVALID");
+      writeFileSync(join(home, "config.toml"), '[plugins]\nbus = "moves-shell"\ndisable = ["moves-shel"]\n');
+      const both = await runCli(home, ["start"]);
+      expect(both.code).toBe(1);
+      expect(both.stderr).toContain('[plugins] bus = "moves-shell" is a moves plugin, not a bus plugin');
+      expect(both.stderr).toContain(
+        '[plugins] disable lists "moves-shel", which names no installed plugin; did you mean "moves-shell"?',
+      );
+      const doctor = await runCli(home, ["doctor"]);
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toMatch(
+        /^ {2}FAIL plugins: \[plugins\] bus = "moves-shell" is a moves plugin.*disable lists "moves-shel"/m,
+      );
+    } finally {
+      removeHome(home);
+    }
   });
 });
