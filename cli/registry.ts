@@ -381,7 +381,15 @@ export const COMMANDS: CommandSpec[] = [
     args: "<file>",
     summary:
       "Replace the database with a backup made by spar backup (daemon stopped; the old one is moved aside)",
-    options: [{ flag: "--yes", summary: "Replace the current database without asking" }],
+    options: [
+      { flag: "--yes", summary: "Replace the current database without asking" },
+      {
+        flag: "--master-key-file",
+        value: "path",
+        summary:
+          "The master secret the backup was made under (e.g. master.key.old-<time> from spar rekey); it is re-encrypted under the current one",
+      },
+    ],
     run: async ({ args, options }) =>
       (await import("./commands/backup.js")).restore(args[0] as string, as(options)),
   },

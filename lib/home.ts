@@ -184,6 +184,41 @@ export function readNextMasterSecret(home: string): Buffer | undefined {
   return existsSync(path) ? readFileSync(path) : undefined;
 }
 
+/**
+ * Keeps the current master.key as `master.key.old-<time>` (UTC, `-2`, `-3` … should the name be
+ * taken) before `spar rekey` replaces it: backups made until now open only with it (`spar restore
+ * --master-key-file`). Written under a temporary name, fsynced, then linked into place, so the file
+ * is whole or absent; 0600 like master.key. Returns its path.
+ */
+export function keepOldMasterSecret(home: string, now = new Date()): string {
+  const secret = readFileSync(join(home, MASTER_KEY_FILE));
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  const partial = join(home, `.${MASTER_KEY_FILE}.old-${process.pid}.partial`);
+  rmSync(partial, { force: true });
+  const fd = openSync(partial, "wx", 0o600);
+  try {
+    writeSync(fd, secret);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+    secret.fill(0);
+  }
+  try {
+    for (let n = 1; ; n++) {
+      const path = join(home, `${MASTER_KEY_FILE}.old-${stamp}${n > 1 ? `-${n}` : ""}`);
+      try {
+        linkSync(partial, path);
+        fsyncDir(home);
+        return path;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+    }
+  } finally {
+    rmSync(partial, { force: true });
+  }
+}
+
 /** Writes the new secret to master.key.next (0600), fsynced with its directory, before any re-encryption. */
 export function writeNextMasterSecret(home: string, secret: Buffer): void {
   const path = join(home, NEXT_MASTER_KEY_FILE);

@@ -26,6 +26,8 @@ export const ERROR_CATALOG = {
   RATE_LIMITED: 429,
   TOO_MANY_CONNECTIONS: 429,
   INTERNAL: 500,
+  // The active store is not backed up by Spar (PostgreSQL: pg_dump); the message says what to run.
+  BACKUP_UNSUPPORTED: 501,
   PROVIDER_ERROR: 502,
   PROVIDER_TIMEOUT: 504,
   MOVE_TIMEOUT: 504,

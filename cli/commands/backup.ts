@@ -9,14 +9,26 @@
  * A restore checks before it moves anything: no daemon, a valid manifest, the checksum, and that
  * the snapshot opens with the current master secret and passes its integrity check (opened through
  * the Ring in a temporary data dir). Only then is the current database moved aside (nothing is
- * deleted) and the snapshot put in its place.
+ * deleted) and the snapshot put in its place. A snapshot made under an older master secret (before
+ * a `spar rekey`) is restored with `--master-key-file <old key>`: the checked copy is re-encrypted
+ * under the current secret, and that copy goes in place, so the daemon opens it as it is.
+ *
+ * Both handle the SQLite store's `spar.db` only: on the PostgreSQL store they answer
+ * BACKUP_UNSUPPORTED with the pg_dump / pg_restore command to run (lib/store-backup-advice.ts).
  */
-import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { copyFile, open, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
+import {
+  type BackupManifest,
+  manifestPathOf,
+  readBackupManifest,
+  sha256Of,
+} from "../../lib/backup-manifest.js";
 import { MASTER_KEY_FILE, readMasterSecret, resolveHome, withDotEnv } from "../../lib/home.js";
+import { refuseUnlessSnapshotStore } from "../../lib/store-backup-advice.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
@@ -28,23 +40,12 @@ const SALT = "spar.db.salt";
 /** The database and what belongs to it, moved aside together so the set still opens as it was. */
 const COMPANIONS = ["", "-wal", "-shm", ".salt"];
 
-/** `<file>.manifest.json`. */
-export interface BackupManifest {
-  format: "spar-backup";
-  version: string;
-  schema_version: number;
-  created_at: string;
-  bytes: number;
-  sha256: string;
-  /** The database's key-derivation salt, hex: the key is Argon2id(master secret, salt). */
-  salt: string;
-}
-
 /** `spar backup <file>`: the snapshot at `file` (made absolute), then its manifest beside it. */
 export async function backup(file: string, options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   const destination = resolve(file);
-  const manifestPath = `${destination}.manifest.json`;
+  refuseOtherStores(home, "backup", destination);
+  const manifestPath = manifestPathOf(destination);
   if (existsSync(manifestPath)) {
     throw new SparError("CONFLICT", `${manifestPath} already exists; choose another name for the backup`);
   }
@@ -57,21 +58,10 @@ export async function backup(file: string, options: GlobalOptions): Promise<void
   }
   const { readPidFile } = await import("../daemon.js");
   const pid = readPidFile(home);
-  const snapshot = pid
-    ? await api<{ bytes: number; schema_version: number }>("POST", "/api/v1/store/backup", {
-        path: destination,
-      })
-    : await withOfflineStore(home, home, (store) => store.backup(destination));
-  const manifest: BackupManifest = {
-    format: "spar-backup",
-    version: KERNEL_VERSION,
-    schema_version: snapshot.schema_version,
-    created_at: new Date().toISOString(),
-    bytes: snapshot.bytes,
-    sha256: await sha256Of(destination),
-    salt: readFileSync(saltPath).toString("hex"),
-  };
-  await writeDurably(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+  // The store writes the manifest beside the snapshot, online (the daemon's route) or offline alike.
+  if (pid) await api("POST", "/api/v1/store/backup", { path: destination });
+  else await withOfflineStore(home, home, (store) => store.backup(destination));
+  const manifest = readBackupManifest(destination);
   if (options.json)
     return printJson({ snapshot: destination, manifest: manifestPath, online: !!pid, ...manifest });
   process.stdout.write(
@@ -86,12 +76,15 @@ export async function backup(file: string, options: GlobalOptions): Promise<void
 
 export interface RestoreOptions extends GlobalOptions {
   yes?: boolean;
+  /** The master secret the snapshot was made under, when it is not the current one (before a rekey). */
+  masterKeyFile?: string;
 }
 
 /** `spar restore <file>`: checks the backup at `file`, then puts it in place of the current database. */
 export async function restore(file: string, options: RestoreOptions): Promise<void> {
   const home = resolveHome();
   const snapshot = resolve(file);
+  refuseOtherStores(home, "restore", snapshot);
   // Held until the snapshot is in place: a daemon started meanwhile is refused, naming the restore.
   const { claimDataDir } = await import("../daemon.js");
   const release = claimDataDir(home, "restore");
@@ -103,7 +96,8 @@ export async function restore(file: string, options: RestoreOptions): Promise<vo
 }
 
 async function restoreHeld(home: string, snapshot: string, options: RestoreOptions): Promise<void> {
-  const manifest = readManifest(snapshot);
+  const manifest = readBackupManifest(snapshot);
+  const made = options.masterKeyFile ? readKeyFile(options.masterKeyFile) : undefined;
   const actual = await sha256Of(snapshot);
   if (actual !== manifest.sha256) {
     throw new SparError(
@@ -112,86 +106,120 @@ async function restoreHeld(home: string, snapshot: string, options: RestoreOptio
         "The snapshot is damaged or was changed after the backup; nothing was restored",
     );
   }
-  await checkOpens(home, snapshot, manifest);
-  const dbPath = join(home, DATABASE);
-  if (existsSync(dbPath) && !(await confirmed(dbPath, options))) {
-    throw new SparError("CANCELLED", "nothing was restored");
-  }
-  const aside = await putInPlace(home, snapshot, manifest);
-  if (options.json)
-    return printJson({ restored: snapshot, database: dbPath, moved_aside: aside, ...manifest });
-  process.stdout.write(
-    `Restored ${snapshot} (made ${manifest.created_at} by Spar ${manifest.version}, schema ` +
-      `${manifest.schema_version}) as ${dbPath}.\n` +
-      (aside.length > 0
-        ? `The previous database was moved aside, nothing deleted: ${aside.join(", ")} in ${home}\n`
-        : "There was no previous database.\n"),
-  );
-}
-
-/** The manifest beside `snapshot`, checked field by field: VALIDATION_FAILED names what is wrong. */
-function readManifest(snapshot: string): BackupManifest {
-  const path = `${snapshot}.manifest.json`;
-  if (!existsSync(snapshot)) throw new SparError("VALIDATION_FAILED", `no such backup: ${snapshot}`);
-  if (!existsSync(path)) {
-    throw new SparError("VALIDATION_FAILED", `${path} is missing; spar backup writes it beside the snapshot`);
-  }
-  let value: Record<string, unknown>;
-  try {
-    value = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  } catch (err) {
-    throw new SparError("VALIDATION_FAILED", `${path} is not valid JSON: ${(err as Error).message}`);
-  }
-  const wrong = (field: string, expected: string) =>
-    new SparError("VALIDATION_FAILED", `${path}: ${field} must be ${expected}`);
-  if (typeof value !== "object" || value === null) throw wrong("the manifest", "an object");
-  if (value.format !== "spar-backup") throw wrong("format", '"spar-backup"');
-  if (typeof value.version !== "string") throw wrong("version", "a string");
-  if (!Number.isInteger(value.schema_version)) throw wrong("schema_version", "an integer");
-  if (typeof value.created_at !== "string") throw wrong("created_at", "a string");
-  if (!Number.isInteger(value.bytes)) throw wrong("bytes", "an integer");
-  if (typeof value.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(value.sha256))
-    throw wrong("sha256", "64 hex digits");
-  if (typeof value.salt !== "string" || !/^[0-9a-f]{32}$/.test(value.salt))
-    throw wrong("salt", "32 hex digits");
-  return value as unknown as BackupManifest;
-}
-
-/**
- * Opens a copy of the snapshot in a temporary data dir exactly as start opens a database (the
- * Ring, the active store plugin, the current master secret, its migrations), and requires its
- * integrity check to pass. The copy is deleted afterwards; the snapshot itself is only read.
- */
-async function checkOpens(home: string, snapshot: string, manifest: BackupManifest): Promise<void> {
   const scratch = mkdtempSync(join(home, ".restore-check-"));
   try {
-    await copyFile(snapshot, join(scratch, DATABASE));
-    await writeFile(join(scratch, SALT), Buffer.from(manifest.salt, "hex"), { mode: 0o600 });
-    const check = await withOfflineStore(home, scratch, (store) => store.integrity()).catch(
-      (err: unknown) => {
-        throw restoreError(snapshot, join(scratch, DATABASE), err);
-      },
-    );
-    if (check.status !== "ok" || !check.checked) {
-      throw new SparError(
-        "STORE_CORRUPT",
-        `${snapshot} opens but fails its integrity check (${check.detail ?? check.status}); nothing was restored`,
-      );
+    const checked = await checkOpens(home, scratch, snapshot, manifest, made);
+    const dbPath = join(home, DATABASE);
+    if (existsSync(dbPath) && !(await confirmed(dbPath, options))) {
+      throw new SparError("CANCELLED", "nothing was restored");
     }
+    // Made under another secret: the copy re-encrypted under the current one goes in place.
+    const aside = await putInPlace(home, made ? checked : snapshot, manifest);
+    const rekeyed = made !== undefined;
+    if (options.json)
+      return printJson({ restored: snapshot, database: dbPath, moved_aside: aside, rekeyed, ...manifest });
+    process.stdout.write(
+      `Restored ${snapshot} (made ${manifest.created_at} by Spar ${manifest.version}, schema ` +
+        `${manifest.schema_version}) as ${dbPath}.\n` +
+        (rekeyed
+          ? `It opened with ${resolve(options.masterKeyFile as string)} and was re-encrypted under the current master secret.\n`
+          : "") +
+        (aside.length > 0
+          ? `The previous database was moved aside, nothing deleted: ${aside.join(", ")} in ${home}\n`
+          : "There was no previous database.\n"),
+    );
   } finally {
+    made?.fill(0);
     rmSync(scratch, { recursive: true, force: true });
   }
 }
 
+/** The bytes of `--master-key-file`, exactly as read (as master.key is read: they are the KDF's input). */
+function readKeyFile(file: string): Buffer {
+  const path = resolve(file);
+  if (!existsSync(path)) throw new SparError("VALIDATION_FAILED", `--master-key-file: no such file: ${path}`);
+  const secret = readFileSync(path);
+  if (secret.length === 0) throw new SparError("VALIDATION_FAILED", `--master-key-file: ${path} is empty`);
+  return secret;
+}
+
+/** `spar backup` and `spar restore` handle the SQLite store's database; other stores are told how. */
+function refuseOtherStores(home: string, what: "backup" | "restore", file: string): void {
+  const { config } = loadSparConfig(home, withDotEnv(home));
+  refuseUnlessSnapshotStore(config.plugins.store, config.sections, what, file);
+}
+
+/**
+ * Opens a copy of the snapshot in `scratch` (a temporary data dir) exactly as start opens a database
+ * (the Ring, the active store plugin, its migrations) and requires its integrity check to pass. With
+ * `made` (the secret it was made under) the copy opens with that and is then re-encrypted under the
+ * current master secret; otherwise it must open with the current one. Returns the copy's path; the
+ * snapshot itself is only read.
+ */
+async function checkOpens(
+  home: string,
+  scratch: string,
+  snapshot: string,
+  manifest: BackupManifest,
+  made?: Buffer,
+): Promise<string> {
+  const copy = join(scratch, DATABASE);
+  await copyFile(snapshot, copy);
+  await writeFile(join(scratch, SALT), Buffer.from(manifest.salt, "hex"), { mode: 0o600 });
+  const check = await withOfflineStore(
+    home,
+    scratch,
+    async (store) => {
+      const outcome = await store.integrity();
+      if (made && outcome.status === "ok" && outcome.checked) {
+        const current = readMasterSecret(home, withDotEnv(home));
+        try {
+          if (!current.equals(made)) await store.rekey(current);
+        } finally {
+          current.fill(0);
+        }
+      }
+      return outcome;
+    },
+    made,
+  ).catch((err: unknown) => {
+    throw restoreError(snapshot, copy, err, made !== undefined);
+  });
+  if (check.status !== "ok" || !check.checked) {
+    throw new SparError(
+      "STORE_CORRUPT",
+      `${snapshot} opens but fails its integrity check (${check.detail ?? check.status}); nothing was restored`,
+    );
+  }
+  // Closed cleanly, the copy is one file: a journal left beside it would hold part of it.
+  for (const journal of ["-wal", "-journal"]) {
+    if (existsSync(`${copy}${journal}`)) {
+      throw new SparError(
+        "STORE_FAILED",
+        `${snapshot} could not be re-encrypted cleanly; nothing was restored`,
+      );
+    }
+  }
+  return copy;
+}
+
 /** What opening the copy threw, said of the snapshot (the temporary copy's path is nobody's concern). */
-function restoreError(snapshot: string, copy: string, err: unknown): unknown {
+function restoreError(snapshot: string, copy: string, err: unknown, keyFile: boolean): unknown {
   if (!isSparError(err)) return err;
+  if (err.code === "STORE_KEY_INVALID" && keyFile) {
+    return new SparError(
+      "STORE_KEY_INVALID",
+      `${snapshot} does not open with the secret in --master-key-file either; it was made under another ` +
+        "master secret. Nothing was restored",
+    );
+  }
   if (err.code === "STORE_KEY_INVALID") {
     return new SparError(
       "STORE_KEY_INVALID",
       `${snapshot} does not open with the current master secret: the snapshot was made with another master ` +
-        "key (master.key, or SPAR_MASTER_KEY when set). Restore it with the master secret it was made with; " +
-        "nothing was restored",
+        "key (master.key, or SPAR_MASTER_KEY when set), such as the one before a spar rekey (kept as " +
+        "master.key.old-<time>). Restore it with that secret: spar restore <file> --master-key-file " +
+        "<old key file>; nothing was restored",
     );
   }
   const reason = err.message.replaceAll(copy, "it");
@@ -218,7 +246,7 @@ async function confirmed(dbPath: string, options: RestoreOptions): Promise<boole
 }
 
 /**
- * Copies the snapshot and its salt in under temporary names (fsynced), then moves the current
+ * Copies the snapshot (or its re-encrypted copy) and its salt in under temporary names (fsynced), then moves the current
  * database set aside as `spar.db.before-restore-<time>[-wal|-shm|.salt]` and renames the new pair
  * into place: a crash leaves either the old set or the new one, and the old set is never deleted.
  * Returns the names the old files now have.
@@ -267,16 +295,18 @@ async function withOfflineStore<T>(
   home: string,
   dataDir: string,
   use: (store: Awaited<ReturnType<typeof openRing>>["services"]["store"]) => Promise<T>,
+  secret?: Buffer,
 ): Promise<T> {
   const env = withDotEnv(home);
   const { config } = loadSparConfig(home, env);
   const ring = await openRing(home, dataDir, config, env);
   try {
-    const secret = readMasterSecret(home, env);
+    // A secret given by the caller stays the caller's to zeroize.
+    const current = secret ?? readMasterSecret(home, env);
     try {
-      await ring.open(secret);
+      await ring.open(current);
     } finally {
-      secret.fill(0);
+      if (!secret) current.fill(0);
     }
     return await use(ring.services.store);
   } finally {
@@ -300,12 +330,6 @@ async function openRing(home: string, dataDir: string, config: SparConfig, env: 
     plugins,
     log: createLogger(() => undefined),
   });
-}
-
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest("hex");
 }
 
 /** Writes a new file (refusing an existing one), owner-only, and fsyncs it. */

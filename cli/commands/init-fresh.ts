@@ -1,7 +1,8 @@
 import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
-import { SparError } from "../../sdk/errors.js";
+import { withDotEnv } from "../../lib/home.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 
 /** The database and the files that belong to it: SQLite's journal files and the key-derivation salt. */
 const DATABASE = "spar.db";
@@ -46,17 +47,36 @@ export async function moveDatabaseAside(home: string, now = new Date()): Promise
   });
 }
 
-/** True only when the database opens and its integrity check passes; any failure counts as unreadable. */
+/**
+ * True when the database opens and its integrity check passes; false when it really cannot be read
+ * (see unreadable). Anything else (a channel plugin refusing its settings, a full disk) is thrown:
+ * it says nothing about the database, which must then stay where it is.
+ */
 async function opensFine(home: string): Promise<boolean> {
   if (!existsSync(join(home, DATABASE))) return false;
   const { checkStoreOffline } = await import("./store-check.js");
+  // As start sees it: with <data dir>/.env beneath the environment, where channel tokens live.
+  const env = withDotEnv(home);
   // A broken config is its own error, reported before anything moves.
-  const { config } = loadSparConfig(home);
+  const { config } = loadSparConfig(home, env);
   try {
-    return (await checkStoreOffline(home, config)).status === "ok";
-  } catch {
-    return false;
+    return (await checkStoreOffline(home, config, env)).status === "ok";
+  } catch (err) {
+    if (unreadable(err, config.plugins.store)) return false;
+    throw err;
   }
+}
+
+/**
+ * A failure that is the database's own: no usable master secret, a key that does not decrypt it, a
+ * file that is not Spar's format, or damage. These come from reading the secret (no plugin) or from
+ * the store plugin; the same codes from any other plugin are not about the database.
+ */
+function unreadable(err: unknown, storePlugin: string): boolean {
+  if (!isSparError(err)) return false;
+  if (!["STORE_KEY_INVALID", "STORE_CORRUPT", "STORE_FAILED"].includes(err.code)) return false;
+  const plugin = err.extra.plugin;
+  return plugin === undefined || plugin === storePlugin;
 }
 
 /** `spar.db.unreadable-20250102-030405` (UTC), with `-2`, `-3` … should that name be taken. */

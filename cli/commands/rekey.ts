@@ -1,7 +1,8 @@
 /**
  * `spar rekey`: rotates the master secret. A new random secret goes to master.key.next, the store
- * re-encrypts the database under its key (Store.rekey), then master.key.next replaces master.key
- * and the old secret is deleted once the database has opened with the new one. Killed at any point,
+ * re-encrypts the database under its key (Store.rekey), then master.key.next replaces master.key.
+ * The old secret is kept first as master.key.old-<time> (0600): every backup made before the rekey
+ * opens only with it (`spar restore <file> --master-key-file <it>`). Killed at any point,
  * master.key or master.key.next opens the database, and the next open finishes or undoes the
  * rotation by itself (plugins/store-sqlite/rekey.ts).
  */
@@ -13,6 +14,7 @@ import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.
 import { createLogger } from "../../kernel/logger.js";
 import { createRing } from "../../kernel/ring.js";
 import {
+  keepOldMasterSecret,
   MASTER_KEY_FILE,
   promoteNextMasterSecret,
   readMasterSecret,
@@ -70,6 +72,14 @@ async function rotate(home: string, options: RekeyOptions, env: NodeJS.ProcessEn
 
   // Opening first settles what an earlier, interrupted rotation left, and proves the current key.
   const ring = await open();
+  // Before anything changes, so that at every point the old secret is somewhere.
+  let kept: string;
+  try {
+    kept = keepOldMasterSecret(home);
+  } catch (err) {
+    await ring.close();
+    throw err;
+  }
   const next = randomBytes(SECRET_BYTES);
   try {
     writeNextMasterSecret(home, next);
@@ -83,10 +93,12 @@ async function rotate(home: string, options: RekeyOptions, env: NodeJS.ProcessEn
   await (await open(createLogger(() => undefined))).close();
 
   const path = join(home, MASTER_KEY_FILE);
-  if (options.json) return printJson({ rekeyed: true, master_key: path });
+  if (options.json) return printJson({ rekeyed: true, master_key: path, old_master_key: kept });
   process.stdout.write(
     `Re-encrypted the database under a new master secret, now in ${path}.\n` +
-      "Backups made before now still open only with the old secret.\n",
+      `The old secret is kept in ${kept} (mode 0600): backups made before now open only with it ` +
+      `(spar restore <file> --master-key-file ${kept}). Keep it with your copies of master.key, away ` +
+      "from the backups, and delete it once no backup needs it.\n",
   );
 }
 
@@ -107,8 +119,9 @@ function refuseUnsafe(home: string, options: RekeyOptions, env: NodeJS.ProcessEn
     throw new SparError(
       "VALIDATION_FAILED",
       `spar rekey replaces ${join(home, MASTER_KEY_FILE)} with a new random secret and re-encrypts the ` +
-        "database under it; backups made before then keep opening only with the old secret (keep a copy " +
-        "of the old master.key with them). Run again with --yes to go ahead",
+        "database under it; backups made before then keep opening only with the old secret, which is kept " +
+        "as master.key.old-<time> in the data dir (spar restore --master-key-file takes it). Run again " +
+        "with --yes to go ahead",
     );
   }
 }

@@ -196,7 +196,8 @@ export function fighterRoutes(ring: RingServices) {
 
     // `spar backup` while the daemon runs: the store's online snapshot (`Store.backup`), encrypted
     // with the database's key, written 0600 at `path` (absolute, in a folder that exists, naming no
-    // file yet: an existing one is CONFLICT, never overwritten). 201 with `{path, bytes, schema_version}`.
+    // file yet: an existing one is CONFLICT, never overwritten), with the manifest `spar restore`
+    // needs beside it (the store writes both). 201 with `{path, manifest, bytes, schema_version}`.
     app.post<{ Body: { path: string } }>(
       "/store/backup",
       { schema: { body: backupBody } },
@@ -214,7 +215,7 @@ export function fighterRoutes(ring: RingServices) {
         if (existsSync(path))
           throw new SparError("CONFLICT", `${path} already exists; it is not overwritten`);
         const snapshot = await ring.store.backup(path);
-        return reply.status(201).send({ path, ...snapshot });
+        return reply.status(201).send({ path, manifest: `${path}.manifest.json`, ...snapshot });
       },
     );
 

@@ -31,6 +31,7 @@ export default definePlugin<{ "store.postgres"?: PostgresSection }>({
       }
       return openPostgresStore(options, {
         url,
+        urlEnv,
         schema: section.schema ?? "spar",
         poolMax: section.pool_max ?? 10,
         log: api.log,

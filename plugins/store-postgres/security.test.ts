@@ -220,11 +220,13 @@ describe.skipIf(!TEST_DATABASE_URL)(
       }
     });
 
-    it("refuses to write a backup itself, pointing at pg_dump (VALIDATION_FAILED)", async () => {
+    it("refuses to write a backup itself, naming the pg_dump command (BACKUP_UNSUPPORTED)", async () => {
       const store = await open(home());
-      const err = await failure(store.backup(join(tmpdir(), `never-${randomUUID()}`)));
-      expect(err.code).toBe("VALIDATION_FAILED");
-      expect(err.message).toContain("pg_dump");
+      const destination = join(tmpdir(), `never-${randomUUID()}`);
+      const err = await failure(store.backup(destination));
+      expect(err.code).toBe("BACKUP_UNSUPPORTED");
+      expect(err.message).toContain(`pg_dump --format=custom --schema=`);
+      expect(err.message).toContain(`--file=${destination}`);
       await store.close();
     });
   },

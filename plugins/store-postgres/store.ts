@@ -6,6 +6,7 @@
  */
 import type pg from "pg";
 import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
+import { postgresBackupRefusal } from "../../lib/store-backup-advice.js";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError, SparError } from "../../sdk/index.js";
 import { createChannelRecords } from "./channels.js";
@@ -27,6 +28,8 @@ import { createTurns } from "./turns.js";
 
 export interface PostgresStoreOptions extends PostgresSettings {
   log?: Logger;
+  /** The variable holding the URL (`[store.postgres] url_env`), named in the pg_dump advice. */
+  urlEnv?: string;
 }
 
 const SILENT: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -86,7 +89,7 @@ async function openRotatedCipher(
   }
 }
 
-function assemble(pool: pg.Pool, first: Cipher, settings: PostgresSettings): Store {
+function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions): Store {
   let current = first;
   // The groups hold this one object; rekey swaps the key behind it.
   const cipher: Cipher = {
@@ -121,12 +124,12 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresSettings): Sto
     integrity: () => check,
     // With synchronous_commit on (PostgreSQL's default), a commit has reached the WAL on disk when it returns.
     durable: async () => undefined,
-    backup: async () => {
-      throw new SparError(
-        "VALIDATION_FAILED",
-        `the PostgreSQL store does not write backups itself: use pg_dump --schema=${settings.schema} (sealed columns stay ` +
-          "encrypted in the dump, and the salt travels with it in spar_meta, so it restores under the same master secret)",
-      );
+    backup: async (destination) => {
+      throw postgresBackupRefusal({
+        schema: settings.schema,
+        url_env: settings.urlEnv ?? "SPAR_DATABASE_URL",
+        file: destination,
+      });
     },
     rekey: async (secret) => {
       try {

@@ -3,6 +3,8 @@
  * with the master secret and the salt, its bytes hold no plaintext), owner-only, consistent while
  * writes run, and refuses a destination it must not touch.
  */
+
+import { createHash } from "node:crypto";
 import {
   copyFileSync,
   mkdtempSync,
@@ -15,6 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readBackupManifest } from "../../lib/backup-manifest.js";
 import type { FighterRow, Store } from "../../sdk/index.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
@@ -84,7 +87,16 @@ describe("Store.backup", () => {
     expect(statSync(destination).mode & 0o777).toBe(0o600);
     expect(readFileSync(destination).includes(MARKER)).toBe(false);
     expect(readFileSync(destination).subarray(0, 15).toString("latin1")).not.toBe("SQLite format 3");
-    expect(readdirSync(dir)).toEqual(["snapshot.db"]);
+    // Its manifest beside it, as spar restore reads it: the checksum, the schema, the salt.
+    expect(readdirSync(dir).sort()).toEqual(["snapshot.db", "snapshot.db.manifest.json"]);
+    expect(readBackupManifest(destination)).toMatchObject({
+      format: "spar-backup",
+      bytes: result.bytes,
+      schema_version: result.schema_version,
+      sha256: createHash("sha256").update(readFileSync(destination)).digest("hex"),
+      salt: readFileSync(join(home, SALT_FILE)).toString("hex"),
+    });
+    expect(statSync(`${destination}.manifest.json`).mode & 0o777).toBe(0o600);
 
     const copy = await openSnapshot(destination);
     try {
@@ -119,6 +131,11 @@ describe("Store.backup", () => {
     writeFileSync(taken, "keep me");
     await expect(store.backup(taken)).rejects.toMatchObject({ code: "CONFLICT" });
     expect(readFileSync(taken, "utf8")).toBe("keep me");
+    // A manifest already there is not overwritten either, and no snapshot is written without one.
+    writeFileSync(join(dir, "other.db.manifest.json"), "keep me too");
+    await expect(store.backup(join(dir, "other.db"))).rejects.toMatchObject({ code: "CONFLICT" });
+    expect(readFileSync(join(dir, "other.db.manifest.json"), "utf8")).toBe("keep me too");
+    rmSync(join(dir, "other.db.manifest.json"));
     await expect(store.backup("relative.db")).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
     await expect(store.backup(join(dir, "missing", "x.db"))).rejects.toMatchObject({
       code: "VALIDATION_FAILED",

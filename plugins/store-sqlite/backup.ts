@@ -4,13 +4,17 @@
  * plaintext page ever reaches the disk (better-sqlite3's `db.backup()` refuses an encrypted source:
  * "incompatible source and target databases"). The copy is written under a temporary name in the
  * destination's folder, created 0600 before SQLite writes a byte, fsynced, then linked into place, so
- * the destination either does not exist or holds a complete snapshot.
+ * the destination either does not exist or holds a complete snapshot. Its manifest
+ * (`<destination>.manifest.json`, lib/backup-manifest.ts: checksum, schema, the key-derivation salt)
+ * is written next, by the store, so every caller leaves a backup `spar restore` takes; should it
+ * fail, the snapshot is removed again rather than left without one.
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, linkSync, openSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
+import { manifestPathOf, writeBackupManifest } from "../../lib/backup-manifest.js";
 import { SparError } from "../../sdk/index.js";
 import { corruptError, isCorruption } from "./corruption.js";
 import { isStorageFull, storageFullError } from "./storage-full.js";
@@ -36,12 +40,13 @@ const MAX_WAITS = 10_000;
  * transaction).
  *
  * @example
- * const backup = createBackup(db, dbPath);
+ * const backup = createBackup(db, dbPath, salt);
  * const { bytes, schema_version } = await backup("/backups/spar-2026-01-01.db");
  */
 export function createBackup(
   db: Database.Database,
   dbPath: string,
+  salt: Buffer,
 ): (destination: string) => Promise<BackupResult> {
   const vacuumInto = db.prepare<[string], void>("VACUUM INTO ?");
   const schemaVersion = db.prepare<[], number | null>("SELECT max(version) FROM schema_migrations").pluck();
@@ -65,8 +70,15 @@ export function createBackup(
       vacuumInto.run(partial);
       await fsyncPath(partial);
       placeAt(partial, destination);
+      const bytes = statSync(destination).size;
+      try {
+        await writeBackupManifest(destination, { bytes, schema_version, salt });
+      } catch (err) {
+        unlinkSync(destination);
+        throw err;
+      }
       await fsyncPath(dirname(destination));
-      return { bytes: statSync(destination).size, schema_version };
+      return { bytes, schema_version };
     } catch (err) {
       if (existsSync(partial)) unlinkSync(partial);
       if (err instanceof SparError) throw err;
@@ -91,11 +103,10 @@ export function checkDestination(destination: string): void {
   if (!existsSync(folder) || !statSync(folder).isDirectory()) {
     throw new SparError("VALIDATION_FAILED", `the backup's folder ${folder} does not exist`);
   }
-  if (existsSync(destination)) {
-    throw new SparError(
-      "CONFLICT",
-      `${destination} already exists; Spar does not overwrite a file with a backup`,
-    );
+  for (const path of [destination, manifestPathOf(destination)]) {
+    if (existsSync(path)) {
+      throw new SparError("CONFLICT", `${path} already exists; Spar does not overwrite a file with a backup`);
+    }
   }
 }
 

@@ -149,7 +149,7 @@ export async function openSqliteStore(
     const settled = () => Promise.all([store.integrity(), store.durable()]);
     return {
       ...store,
-      backup: createBackup(db, dbPath),
+      backup: createBackup(db, dbPath, salt),
       rekey: (secret) => rekeyStore({ db, dbPath, salt, settled }, secret),
     };
   } catch (err) {

@@ -312,4 +312,38 @@ describe("spar backup and spar restore", () => {
     }
     daemon = await startDaemon(home, port);
   });
+
+  it("restores a backup made by POST /api/v1/store/backup: the route writes the manifest too", async () => {
+    const routeMade = join(backups, "route.db");
+    const made = await daemon.request<{ path: string; manifest: string; bytes: number }>(
+      "POST",
+      "/api/v1/store/backup",
+      { path: routeMade },
+    );
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect(made.body).toMatchObject({ path: routeMade, manifest: `${routeMade}.manifest.json` });
+    const manifest = JSON.parse(readFileSync(`${routeMade}.manifest.json`, "utf8")) as Manifest;
+    expect(manifest).toMatchObject({ format: "spar-backup", bytes: statSync(routeMade).size });
+    expect(manifest.sha256).toBe(createHash("sha256").update(readFileSync(routeMade)).digest("hex"));
+    expect(statSync(`${routeMade}.manifest.json`).mode & 0o777).toBe(0o600);
+    // Said after the backup: the restore takes it away again.
+    await say("bo", `after the route backup ${MARKER}`);
+    expect(await daemon.stop()).toBe(0);
+
+    const restored = await runCli(home, ["restore", routeMade, "--yes", "--json"], env);
+    expect(restored.code, restored.stderr + restored.stdout).toBe(0);
+    daemon = await startDaemon(home, port);
+    const bouts = (await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/bo/bouts"))
+      .body;
+    const questions: string[] = [];
+    for (const bout of bouts.bouts) {
+      const res = await daemon.request<{ messages: { role: string; content: string }[] }>(
+        "GET",
+        `/api/v1/bouts/${bout.id}/messages`,
+      );
+      questions.push(...res.body.messages.filter((m) => m.role === "user").map((m) => m.content));
+    }
+    expect(questions).toContain(`hello bo ${MARKER}`);
+    expect(questions).not.toContain(`after the route backup ${MARKER}`);
+  });
 });

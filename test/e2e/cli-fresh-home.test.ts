@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
@@ -90,5 +90,41 @@ describe("spar init --fresh", () => {
     expect(refused.stderr).toMatch(/\(CONFLICT\)\n$/);
     expect(hash(join(home, "spar.db"))).toBe(before);
     expect(readdirSync(home).filter((f) => f.includes("unreadable"))).toEqual([]);
+  });
+
+  it("keeps a healthy database when a channel is configured (token in .env or missing), and still moves one the key cannot open", async () => {
+    const { home } = await homeWithDatabase();
+    // A configured channel whose secrets live only in <data dir>/.env, as spar channel setup leaves them.
+    appendFileSync(
+      join(home, "config.toml"),
+      '\n[channels.telegram]\napi_root = "http://127.0.0.1:9"\nallowlist = [424242]\n',
+    );
+    writeFileSync(
+      join(home, ".env"),
+      `TELEGRAM_BOT_TOKEN=123456:${"A".repeat(35)}\nTELEGRAM_WEBHOOK_SECRET=${"s".repeat(32)}\n`,
+      { mode: 0o600 },
+    );
+    const before = hash(join(home, "spar.db"));
+    const kept = await runCli(home, ["init", "--fresh"]);
+    expect(kept.stderr).toContain("opens with the current master secret and passes its integrity check");
+    expect(kept.code).toBe(1);
+    expect(hash(join(home, "spar.db"))).toBe(before);
+    expect(readdirSync(home).filter((f) => f.includes("unreadable"))).toEqual([]);
+
+    // Without the token the channel would refuse to apply; that is no verdict on the database.
+    rmSync(join(home, ".env"));
+    const still = await runCli(home, ["init", "--fresh"]);
+    expect(still.stderr).toContain("opens with the current master secret and passes its integrity check");
+    expect(still.code).toBe(1);
+    expect(hash(join(home, "spar.db"))).toBe(before);
+    expect(readdirSync(home).filter((f) => f.includes("unreadable"))).toEqual([]);
+
+    // Another secret: the database really cannot be decrypted, so it moves aside, channel or not.
+    writeFileSync(join(home, "master.key"), `${randomBytes(32).toString("base64url")}\n`, { mode: 0o600 });
+    const moved = await runCli(home, ["init", "--fresh", "--json"]);
+    expect(moved.code).toBe(0);
+    const result = JSON.parse(moved.stdout) as { moved: { from: string; to: string }[] };
+    expect(result.moved.map((m) => m.from)).toContain("spar.db");
+    expect(existsSync(join(home, "spar.db"))).toBe(false);
   });
 });

@@ -4,7 +4,7 @@
  * open (the daemon's store open) reads with master.key or finishes rotating by itself.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { cpSync, existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readMasterSecret } from "../../lib/home.js";
@@ -132,6 +132,49 @@ describe("spar rekey", () => {
     await expect(openSqliteStore({ home, masterSecret: before })).rejects.toMatchObject({
       code: "STORE_KEY_INVALID",
     });
+  });
+
+  it("keeps the old secret as master.key.old-<time>, and spar restore --master-key-file brings back a backup made before the rekey", async () => {
+    const { home, port } = await copyOfBase();
+    const backups = tempHome();
+    homes.push(backups);
+    const snapshot = join(backups, "before-rekey.db");
+    const made = await runCli(home, ["backup", snapshot]);
+    expect(made.code, made.stderr).toBe(0);
+    const original = readFileSync(join(home, "master.key"));
+
+    const rekeyed = await runCli(home, ["rekey", "--yes"]);
+    expect(rekeyed.code, rekeyed.stderr).toBe(0);
+    const kept = /The old secret is kept in (\S+) \(mode 0600\)/.exec(rekeyed.stdout)?.[1] ?? "";
+    expect(kept).toMatch(new RegExp(`^${home}/master\\.key\\.old-\\d{8}-\\d{6}$`));
+    expect(readFileSync(kept).equals(original)).toBe(true);
+    expect(statSync(kept).mode & 0o777).toBe(0o600);
+    expect(rekeyed.stdout).toContain(`--master-key-file ${kept}`);
+    const current = readFileSync(join(home, "master.key"));
+    expect(current.equals(original)).toBe(false);
+
+    // The database is lost; only the backup made under the old secret is left.
+    for (const file of ["spar.db", "spar.db-wal", "spar.db-shm"]) rmSync(join(home, file), { force: true });
+    const plain = await runCli(home, ["restore", snapshot, "--json"]);
+    expect(plain.code).toBe(1);
+    const refused = (JSON.parse(plain.stdout) as { error: { code: string; message: string } }).error;
+    expect(refused.code).toBe("STORE_KEY_INVALID");
+    expect(refused.message).toContain("--master-key-file");
+    expect(existsSync(join(home, "spar.db"))).toBe(false);
+
+    const restored = await runCli(home, ["restore", snapshot, "--master-key-file", kept]);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(restored.stdout).toContain(
+      `It opened with ${kept} and was re-encrypted under the current master secret`,
+    );
+    // The current master.key stays; the restored database opens with it.
+    expect(readFileSync(join(home, "master.key")).equals(current)).toBe(true);
+    const daemon = await startDaemon(home, port);
+    try {
+      expect(await contentsOverHttp(daemon)).toEqual(expected);
+    } finally {
+      expect(await daemon.stop()).toBe(0);
+    }
   });
 
   it(`survives kill -9 at ${KILLS} points of a rotation: master.key or the interrupted rotation always opens it`, async () => {

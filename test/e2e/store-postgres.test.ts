@@ -144,5 +144,34 @@ describe.skipIf(!TEST_DATABASE_URL)(
       // And nothing went to a SQLite file on the side.
       expect(existsSync(join(home, "spar.db"))).toBe(false);
     });
+
+    it("answers spar backup, spar restore and the backup route with BACKUP_UNSUPPORTED and the pg_dump command", async () => {
+      const file = join(home, "spar.dump");
+      const dumpCommand = `pg_dump --format=custom --schema=${SCHEMA} --file=${file} "$SPAR_DATABASE_URL"`;
+      const route = await daemon?.request<{ error: { code: string; message: string } }>(
+        "POST",
+        "/api/v1/store/backup",
+        { path: file },
+      );
+      expect(route?.status).toBe(501);
+      expect(route?.body.error.code).toBe("BACKUP_UNSUPPORTED");
+      expect(route?.body.error.message).toContain(dumpCommand);
+
+      const error = (stdout = "") =>
+        (JSON.parse(stdout) as { error: { code: string; message: string } }).error;
+      const backup = await daemon?.cli(["backup", file, "--json"]);
+      expect(backup?.code).toBe(1);
+      expect(error(backup?.stdout)).toMatchObject({ code: "BACKUP_UNSUPPORTED" });
+      expect(error(backup?.stdout).message).toContain(dumpCommand);
+      expect(error(backup?.stdout).message).not.toContain("no database in");
+
+      const restore = await daemon?.cli(["restore", file, "--yes"]);
+      expect(restore?.code).toBe(1);
+      expect(restore?.stderr).toContain(
+        `pg_restore --clean --if-exists --dbname="$SPAR_DATABASE_URL" ${file}`,
+      );
+      expect(restore?.stderr).toMatch(/\(BACKUP_UNSUPPORTED\)\n$/);
+      expect(existsSync(file) || existsSync(`${file}.manifest.json`)).toBe(false);
+    });
   },
 );
