@@ -193,7 +193,12 @@ export const COMMANDS: CommandSpec[] = [
         ],
       },
       { name: "list", args: "", summary: "Every troop: strategy, leader, members" },
-      { name: "show", args: "<troop>", summary: "One troop and its latest tasks" },
+      {
+        name: "show",
+        args: "<troop> [task-id]",
+        summary:
+          "One troop and its latest tasks; with a task id, that task's status, result, steps and votes",
+      },
       {
         name: "task",
         args: "<troop> <task>",
