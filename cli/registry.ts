@@ -101,16 +101,20 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "chat",
-    args: "<text>",
+    args: "[text]",
     summary: "Send a message to a fighter; it continues the fighter's latest bout unless --new or --bout",
     options: [
       { ...FIGHTER, summary: "The fighter to talk to" },
       { flag: "--new", summary: "Start a new bout (conversation) with this message" },
       { flag: "--bout", value: "id", summary: "Continue this bout (spar bout list shows them)" },
       { flag: "--raw", summary: "Print the model's text as is, terminal control sequences included" },
+      {
+        flag: "--file",
+        value: "path",
+        summary: "Send this file's text as the message (- as the text, or a pipe, reads stdin)",
+      },
     ],
-    run: async ({ args, options }) =>
-      (await import("./commands/chat.js")).chat(args[0] as string, as(options)),
+    run: async ({ args, options }) => (await import("./commands/chat.js")).chat(args[0], as(options)),
   },
   {
     name: "bout",
@@ -189,7 +193,12 @@ export const COMMANDS: CommandSpec[] = [
         ],
       },
       { name: "list", args: "", summary: "Every troop: strategy, leader, members" },
-      { name: "show", args: "<troop>", summary: "One troop and its latest tasks" },
+      {
+        name: "show",
+        args: "<troop> [task-id]",
+        summary:
+          "One troop and its latest tasks; with a task id, that task's status, result, steps and votes",
+      },
       {
         name: "task",
         args: "<troop> <task>",

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { SparError } from "../../sdk/errors.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
 import { apiStream } from "../client.js";
@@ -8,15 +9,18 @@ import { type GlobalOptions, printable, printJson } from "../output.js";
  * `spar chat`: the reply streams to the terminal as the model writes it, with a spinner on stderr
  * until the first token (only on a terminal). `--json` prints the final response body instead.
  * Control characters in the model's text are shown, not obeyed, unless `--raw`. A message continues
- * the fighter's latest bout, unless `--new` starts one or `--bout <id>` picks one.
+ * the fighter's latest bout, unless `--new` starts one or `--bout <id>` picks one. The message is the
+ * argument, or standard input (`-`, or no argument when stdin is not a terminal), or `--file <path>`:
+ * a long message never meets the command line's length limit.
  */
 export async function chat(
-  text: string,
-  options: GlobalOptions & { fighter: string; bout?: string; new?: boolean; raw?: boolean },
+  argument: string | undefined,
+  options: GlobalOptions & { fighter: string; bout?: string; new?: boolean; raw?: boolean; file?: string },
 ): Promise<void> {
   if (options.new && options.bout) {
     throw new SparError("VALIDATION_FAILED", "use --new (a new bout) or --bout <id> (that bout), not both");
   }
+  const text = await messageText(argument, options.file);
   const show = options.raw ? (t: string) => t : printable;
   const path = `/api/v1/fighters/${encodeURIComponent(options.fighter)}/message`;
   // Without either, the daemon continues the fighter's latest bout.
@@ -61,6 +65,42 @@ export async function chat(
     process.off("SIGINT", onInterrupt);
     spinner?.stop();
   }
+}
+
+/**
+ * The message to send: `--file`'s contents, standard input for `-` (or for no argument when stdin is
+ * a pipe or a file), else the argument itself. Refused before anything is sent when it is empty or
+ * given twice, or when there is none at all on a terminal.
+ */
+async function messageText(argument: string | undefined, file: string | undefined): Promise<string> {
+  if (file !== undefined && argument !== undefined) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      "give the message as text, - (stdin) or --file <path>, not two of them",
+    );
+  }
+  let text: string;
+  let from: string;
+  if (file !== undefined) {
+    text = await readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => {
+      throw new SparError("VALIDATION_FAILED", `--file ${file} cannot be read (${err.code ?? err.message})`);
+    });
+    from = `--file ${file}`;
+  } else if (argument === "-" || (argument === undefined && !process.stdin.isTTY)) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    text = Buffer.concat(chunks).toString("utf8");
+    from = "standard input";
+  } else if (argument === undefined) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      'chat needs a message: spar chat "<text>", spar chat - (reads stdin) or spar chat --file <path>',
+    );
+  } else {
+    return argument;
+  }
+  if (text.trim() === "") throw new SparError("VALIDATION_FAILED", `the message from ${from} is empty`);
+  return text;
 }
 
 function startSpinner(): { stop(): void } | undefined {

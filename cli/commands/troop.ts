@@ -3,7 +3,8 @@
  * the routes). The daemon names fighters by id; a troop it returns carries `names` for the fighters
  * that still exist, so every line here shows names, and an id without one as `<id> (gone)`.
  * `task` waits for the task to end by default (by polling it, so no request outlives fetch's limits)
- * and exits 1 unless it completed; `--async` returns at once with the id to follow.
+ * and exits 1 unless it completed; `--async` returns at once with the id to follow (`show <troop>
+ * <task>` shows it).
  */
 import { SparError } from "../../sdk/errors.js";
 import type { TroopRecord, TroopTaskRecord } from "../../sdk/store-types.js";
@@ -34,7 +35,7 @@ export async function troop(action: string, args: string[], options: TroopOption
     case "list":
       return list(options);
     case "show":
-      return show(target, options);
+      return second ? showTask(target, second, options) : show(target, options);
     case "task":
       return task(target, second, options);
     case "tasks":
@@ -122,6 +123,28 @@ async function show(target: string, options: TroopOptions): Promise<void> {
   process.stdout.write(`Troop ${describe(found)}\n\n${shown}\n`);
 }
 
+/**
+ * One task of a troop as it stands (an `--async` one while it runs, or after): what was asked, its
+ * status, result, steps and votes; `--json` prints the record as the daemon keeps it.
+ */
+async function showTask(target: string, taskId: string, options: TroopOptions): Promise<void> {
+  const found = await api<TroopView>("GET", path(target));
+  const record = await api<TroopTaskRecord>("GET", path(found.id, `/tasks/${encodeURIComponent(taskId)}`));
+  if (options.json) return printJson(record);
+  const times = [`created ${record.created_at}`];
+  if (record.started_at) times.push(`started ${record.started_at}`);
+  if (record.finished_at) times.push(`finished ${record.finished_at}`);
+  const head = [
+    `Troop ${found.name}, task ${record.id} (${times.join(", ")})`,
+    `Task: ${printable(cut(record.task, 200))}`,
+  ];
+  if (record.error) head.push(`Error: ${printable(record.error.message)} (${record.error.code})`);
+  if (record.result === null && !ENDED.has(record.status)) {
+    head.push(`Still ${record.status}; spar troop show ${found.name} ${record.id} again shows its progress`);
+  }
+  process.stdout.write(`${head.join("\n")}\n\n${outcome(record, found)}`);
+}
+
 async function task(target: string, text: string, options: TroopOptions): Promise<void> {
   // Always sent as async: Node's fetch drops a response whose headers take over 300 s (undici's
   // headersTimeout), which a waiting POST of a long task would hit; polling the task has no limit.
@@ -129,7 +152,7 @@ async function task(target: string, text: string, options: TroopOptions): Promis
   if (options.async) {
     if (options.json) return printJson(started);
     process.stdout.write(
-      `Task ${started.id} is ${started.status}; follow it with spar troop tasks ${target} (or spar troop show ${target})\n`,
+      `Task ${started.id} is ${started.status}; follow it with spar troop tasks ${target}, or spar troop show ${target} ${started.id}\n`,
     );
     return;
   }

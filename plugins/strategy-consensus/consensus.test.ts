@@ -128,6 +128,20 @@ describe("strategy-consensus", () => {
     });
   });
 
+  it("fails, choosing nothing, when no vote is valid, the leader's tie-break included", async () => {
+    const scripted = scriptedTask({
+      members: members.slice(0, 2),
+      reply: script({ "id-ann": "I like both", "id-bob": "the second" }, "no idea"),
+    });
+    const outcome = await (await consensus()).run(scripted.task);
+    expect(outcome.result).toBeUndefined();
+    expect(outcome.error?.code).toBe("VALIDATION_FAILED");
+    expect(outcome.error?.message).toMatch(
+      /^no answer was chosen: every vote, the leader's tie-break included, failed \(ann: not the JSON asked for: .+; bob: .+; leader \(tie-break\): .+\)$/,
+    );
+    expect(outcome.votes?.map((v) => v.choice)).toEqual([null, null, null]);
+  });
+
   it("numbers only the successful answers, and every member still votes", async () => {
     const scripted = scriptedTask({
       members: members.slice(0, 3),

@@ -60,19 +60,26 @@ function voteError(step: TroopStep): string {
   return `no valid vote in two attempts${step.error ? ` (${step.error.message})` : ""}`;
 }
 
+/** A vote as cast, with the step it was cast in (its error's code says why a vote failed). */
+interface Cast {
+  vote: TroopVote;
+  step: TroopStep;
+  voter: TroopMember;
+}
+
 /** Asks `voter` for a vote over `answers` (indexes into the successful answers). */
 async function castVote(
   task: StrategyTask,
   voter: TroopMember,
   ballot: { prompt: string; schema: Record<string, unknown>; answers: number[] },
   role: "vote" | "tie_break",
-): Promise<TroopVote> {
+): Promise<Cast> {
   const { value, step } = await task.structured<Ballot>(voter.id, ballot.prompt, ballot.schema, role);
   const extra = role === "tie_break" ? { tie_break: true } : {};
   const choice = value ? ballot.answers[value.choice - 1] : undefined;
   if (!value || choice === undefined)
-    return { fighter_id: voter.id, choice: null, error: voteError(step), ...extra };
-  return { fighter_id: voter.id, choice, reason: value.reason, ...extra };
+    return { vote: { fighter_id: voter.id, choice: null, error: voteError(step), ...extra }, step, voter };
+  return { vote: { fighter_id: voter.id, choice, reason: value.reason, ...extra }, step, voter };
 }
 
 function ballotOver(task: string, texts: string[], answers: number[], tieBreak: boolean) {
@@ -80,16 +87,40 @@ function ballotOver(task: string, texts: string[], answers: number[], tieBreak: 
   return { prompt: ballotPrompt(task, shown, tieBreak), schema: voteSchema(shown.length), answers };
 }
 
-/** The leader's vote among the tied answers; when it fails, the lowest-numbered tied answer, said so. */
-async function breakTie(task: StrategyTask, texts: string[], tied: number[]): Promise<TroopVote> {
-  const vote = await castVote(task, task.leader, ballotOver(task.task, texts, tied, true), "tie_break");
-  if (vote.choice !== null) return vote;
+/**
+ * The leader's vote among the tied answers. When it fails after members' votes tied, the
+ * lowest-numbered tied answer, said so; when no member's vote counted either, nobody chose and the
+ * vote stays without a choice (the task fails).
+ */
+async function breakTie(
+  task: StrategyTask,
+  texts: string[],
+  tied: number[],
+  counted: boolean,
+): Promise<Cast> {
+  const cast = await castVote(task, task.leader, ballotOver(task.task, texts, tied, true), "tie_break");
+  const { vote } = cast;
+  if (vote.choice !== null || !counted) return cast;
   const fallback = tied[0] as number;
   return {
-    ...vote,
-    choice: fallback,
-    error: `${vote.error}; answer ${fallback + 1}, the lowest-numbered tied answer, was chosen`,
+    ...cast,
+    vote: {
+      ...vote,
+      choice: fallback,
+      error: `${vote.error}; answer ${fallback + 1}, the lowest-numbered tied answer, was chosen`,
+    },
   };
+}
+
+/** The outcome when no vote was valid: failed, with the first failed vote's code and every voter's reason. */
+function noValidVote(casts: readonly Cast[]) {
+  return everyStepFailed(
+    "no answer was chosen: every vote, the leader's tie-break included,",
+    casts.map(({ voter, step, vote }) => ({
+      who: vote.tie_break ? `${voter.name} (tie-break)` : voter.name,
+      step: step.error ? step : { ...step, error: { code: "VALIDATION_FAILED", message: voteError(step) } },
+    })),
+  );
 }
 
 const consensus: TroopStrategy = {
@@ -118,22 +149,22 @@ const consensus: TroopStrategy = {
       texts.map((_, i) => i),
       false,
     );
-    const cast = await mapBounded(
-      task.members,
-      task.max_parallel,
-      (m) => castVote(task, m, ballot, "vote"),
-      task.signal,
-    );
-    const votes = cast.filter((vote): vote is TroopVote => vote !== undefined);
+    const casts = (
+      await mapBounded(task.members, task.max_parallel, (m) => castVote(task, m, ballot, "vote"), task.signal)
+    ).filter((cast): cast is Cast => cast !== undefined);
+    const votes = casts.map((cast) => cast.vote);
     if (task.signal.aborted) return { ...cancelled(task.signal), votes };
 
     const { top } = tallyVotes(votes, texts.length);
     let winner = top[0] as number;
     if (top.length > 1) {
-      const tieBreak = await breakTie(task, texts, top);
-      votes.push(tieBreak);
+      const counted = votes.some((vote) => vote.choice !== null);
+      const tieBreak = await breakTie(task, texts, top, counted);
+      votes.push(tieBreak.vote);
       if (task.signal.aborted) return { ...cancelled(task.signal), votes };
-      winner = tieBreak.choice as number;
+      // Not one valid vote, the leader's included: no answer was chosen, so there is no result.
+      if (tieBreak.vote.choice === null) return { ...noValidVote([...casts, tieBreak]), votes };
+      winner = tieBreak.vote.choice;
     }
     return { result: texts[winner] as string, votes };
   },

@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
@@ -20,7 +22,8 @@ describe("conversations from the CLI", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // A context window large enough for the 200 KB messages below (one may take half of it).
+    writeConfig(home, port, fake.url, "context_window = 1000000\n\n[creed]\nreflect = false\n");
     daemon = await startDaemon(home, port);
   });
 
@@ -78,5 +81,59 @@ describe("conversations from the CLI", () => {
     const nobody = await daemon.cli(["bout", "list", "--fighter", "nobody", "--json"]);
     expect(nobody.code).toBe(1);
     expect(JSON.parse(nobody.stdout)).toMatchObject({ error: { code: "FIGHTER_NOT_FOUND" } });
+  });
+
+  describe("a message from standard input or a file", () => {
+    /** Over 200 KB, past what one argv word may hold on Linux (128 KB). */
+    const long = `${"a long line of text to send to the fighter, ".repeat(4_800)}the end`;
+    const lastUser = () => userTurns().at(-1);
+
+    // A short answer that says what arrived: the long message is what is tested, not a long reply.
+    beforeAll(() => {
+      fake.setDefault((body) => {
+        const user = body.messages.findLast((m) => m.role === "user")?.content;
+        return { text: `received ${typeof user === "string" ? user.length : 0} characters` };
+      });
+    });
+
+    it("reads stdin for -, and for no text when stdin is a pipe", async () => {
+      expect(long.length).toBeGreaterThan(200 * 1024);
+      const dash = await daemon.cli(["chat", "--new", "-"], {}, long);
+      expect(dash.code, dash.stderr).toBe(0);
+      expect(lastUser()).toBe(long);
+      expect(dash.stdout).toBe(`received ${long.length} characters\n`);
+
+      const piped = await daemon.cli(["chat", "--new", "--json"], {}, "piped in\n");
+      expect(piped.code, piped.stderr).toBe(0);
+      expect(lastUser()).toBe("piped in\n");
+      expect(JSON.parse(piped.stdout)).toMatchObject({ response: "received 9 characters" });
+    });
+
+    it("sends a file's text with --file", async () => {
+      const path = join(home, "message.txt");
+      writeFileSync(path, long);
+      const run = await daemon.cli(["chat", "--new", "--file", path]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(lastUser()).toBe(long);
+    });
+
+    it("refuses an empty or doubled message, and a file it cannot read", async () => {
+      const sent = fake.requests.length;
+      const empty = await daemon.cli(["chat", "-"], {}, " \n");
+      expect(empty).toMatchObject({
+        code: 1,
+        stderr: "spar: the message from standard input is empty (VALIDATION_FAILED)\n",
+      });
+      const both = await daemon.cli(["chat", "hi", "--file", join(home, "message.txt")]);
+      expect(both.stderr).toBe(
+        "spar: give the message as text, - (stdin) or --file <path>, not two of them (VALIDATION_FAILED)\n",
+      );
+      const missing = await daemon.cli(["chat", "--file", join(home, "nowhere.txt")]);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(
+        /^spar: --file .*nowhere\.txt cannot be read \(ENOENT\) \(VALIDATION_FAILED\)\n$/,
+      );
+      expect(fake.requests.length).toBe(sent);
+    });
   });
 });

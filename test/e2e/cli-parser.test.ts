@@ -29,7 +29,7 @@ describe("spar's command line", () => {
     [["move", "list", "web"], 'unexpected argument "web" for move list; usage: spar move list'],
     [
       ["chat", "hello", "world"],
-      'unexpected argument "world" for chat; usage: spar chat <text> (quote an argument that has spaces)',
+      'unexpected argument "world" for chat; usage: spar chat [text] (quote an argument that has spaces)',
     ],
     [["fighter", "spawn", "coder", "--name", ""], "--name needs a value, not an empty string: --name <name>"],
     [

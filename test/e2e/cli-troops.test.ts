@@ -198,6 +198,39 @@ describe("spar troop", () => {
     expect(shown).toContain(id);
   });
 
+  it("shows one task's result and steps with troop show <troop> <task>", async () => {
+    const started = await daemon.cli(["troop", "task", "council", "Name a fruit.", "--async"]);
+    const id = /^Task (\S+) is/.exec(started.stdout)?.[1] as string;
+    expect(started.stdout).toContain(`spar troop show council ${id}`);
+    let record: TroopTaskRecord | undefined;
+    for (let i = 0; i < 200 && record?.status !== "completed"; i++) {
+      if (record) await sleep(100);
+      record = await json<TroopTaskRecord>("troop", "show", "council", id);
+    }
+    expect(record).toMatchObject({ id, status: "completed", result: "SYNTHESIS of alice, bob, carol" });
+    expect(record?.steps.map((s) => s.role).sort()).toEqual(["answer", "answer", "answer", "synthesize"]);
+
+    const shown = await daemon.cli(["troop", "show", "council", id]);
+    expect(shown.code, shown.stderr).toBe(0);
+    const lines = shown.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(
+      new RegExp(`^Troop council, task ${id} \\(created \\S+, started \\S+, finished \\S+\\)$`),
+    );
+    expect(lines[1]).toBe("Task: Name a fruit.");
+    expect(lines[3]).toBe("SYNTHESIS of alice, bob, carol");
+    expect(lines[5]).toMatch(new RegExp(`^Task ${id}: completed \\(broadcast\\), \\d+ tokens$`));
+    expect(lines[6]).toBe("Steps:");
+    for (const name of [...MEMBERS, "lead"]) {
+      expect(lines.slice(7).some((l) => new RegExp(`^  ${name}\\s+\\w+\\s+ok\\s+\\d+ tokens$`).test(l))).toBe(
+        true,
+      );
+    }
+
+    const unknown = await daemon.cli(["troop", "show", "council", "no-such-task"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no-such-task.*\(NOT_FOUND\)\n$/);
+  });
+
   it("exits 1 and prints the error when the task fails", async () => {
     fake.setDefault(() => ({ status: 400, error_message: "the model refuses" }));
     try {
@@ -210,6 +243,41 @@ describe("spar troop", () => {
       const raw = await daemon.cli(["troop", "task", "council", "Fail again.", "--json"]);
       expect(raw.code).toBe(1);
       expect(JSON.parse(raw.stdout)).toMatchObject({ status: "failed", error: { code: expect.any(String) } });
+    } finally {
+      fake.setDefault(byFighter);
+    }
+  });
+
+  it("fails a consensus task in which no vote is valid, and exits 1", async () => {
+    // Every member answers, but no vote (nor the leader's tie-break) is the JSON asked for.
+    fake.setDefault((body) => {
+      const user = text(body.messages.findLast((m) => m.role === "user")?.content);
+      return user.includes('"choice"') ? { text: "They are all fine." } : byFighter(body);
+    });
+    try {
+      const created = await daemon.cli([
+        "troop",
+        "create",
+        "undecided",
+        "--leader=lead",
+        `--members=${MEMBERS.join(",")}`,
+        "--strategy=consensus",
+      ]);
+      expect(created.code, created.stderr).toBe(0);
+      const run = await daemon.cli(["troop", "task", "undecided", "Pick a name."]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/Task \S+: failed \(consensus\)/);
+      expect(run.stderr).toMatch(
+        /^spar: no answer was chosen: every vote, the leader's tie-break included, failed \(alice: .+\) \(VALIDATION_FAILED\)\n$/,
+      );
+
+      const raw = await daemon.cli(["troop", "task", "undecided", "Pick another.", "--json"]);
+      expect(raw.code).toBe(1);
+      const record = JSON.parse(raw.stdout) as TroopTaskRecord;
+      expect(record).toMatchObject({ status: "failed", result: null, error: { code: "VALIDATION_FAILED" } });
+      expect(record.votes?.map((v) => v.choice)).toEqual([null, null, null, null]);
+      expect(record.votes?.at(-1)).toMatchObject({ tie_break: true });
+      expect((await daemon.cli(["troop", "disband", "undecided"])).code).toBe(0);
     } finally {
       fake.setDefault(byFighter);
     }
@@ -293,6 +361,13 @@ describe("spar troop", () => {
     try {
       const started = await daemon.cli(["troop", "task", "council", "Take your time.", "--async"]);
       const id = /^Task (\S+) is/.exec(started.stdout)?.[1] as string;
+      // A task still running shows the steps it has so far.
+      const running = await daemon.cli(["troop", "show", "council", id]);
+      expect(running.code, running.stderr).toBe(0);
+      expect(running.stdout).toMatch(
+        new RegExp(`Still (pending|running); spar troop show council ${id} again`),
+      );
+      expect(running.stdout).toMatch(new RegExp(`Task ${id}: (pending|running) \\(broadcast\\)`));
       const cancelled = await daemon.cli(["troop", "cancel", "council", id]);
       expect(cancelled.code, cancelled.stderr).toBe(0);
       expect(cancelled.stdout).toBe(`Task ${id} of council is cancelled\n`);

@@ -29,18 +29,27 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real CLI binary (`node bin/spar.js …`) against a data dir. */
-export function runCli(home: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+/**
+ * Runs the real CLI binary (`node bin/spar.js …`) against a data dir. `input`, when given, is written
+ * to its standard input, which is then closed (a pipe, as in `cat file | spar chat -`).
+ */
+export function runCli(
+  home: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  input?: string,
+): Promise<CliResult> {
   return new Promise((done) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [SPAR_BIN, ...args],
-      { env: { ...cleanEnv(), SPAR_HOME: home, ...env }, timeout: 60_000 },
+      { env: { ...cleanEnv(), SPAR_HOME: home, ...env }, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
         done({ code, stdout, stderr });
       },
     );
+    if (input !== undefined) child.stdin?.end(input);
   });
 }
 
@@ -62,8 +71,8 @@ export interface TestDaemon {
   output(): string;
   /** SIGTERM and wait for exit; resolves with the exit code. */
   stop(): Promise<number | null>;
-  /** The real CLI with the daemon's environment (its keys), plus `extra`. */
-  cli(args: string[], extra?: NodeJS.ProcessEnv): Promise<CliResult>;
+  /** The real CLI with the daemon's environment (its keys), plus `extra`; `input` goes to its stdin. */
+  cli(args: string[], extra?: NodeJS.ProcessEnv, input?: string): Promise<CliResult>;
   /** fetch against the daemon with a JSON body; returns status and parsed body. */
   request<T = unknown>(
     method: string,
@@ -128,8 +137,8 @@ export async function startDaemon(
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
     },
-    cli: (args, extra = {}) =>
-      runCli(home, args, { ...env, OPENAI_API_KEY: fullEnv.OPENAI_API_KEY, ...extra }),
+    cli: (args, extra = {}, input) =>
+      runCli(home, args, { ...env, OPENAI_API_KEY: fullEnv.OPENAI_API_KEY, ...extra }, input),
     async request(method, path, body) {
       const response = await fetch(`${url}${path}`, {
         method,
