@@ -1,7 +1,7 @@
 import { KERNEL_VERSION } from "../sdk/version.js";
 import { help } from "./help.js";
-import { reportError } from "./output.js";
-import { parseCommandLine } from "./parse.js";
+import { inTermsOfOptions, reportError } from "./output.js";
+import { type CommandLine, parseCommandLine } from "./parse.js";
 
 /**
  * The `spar` program: `spar <command> [<action>] [arguments] [options]`, every command and action
@@ -13,8 +13,20 @@ const argv = process.argv.slice(2);
 const end = argv.indexOf("--");
 const json = (end < 0 ? argv : argv.slice(0, end)).includes("--json");
 
+// A reader that stops early (`spar status | head -1`) closes the pipe: every later write fails with
+// EPIPE, which Node raises as an unhandled error with a stack trace. The reader has what it wanted,
+// so the command ends quietly, keeping the exit code it had (0 unless it had already failed), as
+// `git log | head` does. Anything else on these streams is a real failure and stays one.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    process.exit();
+  });
+}
+
+let line: CommandLine | undefined;
 try {
-  const line = parseCommandLine(argv);
+  line = parseCommandLine(argv);
   if (line.kind === "version") {
     const facts = {
       version: KERNEL_VERSION,
@@ -32,5 +44,5 @@ try {
     await line.command.run(line);
   }
 } catch (err) {
-  reportError(err, json);
+  reportError(line?.kind === "run" ? inTermsOfOptions(err, line.declared, line.options) : err, json);
 }

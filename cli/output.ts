@@ -1,3 +1,6 @@
+import { isSparError, SparError } from "../sdk/errors.js";
+import type { OptionSpec, ParsedOptions } from "./registry.js";
+
 /** Options every command receives (cli/parse.ts gives each declared option its declared type). */
 export interface GlobalOptions {
   json?: boolean;
@@ -53,4 +56,32 @@ export function printable(text: string): string {
     if (code < 0x20) return String.fromCharCode(0x2400 + code);
     return code === 0x7f ? "\u2421" : "\ufffd";
   });
+}
+
+/**
+ * The daemon's refusal of a request field, told in the words of the option the user typed: the
+ * daemon says `"body.bout_id" must be a bout id` or `?limit must be …`, which is HTTP; the user wrote
+ * `--bout`. A refusal names its field in `path` (`/body/bout_id`, `/querystring/limit`); the option
+ * whose request field that is (OptionSpec.field, else the flag's name) takes its place in the message.
+ * Anything else passes through unchanged. Every command's errors come through here (cli/index.ts), before reportError.
+ */
+export function inTermsOfOptions(err: unknown, declared: OptionSpec[], given: ParsedOptions): unknown {
+  if (!isSparError(err, "VALIDATION_FAILED") || typeof err.extra.path !== "string") return err;
+  const at = /^\/(body|querystring|params)\/([^/]+)$/.exec(err.extra.path);
+  if (!at) return err;
+  const [, where, field] = at as unknown as [string, string, string];
+  const option = declared.find((o) => o.value && (o.field ?? o.flag.slice(2).replaceAll("-", "_")) === field);
+  if (!option) return err;
+  const named = [`"${where}.${field}"`, `?${field}`].find((reference) => err.message.includes(reference));
+  let message = named ? err.message.replace(named, option.flag) : `${option.flag}: ${err.message}`;
+  const value = given[camel(option.flag)];
+  if (typeof value === "string" && !message.includes(JSON.stringify(value))) {
+    message += `, not ${JSON.stringify(value)}`;
+  }
+  return new SparError(err.code, message, { ...err.extra, option: option.flag });
+}
+
+/** `--key-id` → `keyId`, as the parser names options. */
+function camel(flag: string): string {
+  return flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }

@@ -25,6 +25,8 @@ export type CommandLine =
       action: string;
       args: string[];
       options: ParsedOptions;
+      /** The options this command line may carry, to name one in the daemon's refusals. */
+      declared: OptionSpec[];
     };
 
 interface ArgSpec {
@@ -105,6 +107,7 @@ export function parseCommandLine(argv: string[], commands: CommandSpec[] = COMMA
     action: action?.name ?? "",
     args,
     options: checkOptions(given, declared, where),
+    declared,
   };
 }
 
@@ -143,9 +146,20 @@ function checkOptions(given: OptionToken[], declared: OptionSpec[], where: strin
       );
     }
     if (value === "") throw fail(`${flag} needs a value, not an empty string: ${flag} <${spec.value}>`);
+    if (spec.integer) checkInteger(flag, value, spec.integer);
     out[camel(spec.flag)] = value;
   }
   return out;
+}
+
+/** Digits only (no sign, point, exponent or spaces, which Number() would take), within the range. */
+function checkInteger(flag: string, value: string, range: { min: number; max: number }): void {
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= range.min && n <= range.max)) {
+    throw fail(
+      `${flag} must be a whole number from ${range.min} to ${range.max}, not ${JSON.stringify(value)}`,
+    );
+  }
 }
 
 /** `--key-id` → `keyId`. */

@@ -13,6 +13,13 @@ export interface OptionSpec {
   value?: string;
   summary: string;
   default?: string;
+  /** A whole number in this range, checked by the parser before the command runs or calls the daemon. */
+  integer?: { min: number; max: number };
+  /**
+   * The request field the daemon reads this option's value from, when it is not the flag's own name
+   * (`--bout` is `bout_id`), so a field the daemon refuses is reported under the option typed.
+   */
+  field?: string;
 }
 
 export interface ActionSpec {
@@ -70,6 +77,9 @@ const FIGHTER: OptionSpec = {
  */
 const as = <T>(options: ParsedOptions) => options as unknown as T;
 
+/** `--limit` of the paged lists: lib/paging.ts's bounds, which the daemon holds as well. */
+const PAGE_LIMIT = { min: 1, max: 500 };
+
 export const COMMANDS: CommandSpec[] = [
   {
     name: "init",
@@ -106,7 +116,12 @@ export const COMMANDS: CommandSpec[] = [
     options: [
       { ...FIGHTER, summary: "The fighter to talk to" },
       { flag: "--new", summary: "Start a new bout (conversation) with this message" },
-      { flag: "--bout", value: "id", summary: "Continue this bout (spar bout list shows them)" },
+      {
+        flag: "--bout",
+        value: "id",
+        field: "bout_id",
+        summary: "Continue this bout (spar bout list shows them)",
+      },
       { flag: "--raw", summary: "Print the model's text as is, terminal control sequences included" },
       {
         flag: "--file",
@@ -166,7 +181,12 @@ export const COMMANDS: CommandSpec[] = [
         args: "<name>",
         summary: "Its runs, newest first: trigger, outcome, time, tokens, result or error",
         options: [
-          { flag: "--limit", value: "n", summary: "At most this many runs (default 20)" },
+          {
+            flag: "--limit",
+            value: "n",
+            integer: PAGE_LIMIT,
+            summary: "At most this many runs (default 20)",
+          },
           { flag: "--before", value: "run-id", summary: "The page after this run" },
         ],
       },
@@ -209,7 +229,14 @@ export const COMMANDS: CommandSpec[] = [
         name: "tasks",
         args: "<troop>",
         summary: "Its tasks, newest first: status, strategy, time, task",
-        options: [{ flag: "--limit", value: "n", summary: "At most this many tasks (default 20)" }],
+        options: [
+          {
+            flag: "--limit",
+            value: "n",
+            integer: PAGE_LIMIT,
+            summary: "At most this many tasks (default 20)",
+          },
+        ],
       },
       { name: "cancel", args: "<troop> <task-id>", summary: "Cancel a pending or running task" },
       {
@@ -405,12 +432,18 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "plugin",
     summary: "Plugins, from their manifests (no plugin code runs)",
-    actions: [{ name: "list", args: "", summary: "Every plugin found, its kind, version and source" }],
+    actions: [
+      {
+        name: "list",
+        args: "",
+        summary: "Every plugin found: its kind, whether it is active (and why not), version and source",
+      },
+    ],
     run: async ({ options }) => (await import("./commands/plugin.js")).plugin(options),
   },
   {
     name: "move",
-    summary: "Tools (moves) and skills: list, search, install, scan, remove",
+    summary: "Tools (moves) and skills",
     actions: [
       {
         name: "list",
@@ -421,7 +454,15 @@ export const COMMANDS: CommandSpec[] = [
         name: "search",
         args: "<query>",
         summary: "Skills and tools ranked by name, tags and description",
-        options: [{ flag: "--limit", value: "n", summary: "At most this many results (default 10)" }],
+        options: [
+          {
+            flag: "--limit",
+            value: "n",
+            // GET /api/v1/moves/search's bounds (plugins/moves-skills).
+            integer: { min: 1, max: 100 },
+            summary: "At most this many results (default 10)",
+          },
+        ],
       },
       {
         name: "install",

@@ -10,11 +10,15 @@ export function pageOf(query: Record<string, string>, item: string): { limit: nu
   const raw = query.limit ?? String(PAGE);
   const limit = Number(raw);
   if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_PAGE) {
-    throw new SparError("VALIDATION_FAILED", `?limit must be an integer from 1 to ${MAX_PAGE}, not "${raw}"`);
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `?limit must be an integer from 1 to ${MAX_PAGE}, not ${JSON.stringify(raw.slice(0, 40))}`,
+      { path: "/querystring/limit" },
+    );
   }
   const before = query.before;
   if (before !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(before)) {
-    throw new SparError("VALIDATION_FAILED", `?before must be a ${item} id`);
+    throw new SparError("VALIDATION_FAILED", `?before must be a ${item} id`, { path: "/querystring/before" });
   }
   return { limit, ...(before ? { before } : {}) };
 }

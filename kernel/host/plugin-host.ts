@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPluginChoices } from "../../lib/plugin-choices.js";
+import { whyInactive } from "../../lib/plugin-state.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError, wrapPluginError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
@@ -9,7 +10,7 @@ import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
 import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
-import { type DiscoveredPlugin, SINGLE_SLOT_KINDS, type SlotKind } from "./plugin-manifest.js";
+import type { DiscoveredPlugin } from "./plugin-manifest.js";
 
 export interface PluginHostOptions {
   plugins: DiscoveredPlugin[];
@@ -48,7 +49,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
   const byId = new Map(options.plugins.map((p) => [p.manifest.id, p]));
   config.sections = checkSections(config, options.plugins, join(options.home, "config.toml"));
 
-  const eligible = options.plugins.filter((p) => isEligible(p.manifest, config));
+  const eligible = options.plugins.filter((p) => !whyInactive(p.manifest, config.plugins));
   const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
   checkPluginChoices(
     config.plugins,
@@ -142,15 +143,6 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     isActive: (id) => activations.has(id),
     manifestFor: (id) => byId.get(id)?.manifest,
   };
-}
-
-function isEligible(manifest: PluginManifest, config: SparConfig): boolean {
-  const { enable, disable } = config.plugins;
-  if (disable.includes(manifest.id)) return false;
-  if (enable.length > 0 && !enable.includes(manifest.id) && !SINGLE_SLOT_KINDS.has(manifest.kind))
-    return false;
-  if (SINGLE_SLOT_KINDS.has(manifest.kind)) return config.plugins[manifest.kind as SlotKind] === manifest.id;
-  return true;
 }
 
 /** The bus as a plugin sees it: it may publish only the event kinds its manifest declares. */

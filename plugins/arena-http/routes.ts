@@ -16,7 +16,7 @@ const messageBody = {
   required: ["message"],
   properties: {
     message: { type: "string", minLength: 1 },
-    bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$" },
+    bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$", description: "a bout id (a UUID)" },
     bout: { const: "new" },
   },
 } as const;

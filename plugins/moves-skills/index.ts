@@ -271,7 +271,7 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
         async handler({ query }) {
           const q = (query.q ?? "").trim();
           if (q === "") throw new SparError("VALIDATION_FAILED", "give what to search for as ?q=");
-          const limit = Math.min(Math.max(Number.parseInt(query.limit ?? "10", 10) || 10, 1), 100);
+          const limit = searchLimit(query.limit);
           const tools = await ring.moves.list();
           const catalog = (await skills()).skills;
           const entries = [
@@ -293,3 +293,17 @@ export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
     });
   },
 });
+
+/** `?limit=` of the search route: 1 to 100, 10 when absent; anything else is refused, never bent. */
+function searchLimit(raw: string | undefined): number {
+  if (raw === undefined) return 10;
+  const limit = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(limit >= 1 && limit <= 100)) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `?limit must be an integer from 1 to 100, not ${JSON.stringify(raw.slice(0, 40))}`,
+      { path: "/querystring/limit" },
+    );
+  }
+  return limit;
+}

@@ -136,4 +136,32 @@ describe("conversations from the CLI", () => {
       expect(fake.requests.length).toBe(sent);
     });
   });
+
+  it("names the option typed when the daemon refuses a field, across commands (issue 28 item 13)", async () => {
+    const bout = await daemon.cli(["chat", "--bout", "xyz", "hello"]);
+    expect(bout).toMatchObject({ code: 1, stdout: "" });
+    expect(bout.stderr).toBe('spar: --bout must be a bout id (a UUID), not "xyz" (VALIDATION_FAILED)\n');
+    const before = await daemon.cli(["gorilla", "runs", "alpha", "--before", "not a run"]);
+    expect(before.stderr).toBe('spar: --before must be a run id, not "not a run" (VALIDATION_FAILED)\n');
+    // The same with --json, where the option and the daemon's field both come along.
+    const json = await daemon.cli(["chat", "--bout", "xyz", "hello", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: {
+        code: "VALIDATION_FAILED",
+        message: '--bout must be a bout id (a UUID), not "xyz"',
+        option: "--bout",
+        path: "/body/bout_id",
+      },
+    });
+    // The API itself refuses what the CLI checks, in its own words, rather than bending it.
+    const search = await daemon.request<{ error: { message: string; path: string } }>(
+      "GET",
+      "/api/v1/moves/search?q=web&limit=0",
+    );
+    expect(search.status).toBe(400);
+    expect(search.body.error).toMatchObject({
+      message: '?limit must be an integer from 1 to 100, not "0"',
+      path: "/querystring/limit",
+    });
+  });
 });

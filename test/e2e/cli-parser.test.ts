@@ -90,6 +90,125 @@ describe("spar's command line", () => {
     expect(spawn?.kinds).toEqual(KINDS);
   });
 
+  it("checks every numeric option before the command runs: a whole number in its range (issue 28 item 13)", async () => {
+    // No daemon runs for this data dir: each refusal comes from the command line, before any request.
+    const cases: [string[], string][] = [
+      [["gorilla", "runs", "alpha", "--limit", "0"], '--limit must be a whole number from 1 to 500, not "0"'],
+      [
+        ["gorilla", "runs", "alpha", "--limit", "abc"],
+        '--limit must be a whole number from 1 to 500, not "abc"',
+      ],
+      [
+        ["troop", "tasks", "crew", "--limit", "501"],
+        '--limit must be a whole number from 1 to 500, not "501"',
+      ],
+      [["troop", "tasks", "crew", "--limit=-2"], '--limit must be a whole number from 1 to 500, not "-2"'],
+      [
+        ["move", "search", "web", "--limit", "1e2"],
+        '--limit must be a whole number from 1 to 100, not "1e2"',
+      ],
+      [
+        ["move", "search", "web", "--limit", "2.5"],
+        '--limit must be a whole number from 1 to 100, not "2.5"',
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(home, args);
+      expect(result, args.join(" ")).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `spar: ${message} (VALIDATION_FAILED)\n`,
+      });
+    }
+    // In range, the command goes on to the daemon (which is not running).
+    const nowhere = { SPAR_API_LISTEN: `127.0.0.1:${await freePort()}` };
+    const ok = await runCli(home, ["gorilla", "runs", "alpha", "--limit", "500", "--json"], nowhere);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ error: { code: "DAEMON_UNREACHABLE" } });
+  });
+
+  it("exits quietly when the reader of its output goes away (issue 28 item 8)", async () => {
+    for (const args of [["--help"], ["plugin", "list", "--json"], ["plugin", "list"]]) {
+      const child = spawn(process.execPath, [SPAR_BIN, ...args], {
+        env: { PATH: process.env.PATH, SPAR_HOME: home },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      // The reader closes before the CLI writes a byte (`spar … | head -0`): every write meets EPIPE.
+      child.stdout.destroy();
+      let stderr = "";
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+      });
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) =>
+        child.once("close", (c, s) => done([c, s])),
+      );
+      expect({ args, code, signal, stderr }).toEqual({ args, code: 0, signal: null, stderr: "" });
+    }
+  });
+
+  it("lists a noun's actions once in help, and plugin list says which plugins are active and why not (issue 28 item 26)", async () => {
+    const help = await runCli(home, ["move", "--help"]);
+    const [head = "", actions = ""] = help.stdout.split("\nActions:\n");
+    // Named once each, in the Actions table; the lines above it name none of them.
+    for (const action of ["list", "search", "install", "scan", "remove"]) {
+      expect(actions.match(new RegExp(`^ {2}${action}\\b`, "gm")), action).toHaveLength(1);
+      expect(head, action).not.toMatch(new RegExp(`\\b${action}\\b`));
+    }
+    const all = await runCli(home, ["--help"]);
+    expect(all.stdout).toMatch(
+      /\n {2}move <action> +Tools \(moves\) and skills: list, search, install, scan, remove\n/,
+    );
+    const described = JSON.parse((await runCli(home, ["--help", "--json"])).stdout) as {
+      commands: { name: string; summary: string; actions?: { name: string }[] }[];
+    };
+    for (const command of described.commands.filter((c) => c.actions)) {
+      // The overview adds the actions to the summary: a summary that lists them shows them twice.
+      const names = (command.actions ?? []).map((a) => a.name).join(", ");
+      expect(command.summary, command.name).not.toContain(names);
+    }
+
+    const other = tempHome();
+    try {
+      writeFileSync(
+        join(other, "config.toml"),
+        '[plugins]\ndisable = ["moves-shell"]\nstore = "store-postgres"\n',
+      );
+      const listed = await runCli(other, ["plugin", "list", "--json"]);
+      expect(listed.code).toBe(0);
+      const plugins = (
+        JSON.parse(listed.stdout) as { plugins: { id: string; active: boolean; reason: string | null }[] }
+      ).plugins;
+      const state = (id: string) => plugins.find((p) => p.id === id);
+      expect(state("moves-shell")).toMatchObject({
+        active: false,
+        reason: "disabled: [plugins] disable lists it",
+      });
+      expect(state("store-sqlite")).toMatchObject({
+        active: false,
+        reason: 'not in the store slot: [plugins] store = "store-postgres"',
+      });
+      expect(state("store-postgres")).toMatchObject({ active: true, reason: null });
+      expect(state("moves-files")).toMatchObject({ active: true, reason: null });
+      expect(state("bus-redis")).toMatchObject({
+        active: false,
+        reason: 'not in the bus slot: [plugins] bus = "bus-local"',
+      });
+
+      writeFileSync(join(other, "config.toml"), '[plugins]\nenable = ["moves-files"]\n');
+      const table = await runCli(other, ["plugin", "list"]);
+      const line = (id: string) => table.stdout.split("\n").find((l) => l.startsWith(`${id} `)) ?? "";
+      expect(table.stdout.split("\n")[0]).toMatch(/^ID +KIND +STATE +VERSION +SOURCE +DESCRIPTION$/);
+      expect(line("moves-files")).toMatch(/^moves-files +moves +active +/);
+      expect(line("moves-shell")).toMatch(
+        /^moves-shell +moves +inactive \(not enabled: \[plugins\] enable does not list it\) +/,
+      );
+      // A slot's plugin is not held back by enable: the store still runs.
+      expect(line("store-sqlite")).toMatch(/^store-sqlite +store +active +/);
+      expect(table.stdout).toMatch(/\n\d+ active, \d+ inactive; \[plugins\] in config\.toml chooses/);
+    } finally {
+      removeHome(other);
+    }
+  });
+
   it("prints its version, also as JSON", async () => {
     const { version } = JSON.parse(
       readFileSync(join(import.meta.dirname, "..", "..", "package.json"), "utf8"),
