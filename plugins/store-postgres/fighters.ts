@@ -7,15 +7,17 @@ import { SparError } from "../../sdk/index.js";
 import { inTransaction, isUniqueViolation } from "./connection.js";
 import { requireBout, type StoreContext, type StoreData } from "./context.js";
 import { MESSAGE_COLUMNS, type MessageDbRow, toStoredMessage } from "./message-rows.js";
+import { NAME_MAC } from "./names.js";
 
 interface FighterDbRow {
   id: string;
-  name: string;
+  name_sealed: Buffer;
   manifest: Buffer;
   created_at: string;
 }
 
-const FIGHTER_COLUMNS = "id, name, manifest, created_at";
+/** The name is sealed, and found by its HMAC (names.ts): no fighter name is stored in plaintext. */
+const FIGHTER_COLUMNS = "id, name_sealed, manifest, created_at";
 export const BOUT_COLUMNS = "id, fighter_id, created_at, updated_at, message_count, origin";
 
 export type BoutDbRow = Omit<BoutRecord, "origin"> & { origin: string | null };
@@ -35,11 +37,11 @@ export function createCore(ctx: StoreContext): Core {
   const { pool, cipher, now } = ctx;
   const toFighter = (row: FighterDbRow): FighterRow => ({
     id: row.id,
-    name: row.name,
+    name: cipher.open("fighters.name_sealed", row.name_sealed),
     manifest: JSON.parse(cipher.open("fighters.manifest", row.manifest)) as FighterManifest,
     created_at: row.created_at,
   });
-  const fighterWhere = async (where: string, value: string) =>
+  const fighterWhere = async (where: string, value: string | Buffer) =>
     (
       await pool.query<FighterDbRow>(
         `SELECT ${FIGHTER_COLUMNS} FROM fighters WHERE ${where} AND killed_at IS NULL`,
@@ -53,12 +55,16 @@ export function createCore(ctx: StoreContext): Core {
     fighters: {
       async insert(row) {
         try {
-          await pool.query(`INSERT INTO fighters (${FIGHTER_COLUMNS}) VALUES ($1, $2, $3, $4)`, [
-            row.id,
-            row.name,
-            cipher.seal("fighters.manifest", JSON.stringify(row.manifest)),
-            row.created_at,
-          ]);
+          await pool.query(
+            `INSERT INTO fighters (${FIGHTER_COLUMNS}, name_mac) VALUES ($1, $2, $3, $4, $5)`,
+            [
+              row.id,
+              cipher.seal("fighters.name_sealed", row.name),
+              cipher.seal("fighters.manifest", JSON.stringify(row.manifest)),
+              row.created_at,
+              cipher.mac(NAME_MAC, row.name),
+            ],
+          );
         } catch (err) {
           if (isUniqueViolation(err)) {
             throw new SparError(
@@ -76,7 +82,7 @@ export function createCore(ctx: StoreContext): Core {
           )
         ).rows.map(toFighter),
       get: (id) => fighterWhere("id = $1", id),
-      getByName: (name) => fighterWhere("name = $1", name),
+      getByName: (name) => fighterWhere("name_mac = $1", cipher.mac(NAME_MAC, name)),
       kill: async (id) =>
         ((
           await pool.query("UPDATE fighters SET killed_at = $1 WHERE id = $2 AND killed_at IS NULL", [

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
-import { BOUT_ORIGINS, CHANNEL_DELIVERIES, SCHEMA_V1 } from "./schema.js";
+import { BOUT_ORIGINS, CHANNEL_DELIVERIES, SCHEMA_V1, SEALED_NAMES } from "./schema.js";
 
 export interface Migration {
   version: number;
@@ -21,6 +21,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "every-table", sql: SCHEMA_V1 },
   { version: 2, name: "bout origins", sql: BOUT_ORIGINS },
   { version: 3, name: "channel deliveries and chats", sql: CHANNEL_DELIVERIES },
+  { version: 4, name: "sealed names and idempotency keys", sql: SEALED_NAMES },
 ];
 
 /** The newest schema version this code knows. */

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Store } from "../../sdk/index.js";
+import type { CreedDocument, Store } from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { openPostgresStore } from "./store.js";
 
@@ -48,7 +48,15 @@ describe.skipIf(!TEST_DATABASE_URL)(
       const { bout } = await store.turns.begin({
         fighter_id: fighter.id,
         user: { role: "user", content: "hello" },
+        idempotency: { key: "rekey-idem-1", request_hash: "h1" },
       });
+      await store.creeds.put(fighter.name, { identity: "kept" } as unknown as CreedDocument);
+      await store.relationships.record(
+        fighter.name,
+        { with: "ada", kind: "fighter" },
+        "met",
+        "2026-01-01T00:00:00Z",
+      );
       await store.memories.put(fighter.id, "Drink", "green tea");
       await store.knowledge.add(
         fighter.id,
@@ -64,6 +72,13 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(await codeOf(open(home, OLD))).toBe("STORE_KEY_INVALID");
       const after = await open(home, NEW);
       expect((await after.fighters.get(fighter.id))?.manifest).toEqual(manifest);
+      // Names and Idempotency-Keys are found by HMACs, recomputed under the new key.
+      expect((await after.fighters.getByName("rekeyed"))?.id).toBe(fighter.id);
+      expect((await after.idempotency.get("rekey-idem-1"))?.request_hash).toBe("h1");
+      expect(await after.creeds.get("rekeyed")).toEqual({ identity: "kept" });
+      expect((await after.relationships.list("rekeyed")).map((r) => [r.with, r.note])).toEqual([
+        ["ada", "met"],
+      ]);
       expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);
       expect((await after.memories.candidates(fighter.id, ["tea"])).map((m) => m.key)).toEqual(["Drink"]);
       // The same key replaces the memory (its HMAC was recomputed), and entities still merge.

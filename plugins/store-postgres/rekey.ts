@@ -17,6 +17,7 @@ import {
 } from "./cipher.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
+import { IDEMPOTENCY_MAC, NAME_MAC, OTHER_MAC } from "./names.js";
 
 type Row = Record<string, unknown>;
 
@@ -34,18 +35,37 @@ const str = (value: unknown) => String(value);
 
 /** Every column cipher.ts sealed, by table (keep in step with schema.ts). */
 export const SEALED: readonly SealedTable[] = [
-  { table: "fighters", sealed: ["manifest"] },
+  {
+    table: "fighters",
+    sealed: ["manifest", "name_sealed"],
+    macs: (row, c) => ({ name_mac: c.mac(NAME_MAC, str(row.name_sealed)) }),
+  },
   { table: "messages", sealed: ["content", "tool_calls"] },
   { table: "bout_summaries", sealed: ["summary"] },
-  { table: "idempotency", sealed: ["reply"] },
+  {
+    table: "idempotency",
+    sealed: ["reply", "key_sealed"],
+    macs: (row, c) => ({ key_mac: c.mac(IDEMPOTENCY_MAC, str(row.key_sealed)) }),
+  },
   {
     table: "memories",
     sealed: ["key", "value"],
     plain: ["fighter_id"],
     macs: (row, c) => ({ key_mac: c.mac("memories.key", `${str(row.fighter_id)}\0${str(row.key)}`) }),
   },
-  { table: "creeds", sealed: ["document"] },
-  { table: "relationships", sealed: ["note"] },
+  {
+    table: "creeds",
+    sealed: ["document", "fighter_sealed"],
+    macs: (row, c) => ({ fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)) }),
+  },
+  {
+    table: "relationships",
+    sealed: ["note", "fighter_sealed", "other_sealed"],
+    macs: (row, c) => ({
+      fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)),
+      other_mac: c.mac(OTHER_MAC, str(row.other_sealed)),
+    }),
+  },
   {
     table: "kg_entities",
     sealed: ["name", "type"],

@@ -281,3 +281,32 @@ CREATE TABLE channel_chats (
   PRIMARY KEY (fighter_id, platform, chat)
 );
 `;
+
+/**
+ * Version 4: fighter names and Idempotency-Keys leave the plaintext. Each becomes an HMAC (cipher.ts
+ * `mac`) for the lookups and uniqueness that need only equality, beside the value sealed, for display
+ * and so that a rekey can compute the HMAC again under the new key. The plain columns stay, nullable,
+ * until names.ts has moved their rows over once the key is known (SQL alone has no key); new rows
+ * leave them NULL.
+ */
+export const SEALED_NAMES = `
+ALTER TABLE fighters ADD COLUMN name_mac BYTEA, ADD COLUMN name_sealed BYTEA, ALTER COLUMN name DROP NOT NULL;
+DROP INDEX fighters_live_name;
+CREATE UNIQUE INDEX fighters_live_name_mac ON fighters(name_mac) WHERE killed_at IS NULL;
+
+ALTER TABLE idempotency DROP CONSTRAINT idempotency_pkey;
+ALTER TABLE idempotency ADD COLUMN key_mac BYTEA, ADD COLUMN key_sealed BYTEA, ALTER COLUMN key DROP NOT NULL;
+CREATE UNIQUE INDEX idempotency_key_mac ON idempotency(key_mac);
+
+ALTER TABLE creeds DROP CONSTRAINT creeds_pkey;
+ALTER TABLE creeds ADD COLUMN fighter_mac BYTEA, ADD COLUMN fighter_sealed BYTEA, ALTER COLUMN fighter_name DROP NOT NULL;
+CREATE UNIQUE INDEX creeds_fighter_mac ON creeds(fighter_mac);
+
+ALTER TABLE relationships DROP CONSTRAINT relationships_pkey;
+ALTER TABLE relationships ADD COLUMN fighter_mac BYTEA, ADD COLUMN fighter_sealed BYTEA,
+  ADD COLUMN other_mac BYTEA, ADD COLUMN other_sealed BYTEA,
+  ALTER COLUMN fighter_name DROP NOT NULL, ALTER COLUMN other DROP NOT NULL;
+DROP INDEX relationships_recent;
+CREATE UNIQUE INDEX relationships_pair_mac ON relationships(fighter_mac, other_mac);
+CREATE INDEX relationships_recent_mac ON relationships(fighter_mac, last_contact);
+`;

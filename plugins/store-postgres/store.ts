@@ -21,6 +21,7 @@ import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
+import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
 import { rekeySchema } from "./rekey.js";
 import { createTroops } from "./troops.js";
@@ -53,6 +54,14 @@ export async function openPostgresStore(
       throw storeError(err, `opening the schema ${settings.schema}`, settings.url);
     });
     const cipher = await openRotatedCipher(pool, options, settings, log);
+    try {
+      // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
+      const moved = await sealPlainNames(pool, settings.schema, cipher);
+      if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+    } catch (err) {
+      cipher.wipe();
+      throw err;
+    }
     return assemble(pool, cipher, settings);
   } catch (err) {
     await pool.end().catch(() => undefined);

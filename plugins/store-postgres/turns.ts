@@ -20,6 +20,7 @@ import { inTransaction } from "./connection.js";
 import { createLanes, requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
 import { BOUT_COLUMNS, type BoutDbRow, toBout } from "./fighters.js";
 import { MESSAGE_COLUMNS, messageParams, toMessageRow, toStoredMessage } from "./message-rows.js";
+import { IDEMPOTENCY_MAC } from "./names.js";
 
 interface TurnDbRow {
   id: string;
@@ -38,7 +39,6 @@ interface TurnDbRow {
 }
 
 interface IdempotencyDbRow {
-  key: string;
   request_hash: string;
   fighter_id: string;
   turn_id: string;
@@ -50,6 +50,8 @@ const TURN_COLUMNS =
   "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason";
 const MESSAGE_VALUES = "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const REPLY = "idempotency.reply";
+/** The key itself is sealed (for a rekey to compute its HMAC again); lookups use the HMAC (names.ts). */
+const KEY = "idempotency.key_sealed";
 
 export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idempotency"> {
   const { pool, cipher, now } = ctx;
@@ -138,9 +140,16 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
           );
           if (start.idempotency) {
             const claimed = await client.query(
-              `INSERT INTO idempotency (key, request_hash, fighter_id, turn_id, created_at) VALUES ($1, $2, $3, $4, $5)
-               ON CONFLICT (key) DO NOTHING RETURNING key`,
-              [start.idempotency.key, start.idempotency.request_hash, start.fighter_id, turnId, at],
+              `INSERT INTO idempotency (key_mac, key_sealed, request_hash, fighter_id, turn_id, created_at)
+               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key_mac) DO NOTHING RETURNING turn_id`,
+              [
+                cipher.mac(IDEMPOTENCY_MAC, start.idempotency.key),
+                cipher.seal(KEY, start.idempotency.key),
+                start.idempotency.request_hash,
+                start.fighter_id,
+                turnId,
+                at,
+              ],
             );
             if (claimed.rowCount === 0) {
               throw new SparError(
@@ -241,13 +250,14 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
       async get(key) {
         const row = (
           await pool.query<IdempotencyDbRow>(
-            "SELECT key, request_hash, fighter_id, turn_id, created_at, reply FROM idempotency WHERE key = $1",
-            [key],
+            "SELECT request_hash, fighter_id, turn_id, created_at, reply FROM idempotency WHERE key_mac = $1",
+            [cipher.mac(IDEMPOTENCY_MAC, key)],
           )
         ).rows[0];
         if (!row) return undefined;
+        // Found by the key's HMAC, so the stored key is the one asked for.
         const record: IdempotencyRecord = {
-          key: row.key,
+          key,
           request_hash: row.request_hash,
           fighter_id: row.fighter_id,
           turn_id: row.turn_id,

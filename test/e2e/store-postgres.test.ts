@@ -138,11 +138,44 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it("leaves no plaintext of the conversation in a dump of its schema", async () => {
       const text = await dump();
       expect(text).toContain("-- messages");
-      expect(text).toContain("keeper");
       expect(text).not.toContain(CANARY);
       expect(text.toLowerCase()).not.toContain(Buffer.from(CANARY).toString("hex"));
       // And nothing went to a SQLite file on the side.
       expect(existsSync(join(home, "spar.db"))).toBe(false);
+    });
+
+    it("stores no fighter name and no Idempotency-Key in plaintext; lookups by name and replays still work", async () => {
+      const key = `idem-${randomUUID()}`;
+      const post = () =>
+        fetch(`${daemon?.url}/api/v1/fighters/keeper/message`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify({ message: "once only" }),
+        }).then(async (r) => ({
+          status: r.status,
+          body: (await r.json()) as { response: string; bout_id: string },
+        }));
+      const first = await post();
+      expect(first.status).toBe(200);
+      const calls = fake.calls().length;
+      const replay = await post();
+      expect(replay).toEqual(first);
+      expect(fake.calls().length).toBe(calls);
+
+      const text = await dump();
+      expect(text).toContain("-- idempotency");
+      for (const plain of ["keeper", key]) {
+        expect(text).not.toContain(plain);
+        expect(text.toLowerCase()).not.toContain(Buffer.from(plain).toString("hex"));
+      }
+      const found = await daemon?.request<{ name: string }>("GET", "/api/v1/fighters/keeper");
+      expect(found?.status).toBe(200);
+      expect(found?.body.name).toBe("keeper");
+      // A name is still unique among live fighters.
+      const again = await daemon?.request<{ error: { code: string } }>("POST", "/api/v1/fighters", {
+        manifest: { name: "keeper", description: "twin", system_prompt: "You are a twin." },
+      });
+      expect(again?.status).toBe(409);
     });
 
     it("answers spar backup, spar restore and the backup route with BACKUP_UNSUPPORTED and the pg_dump command", async () => {
