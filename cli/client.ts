@@ -1,14 +1,19 @@
-import { loadConfig } from "../kernel/host/config.js";
 import { resolveHome, withDotEnv } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
 import { signedHeaders } from "../lib/sign.js";
+import { readApiListen } from "../lib/toml-file.js";
+import { parseListen } from "../sdk/config.js";
 import { type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
 
-/** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
+/**
+ * Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml: only `api_listen`
+ * is read there, so a typo elsewhere in the file does not cut the CLI off from a running daemon.
+ */
 export function daemonUrl(env = process.env): string {
   const home = resolveHome(env);
-  const listen = loadConfig(home, withDotEnv(home, env)).api_listen;
+  const listen = readApiListen(home, withDotEnv(home, env));
+  parseListen(listen);
   const at = listen.lastIndexOf(":");
   let host = listen.slice(0, at);
   if (host === "0.0.0.0") host = "127.0.0.1";

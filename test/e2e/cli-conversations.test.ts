@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
@@ -15,11 +17,12 @@ describe("conversations from the CLI", () => {
   let fake: FakeOpenAI;
   let home: string;
   let daemon: TestDaemon;
+  let port: number;
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     home = tempHome();
-    const port = await freePort();
+    port = await freePort();
     writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
     daemon = await startDaemon(home, port);
   });
@@ -78,5 +81,34 @@ describe("conversations from the CLI", () => {
     const nobody = await daemon.cli(["bout", "list", "--fighter", "nobody", "--json"]);
     expect(nobody.code).toBe(1);
     expect(JSON.parse(nobody.stdout)).toMatchObject({ error: { code: "FIGHTER_NOT_FOUND" } });
+  });
+
+  it("reaches the running daemon through a typo in config.toml, and says where the typo is", async () => {
+    const path = join(home, "config.toml");
+    const good = readFileSync(path, "utf8");
+    // A string left open on the last line: smol-toml calls it "control characters are not allowed".
+    const line = good.split("\n").length;
+    writeFileSync(path, `${good}note = "left open\n`);
+    const where = `${path}:${line}:8: unterminated string: the " at line ${line}, column 8 has no closing " on its line`;
+    try {
+      const status = await daemon.cli(["status"]);
+      expect(status.stderr).toBe("");
+      expect(status.stdout).toMatch(/^Spar \S+ is running/);
+      expect((await daemon.cli(["chat", "still there?"])).stdout).toBe("echo: still there?\n");
+
+      // One FAIL line for the file, then the checks that go on: the daemon answers.
+      const doctor = await daemon.cli(["doctor"]);
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toContain(`\n  FAIL config: ${where}; `);
+      expect(doctor.stdout).toMatch(
+        /\n {2}ok {3}daemon: running at http:\/\/127\.0\.0\.1:\d+, 1 fighter\(s\)\n/,
+      );
+
+      // What needs the whole file refuses, in one line that says what is wrong and where.
+      const start = await daemon.cli(["start"]);
+      expect(start.stderr).toBe(`spar: ${where} (CONFIG_INVALID)\n`);
+    } finally {
+      writeFileSync(path, good);
+    }
   });
 });
