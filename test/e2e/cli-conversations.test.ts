@@ -111,4 +111,31 @@ describe("conversations from the CLI", () => {
       writeFileSync(path, good);
     }
   });
+
+  // Last: it kills the daemon, and leaves a new one for afterAll.
+  it("says that a chat a daemon crash cut off was saved and interrupted, and bout show finds it", async () => {
+    // The model holds the turn open until the daemon is gone.
+    fake.enqueue({ text: "never sent", delay_ms: 60_000 });
+    const asked = fake.requests.length;
+    const chat = daemon.cli(["chat", "--new", "are you there?"]);
+    while (fake.requests.length === asked) await new Promise((resolve) => setTimeout(resolve, 20));
+    daemon.process.kill("SIGKILL");
+    const cut = await chat;
+    expect(cut.stdout).toBe("");
+    expect(cut.stderr).toBe(
+      "spar: Spar stopped during this turn (its connection closed before the reply): your message was saved " +
+        "and the turn interrupted. Once Spar runs again (spar start), see them with: spar bout list (this bout " +
+        "is the first), then spar bout show <id> (INTERRUPTED)\n",
+    );
+    expect(cut.code).toBe(1);
+
+    await daemon.stop();
+    daemon = await startDaemon(home, port);
+    const latest = (await bouts()).bouts[0]?.id ?? "";
+    const shown = await daemon.cli(["bout", "show", latest]);
+    expect(shown.stdout).toBe(
+      "user: are you there?\n" +
+        "  [turn failed: the daemon stopped before this turn ended; its steps so far are kept (INTERRUPTED)]\n",
+    );
+  });
 });
