@@ -1,14 +1,19 @@
-import { loadConfig } from "../kernel/host/config.js";
 import { resolveHome, withDotEnv } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
 import { signedHeaders } from "../lib/sign.js";
+import { readApiListen } from "../lib/toml-file.js";
+import { parseListen } from "../sdk/config.js";
 import { type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
 
-/** Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml. */
+/**
+ * Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml: only `api_listen`
+ * is read there, so a typo elsewhere in the file does not cut the CLI off from a running daemon.
+ */
 export function daemonUrl(env = process.env): string {
   const home = resolveHome(env);
-  const listen = loadConfig(home, withDotEnv(home, env)).api_listen;
+  const listen = readApiListen(home, withDotEnv(home, env));
+  parseListen(listen);
   const at = listen.lastIndexOf(":");
   let host = listen.slice(0, at);
   if (host === "0.0.0.0") host = "127.0.0.1";
@@ -16,10 +21,15 @@ export function daemonUrl(env = process.env): string {
   return `http://${host}:${listen.slice(at + 1)}`;
 }
 
-/** What a call may add: headers (Accept, Idempotency-Key) and a signal that abandons the request. */
+/**
+ * What a call may add: headers (Accept, Idempotency-Key), a signal that abandons the request, and
+ * the error for a daemon that went away with the request in hand (by default DAEMON_UNREACHABLE
+ * saying so): a chat says what became of its message.
+ */
 export interface RequestExtras {
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  lost?: () => SparError;
 }
 
 /** Set once the daemon has refused the CLI's key and accepted an unsigned request instead. */
@@ -72,8 +82,28 @@ async function send(
     return unsigned;
   } catch (err) {
     if (extras.signal?.aborted || err instanceof SparError) throw err;
+    if (isConnectionLost(err)) throw lostError(base, extras);
     throw new SparError("DAEMON_UNREACHABLE", `Spar is not running at ${base}; start it with: spar start`);
   }
+}
+
+/**
+ * The daemon closed a connection that had carried the request (it crashed, or was killed): not the
+ * same as one refused, where nothing was sent. undici reports it as its socket error, or a reset.
+ */
+function isConnectionLost(err: unknown): boolean {
+  const code = (err as { cause?: { code?: unknown } }).cause?.code;
+  return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+}
+
+function lostError(base: string, extras: RequestExtras): SparError {
+  return (
+    extras.lost?.() ??
+    new SparError(
+      "DAEMON_UNREACHABLE",
+      `Spar at ${base} closed the connection before it answered (it stopped or crashed); spar status tells whether it runs`,
+    )
+  );
 }
 
 /**
@@ -147,18 +177,37 @@ export async function* apiStream(
   });
   if (!response.ok) throw await failure(response);
   if (!response.body) return;
+  yield* readEvents(response.body as unknown as AsyncIterable<Uint8Array>, extras);
+}
+
+/** The events of a server-sent stream; a daemon gone mid-stream is the call's `lost` error. */
+async function* readEvents(
+  body: AsyncIterable<Uint8Array>,
+  extras: RequestExtras,
+): AsyncGenerator<StreamEvent> {
   const decoder = new TextDecoder();
   let buffer = "";
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end = buffer.indexOf("\n\n");
-    while (end >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (data !== undefined) yield { event, data: JSON.parse(data) as unknown };
-      end = buffer.indexOf("\n\n");
+  const chunks = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await chunks.next().catch((err: unknown) => {
+        if (extras.signal?.aborted || !isConnectionLost(err)) throw err;
+        throw lostError(daemonUrl(), extras);
+      });
+      if (next.done) return;
+      buffer += decoder.decode(next.value, { stream: true });
+      let end = buffer.indexOf("\n\n");
+      while (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (data !== undefined) yield { event, data: JSON.parse(data) as unknown };
+        end = buffer.indexOf("\n\n");
+      }
     }
+  } finally {
+    // A caller that stops at the reply leaves the rest unread: close the body, as for await would.
+    await chunks.return?.().catch(() => undefined);
   }
 }

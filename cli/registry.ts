@@ -141,8 +141,14 @@ export const COMMANDS: CommandSpec[] = [
         summary: "The fighter's bouts, the most recently active first",
         options: [{ ...FIGHTER, summary: "Whose bouts" }],
       },
+      {
+        name: "show",
+        args: "<id>",
+        summary: "A bout's messages in order, and how each turn that did not complete ended",
+      },
     ],
-    run: async ({ action, options }) => (await import("./commands/bout.js")).bout(action, as(options)),
+    run: async ({ action, args, options }) =>
+      (await import("./commands/bout.js")).bout(action, args, as(options)),
   },
   {
     name: "fighter",

@@ -34,8 +34,16 @@ export async function chat(
   // A retry of this exact request (a dropped connection, a proxy) never runs the turn twice.
   const headers = { "idempotency-key": randomUUID() };
   let printed = false;
+  const lost = () => {
+    if (printed) process.stdout.write("\n");
+    return interrupted(options.fighter, options.bout);
+  };
   try {
-    for await (const { event, data } of apiStream("POST", path, body, { headers, signal: abort.signal })) {
+    for await (const { event, data } of apiStream("POST", path, body, {
+      headers,
+      signal: abort.signal,
+      lost,
+    })) {
       if (event === "delta") {
         spinner?.stop();
         if (!options.json) process.stdout.write(show((data as { text: string }).text));
@@ -101,6 +109,21 @@ async function messageText(argument: string | undefined, file: string | undefine
   }
   if (text.trim() === "") throw new SparError("VALIDATION_FAILED", `the message from ${from} is empty`);
   return text;
+}
+
+/**
+ * The daemon went away with the turn in hand (a crash, kill -9): the message was stored before the
+ * model was asked, and the next start records the turn as interrupted (INTERRUPTED), so say where
+ * to find both rather than that Spar is not running.
+ */
+function interrupted(fighter: string, bout: string | undefined): SparError {
+  const list = `spar bout list${fighter === "spar" ? "" : ` --fighter ${fighter}`}`;
+  const see = bout ? `spar bout show ${bout}` : `${list} (this bout is the first), then spar bout show <id>`;
+  return new SparError(
+    "INTERRUPTED",
+    `Spar stopped during this turn (its connection closed before the reply): your message was saved and ` +
+      `the turn interrupted. Once Spar runs again (spar start), see them with: ${see}`,
+  );
 }
 
 function startSpinner(): { stop(): void } | undefined {

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadSparConfig } from "../../kernel/host/config-sections.js";
+import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
 import {
   inspectMasterSecret,
   MASTER_KEY_FILE,
@@ -12,6 +13,8 @@ import {
 import { secretWeakness } from "../../lib/secret-strength.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError } from "../../sdk/errors.js";
+import { validatorWithDefaults } from "../../sdk/schema.js";
+import { CONFIG_SCHEMA } from "../../sdk/schemas.js";
 import type { FighterRecord, ModelSettings } from "../../sdk/types.js";
 import { api, daemonUrl } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
@@ -35,18 +38,19 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   const home = resolveHome();
   const env = withDotEnv(home);
   const checks: Check[] = [];
-  const { config, plugins } = loadSparConfig(home, env);
-  checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
+  const { config, plugins, valid } = readConfig(home, env, checks);
   checks.push(masterKeyCheck(home, env));
-  const pluginChoices = pluginsCheck(config, plugins);
-  checks.push(pluginChoices);
+  // A file that does not parse names no plugin to check: its FAIL line above says why.
+  const pluginChoices = valid ? pluginsCheck(config, plugins) : undefined;
+  if (pluginChoices) checks.push(pluginChoices);
   checks.push(await sandboxCheck(home, config, env));
 
-  const models = configuredModels(config);
+  // The models the file names only when it can be read; the running daemon's fighters' in any case.
+  const models = valid ? configuredModels(config) : [];
   checks.push(...(await daemonChecks(home, config, models)));
 
   // The provider check builds the plugin host, which a wrong [plugins] entry stops.
-  const providers = pluginChoices.ok ? await checkProviders(home, config, models, env) : [];
+  const providers = pluginChoices?.ok !== false ? await checkProviders(home, config, models, env) : [];
   const mcp = await checkMcpServers(config);
   const gorillas = await gorillaProblems(home, config);
   const failed =
@@ -64,6 +68,8 @@ export async function doctor(options: GlobalOptions): Promise<void> {
     ...checks.map((c) => `  ${mark(c.ok)} ${c.name}: ${c.detail}`),
   ];
   lines.push("Providers:");
+  // Only without a readable config (it names the default model) and a daemon to ask.
+  if (providers.length === 0) lines.push("  none checked: config.toml does not load, and no daemon runs");
   for (const p of providers) {
     const key =
       p.key.names.length === 0
@@ -82,6 +88,35 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   if (gorillas.length === 0) lines.push(`  ${mark(true)} every GORILLA.toml loads`);
   for (const g of gorillas) lines.push(`  ${mark(false)} ${printable(g.error)}`);
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/**
+ * The config, checked as start would. A file that does not load is one FAIL line (its path, line and
+ * column for a syntax error) and the other checks go on: those that need a config take the built-in
+ * defaults, and the daemon is still reached at the `api_listen` the file names (client.ts).
+ */
+function readConfig(
+  home: string,
+  env: NodeJS.ProcessEnv,
+  checks: Check[],
+): { config: SparConfig; plugins: DiscoveredPlugin[]; valid: boolean } {
+  try {
+    const { config, plugins } = loadSparConfig(home, env);
+    checks.push({ name: "config", ok: true, detail: `${join(home, "config.toml")} is valid` });
+    return { config, plugins, valid: true };
+  } catch (err) {
+    if (!isSparError(err, "CONFIG_INVALID") && !isSparError(err, "PLUGIN_INVALID")) throw err;
+    const detail = `${err.message}; the checks below that need the config use the built-in defaults`;
+    checks.push({ name: "config", ok: false, detail });
+    return { config: builtInConfig(), plugins: [], valid: false };
+  }
+}
+
+/** The config of an empty config.toml: every default, no plugin tables. */
+function builtInConfig(): SparConfig {
+  const core = {};
+  validatorWithDefaults(CONFIG_SCHEMA)(core);
+  return { ...(core as Omit<SparConfig, "sections">), sections: {} };
 }
 
 /**

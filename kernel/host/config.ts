@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { parse as parseToml } from "smol-toml";
 import { refuseReservedKeyVariables } from "../../lib/provider-keys.js";
+import { readTomlFile } from "../../lib/toml-file.js";
 import { parseListen, type SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import { findForbiddenKey, forbiddenKeyMessage } from "../../sdk/safe-keys.js";
@@ -17,14 +17,7 @@ const CORE_KEYS = new Set(Object.keys(CONFIG_SCHEMA.properties));
  */
 export function loadConfig(home: string, env = process.env): SparConfig {
   const path = join(home, "config.toml");
-  let raw: Record<string, unknown> = {};
-  if (existsSync(path)) {
-    try {
-      raw = parseToml(readFileSync(path, "utf8")) as Record<string, unknown>;
-    } catch (err) {
-      throw new SparError("CONFIG_INVALID", `${path}: ${(err as Error).message}`);
-    }
-  }
+  const raw = existsSync(path) ? readTomlFile(path) : {};
   const forbidden = findForbiddenKey(raw);
   if (forbidden)
     throw new SparError("CONFIG_INVALID", forbiddenKeyMessage(forbidden, path), { path: forbidden.path });

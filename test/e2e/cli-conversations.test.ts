@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BoutRecord } from "../../sdk/types.js";
@@ -17,11 +17,12 @@ describe("conversations from the CLI", () => {
   let fake: FakeOpenAI;
   let home: string;
   let daemon: TestDaemon;
+  let port: number;
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     home = tempHome();
-    const port = await freePort();
+    port = await freePort();
     // A context window large enough for the 200 KB messages below (one may take half of it).
     writeConfig(home, port, fake.url, "context_window = 1000000\n\n[creed]\nreflect = false\n");
     daemon = await startDaemon(home, port);
@@ -83,6 +84,63 @@ describe("conversations from the CLI", () => {
     expect(JSON.parse(nobody.stdout)).toMatchObject({ error: { code: "FIGHTER_NOT_FOUND" } });
   });
 
+  it("names the option typed when the daemon refuses a field, across commands (issue 28 item 13)", async () => {
+    const bout = await daemon.cli(["chat", "--bout", "xyz", "hello"]);
+    expect(bout).toMatchObject({ code: 1, stdout: "" });
+    expect(bout.stderr).toBe('spar: --bout must be a bout id (a UUID), not "xyz" (VALIDATION_FAILED)\n');
+    const before = await daemon.cli(["gorilla", "runs", "alpha", "--before", "not a run"]);
+    expect(before.stderr).toBe('spar: --before must be a run id, not "not a run" (VALIDATION_FAILED)\n');
+    // The same with --json, where the option and the daemon's field both come along.
+    const json = await daemon.cli(["chat", "--bout", "xyz", "hello", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual({
+      error: {
+        code: "VALIDATION_FAILED",
+        message: '--bout must be a bout id (a UUID), not "xyz"',
+        option: "--bout",
+        path: "/body/bout_id",
+      },
+    });
+    // The API itself refuses what the CLI checks, in its own words, rather than bending it.
+    const search = await daemon.request<{ error: { message: string; path: string } }>(
+      "GET",
+      "/api/v1/moves/search?q=web&limit=0",
+    );
+    expect(search.status).toBe(400);
+    expect(search.body.error).toMatchObject({
+      message: '?limit must be an integer from 1 to 100, not "0"',
+      path: "/querystring/limit",
+    });
+  });
+
+  it("reaches the running daemon through a typo in config.toml, and says where the typo is", async () => {
+    const path = join(home, "config.toml");
+    const good = readFileSync(path, "utf8");
+    // A string left open on the last line: smol-toml calls it "control characters are not allowed".
+    const line = good.split("\n").length;
+    writeFileSync(path, `${good}note = "left open\n`);
+    const where = `${path}:${line}:8: unterminated string: the " at line ${line}, column 8 has no closing " on its line`;
+    try {
+      const status = await daemon.cli(["status"]);
+      expect(status.stderr).toBe("");
+      expect(status.stdout).toMatch(/^Spar \S+ is running/);
+      expect((await daemon.cli(["chat", "still there?"])).stdout).toBe("echo: still there?\n");
+
+      // One FAIL line for the file, then the checks that go on: the daemon answers.
+      const doctor = await daemon.cli(["doctor"]);
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toContain(`\n  FAIL config: ${where}; `);
+      expect(doctor.stdout).toMatch(
+        /\n {2}ok {3}daemon: running at http:\/\/127\.0\.0\.1:\d+, 1 fighter\(s\)\n/,
+      );
+
+      // What needs the whole file refuses, in one line that says what is wrong and where.
+      const start = await daemon.cli(["start"]);
+      expect(start.stderr).toBe(`spar: ${where} (CONFIG_INVALID)\n`);
+    } finally {
+      writeFileSync(path, good);
+    }
+  });
+
   describe("a message from standard input or a file", () => {
     /** Over 200 KB, past what one argv word may hold on Linux (128 KB). */
     const long = `${"a long line of text to send to the fighter, ".repeat(4_800)}the end`;
@@ -137,31 +195,30 @@ describe("conversations from the CLI", () => {
     });
   });
 
-  it("names the option typed when the daemon refuses a field, across commands (issue 28 item 13)", async () => {
-    const bout = await daemon.cli(["chat", "--bout", "xyz", "hello"]);
-    expect(bout).toMatchObject({ code: 1, stdout: "" });
-    expect(bout.stderr).toBe('spar: --bout must be a bout id (a UUID), not "xyz" (VALIDATION_FAILED)\n');
-    const before = await daemon.cli(["gorilla", "runs", "alpha", "--before", "not a run"]);
-    expect(before.stderr).toBe('spar: --before must be a run id, not "not a run" (VALIDATION_FAILED)\n');
-    // The same with --json, where the option and the daemon's field both come along.
-    const json = await daemon.cli(["chat", "--bout", "xyz", "hello", "--json"]);
-    expect(JSON.parse(json.stdout)).toEqual({
-      error: {
-        code: "VALIDATION_FAILED",
-        message: '--bout must be a bout id (a UUID), not "xyz"',
-        option: "--bout",
-        path: "/body/bout_id",
-      },
-    });
-    // The API itself refuses what the CLI checks, in its own words, rather than bending it.
-    const search = await daemon.request<{ error: { message: string; path: string } }>(
-      "GET",
-      "/api/v1/moves/search?q=web&limit=0",
+  // Last: it kills the daemon, and leaves a new one for afterAll.
+  it("says that a chat a daemon crash cut off was saved and interrupted, and bout show finds it", async () => {
+    // The model holds the turn open until the daemon is gone.
+    fake.enqueue({ text: "never sent", delay_ms: 60_000 });
+    const asked = fake.requests.length;
+    const chat = daemon.cli(["chat", "--new", "are you there?"]);
+    while (fake.requests.length === asked) await new Promise((resolve) => setTimeout(resolve, 20));
+    daemon.process.kill("SIGKILL");
+    const cut = await chat;
+    expect(cut.stdout).toBe("");
+    expect(cut.stderr).toBe(
+      "spar: Spar stopped during this turn (its connection closed before the reply): your message was saved " +
+        "and the turn interrupted. Once Spar runs again (spar start), see them with: spar bout list (this bout " +
+        "is the first), then spar bout show <id> (INTERRUPTED)\n",
     );
-    expect(search.status).toBe(400);
-    expect(search.body.error).toMatchObject({
-      message: '?limit must be an integer from 1 to 100, not "0"',
-      path: "/querystring/limit",
-    });
+    expect(cut.code).toBe(1);
+
+    await daemon.stop();
+    daemon = await startDaemon(home, port);
+    const latest = (await bouts()).bouts[0]?.id ?? "";
+    const shown = await daemon.cli(["bout", "show", latest]);
+    expect(shown.stdout).toBe(
+      "user: are you there?\n" +
+        "  [turn failed: the daemon stopped before this turn ended; its steps so far are kept (INTERRUPTED)]\n",
+    );
   });
 });
