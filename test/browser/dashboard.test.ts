@@ -330,7 +330,8 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     });
     await page.goto(`${daemon.url}/#/events`);
     await page.getByText("Live.", { exact: true }).waitFor();
-    expect(connections[0]?.subscribes).toEqual([{ type: "subscribe", kinds: ["*"] }]);
+    // The first connection asks for the recent events the daemon keeps (issue 28 item 25).
+    expect(connections[0]?.subscribes).toEqual([{ type: "subscribe", kinds: ["*"], since: 0 }]);
 
     const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "feed-scout"]);
     expect(spawned.code, spawned.stderr).toBe(0);
@@ -367,6 +368,32 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
       .getByText(`Live again: resumed after event #${lastSeen}, with what happened in between.`)
       .waitFor();
     await screenshot(page, "events");
+  });
+
+  it("opens the event view with the recent events the daemon keeps, not empty", async () => {
+    const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "early-scout"]);
+    expect(spawned.code, spawned.stderr).toBe(0);
+    const page = await open("#/events");
+    await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "early-scout" }).waitFor();
+    await page.getByText("Live.", { exact: true }).waitFor();
+  });
+
+  it("opens a chat on the latest bout's messages and goes on in that bout", async () => {
+    await spawn("erin", "Keeps notes.");
+    const sent = await daemon.request<{ bout_id: string }>("POST", "/api/v1/fighters/erin/message", {
+      message: "remember the lighthouse",
+    });
+    expect(sent.status).toBe(200);
+    const page = await open(`#/chat/${ids.erin}`);
+    await page.locator(".message.user", { hasText: "remember the lighthouse" }).waitFor();
+    await page.locator(".reply", { hasText: "echo: remember the lighthouse" }).waitFor();
+    await page.getByLabel("Message to erin").fill("and the harbour");
+    await page.getByLabel("Message to erin").press("Enter");
+    await page.locator(".reply", { hasText: "echo: and the harbour" }).waitFor();
+    const { bouts } = (
+      await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/erin/bouts")
+    ).body;
+    expect(bouts.map((b) => b.id)).toEqual([sent.body.bout_id]);
   });
 
   it("shows the channels as the API reports them: none configured here", async () => {
@@ -441,6 +468,10 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
     expect(await page.locator(".key-prompt").textContent()).toContain(
       "unsigned request refused: this daemon accepts signed requests only",
     );
+    // The data dir's placeholder reads as written, not as an HTML entity (issue 28 item 25).
+    const prompt = (await page.locator(".key-prompt").textContent()) ?? "";
+    expect(prompt).toContain("<data dir>/keys/cli.key");
+    expect(prompt).not.toContain("&lt;");
 
     // A key the daemon does not know is refused with its reason, and asked for again.
     const privateKey = readFileSync(join(home, "keys", "cli.key"), "utf8");

@@ -35,7 +35,7 @@ export function KeyPrompt({ refusal }) {
     <p>
       It accepts signed requests only (<code>[auth] allow_unsigned_loopback = false</code>, or this page is
       not on the daemon's machine). Give the name of an authorized key (<code>spar key list</code>) and its
-      Ed25519 private key: the PEM file <code>spar init</code> wrote to <code>&lt;data dir&gt;/keys/cli.key</code>
+      Ed25519 private key: the PEM file <code>spar init</code> wrote to <code>${"<data dir>/keys/cli.key"}</code>
       for the key <code>cli</code>, or one made with <code>openssl genpkey -algorithm ed25519</code> and
       authorized with <code>spar key add</code>. This page signs each request with it (RFC 9421) and keeps it
       in this tab's memory only: nothing is stored, and reloading the page asks again.

@@ -1,7 +1,8 @@
 /**
  * The live event stream: one WebSocket to /api/v1/ws, subscribed to every kind. After a drop it
  * reconnects (after 1 s, doubling up to 30 s) and subscribes with `since` = the seq of the last event
- * it saw, so what happened in between is replayed from the daemon's history ring. A browser cannot
+ * it saw, so what happened in between is replayed from the daemon's history ring. The first
+ * connection subscribes with `since: 0`, so the feed opens with the recent events the daemon keeps. A browser cannot
  * sign a WebSocket upgrade (it sends no custom headers on one): when the page signs its requests, it
  * first asks for a one-use ticket (a signed `POST /api/v1/ws/ticket`) and opens the socket with it.
  */
@@ -84,8 +85,7 @@ async function connect() {
   socket = ws;
   ws.addEventListener("open", () => {
     subscribedSince = state.lastSeq;
-    const since = subscribedSince === undefined ? {} : { since: subscribedSince };
-    ws.send(JSON.stringify({ type: "subscribe", kinds: ["*"], ...since }));
+    ws.send(JSON.stringify({ type: "subscribe", kinds: ["*"], since: subscribedSince ?? 0 }));
   });
   ws.addEventListener("message", (message) => receive(ws, JSON.parse(message.data)));
   ws.addEventListener("close", () => {
@@ -122,5 +122,8 @@ function receive(ws, frame) {
     });
     return;
   }
-  if (frame.type === "notice") remember(frame);
+  // On the first connection a gap only means the daemon has let its oldest events go.
+  if (frame.type === "notice" && !(frame.code === "HISTORY_GAP" && subscribedSince === undefined)) {
+    remember(frame);
+  }
 }

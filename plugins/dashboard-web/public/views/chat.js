@@ -3,6 +3,8 @@
  * text/event-stream`, so the reply streams into the page as the model writes it; Cancel asks the
  * daemon to cancel the running turn (`POST /api/v1/fighters/:id/cancel`), which records it
  * cancelled. Sessions live outside the view, so a reply keeps streaming while another view is open.
+ * A chat opens on the conversation it continues: the fighter's latest bout of a user's own (not a
+ * troop's or another fighter's), its messages shown and the next message sent to it.
  */
 
 import { api, streamMessage } from "../lib/api.js";
@@ -24,6 +26,22 @@ function sessionOf(id) {
 
 function changed(session) {
   for (const listen of session.listeners) listen();
+}
+
+/** Shows the latest user bout's messages, once per session, unless the chat has started already. */
+async function loadLatest(id, session) {
+  if (session.loaded) return;
+  session.loaded = true;
+  const { bouts } = await api("GET", `/api/v1/fighters/${encodeURIComponent(id)}/bouts`);
+  const latest = bouts.find((b) => b.origin === undefined);
+  if (!latest || session.entries.length > 0) return;
+  const { messages } = await api("GET", `/api/v1/bouts/${encodeURIComponent(latest.id)}/messages`);
+  if (session.entries.length > 0) return;
+  session.entries = messages
+    .filter((m) => (m.role === "user" || m.role === "assistant") && m.content)
+    .map((m) => ({ role: m.role === "user" ? "user" : "fighter", text: m.content, state: "done" }));
+  session.boutId = latest.id;
+  changed(session);
 }
 
 async function send(id, session, message) {
@@ -85,6 +103,10 @@ function Chat({ id }) {
   useEffect(() => {
     const listen = () => redraw((n) => n + 1);
     session.listeners.add(listen);
+    loadLatest(id, session).catch((err) => {
+      session.loaded = false;
+      setProblem(err);
+    });
     return () => session.listeners.delete(listen);
   }, [session]);
   useLiveEvents((event) => {
