@@ -8,7 +8,7 @@ import type pg from "pg";
 import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
 import { postgresBackupRefusal } from "../../lib/store-backup-advice.js";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
-import { isSparError, SparError } from "../../sdk/index.js";
+import { isSparError } from "../../sdk/index.js";
 import { createChannelRecords } from "./channels.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
