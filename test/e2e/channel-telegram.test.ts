@@ -326,8 +326,8 @@ describe("channel-telegram", () => {
     it("runs a delivery replayed after a restart no second time, and refuses a message outside the window", async () => {
       const replayed = textUpdate({
         update_id: nextUpdate++,
-        from: ALLOWED,
-        chat: ALLOWED,
+        from: CALM,
+        chat: CALM,
         text: "only once",
       });
       const sent = telegram.sent().length;
