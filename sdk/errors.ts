@@ -19,11 +19,15 @@ export const ERROR_CATALOG = {
   CONFLICT: 409,
   // A turn stopped by its client leaving, POST …/cancel, a WebSocket cancel frame or shutdown.
   CANCELLED: 409,
+  // A request that took longer to arrive than the server waits (Node's requestTimeout).
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   UPGRADE_REQUIRED: 426,
   RATE_LIMITED: 429,
+  // Request headers past Node's limit (16 KB): refused before any route sees the request.
+  HEADERS_TOO_LARGE: 431,
   TOO_MANY_CONNECTIONS: 429,
   INTERNAL: 500,
   // The active store is not backed up by Spar (PostgreSQL: pg_dump); the message says what to run.

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { type ErrorCode, formatSchemaErrors, isSparError, type Logger, SparError } from "../../sdk/index.js";
 
@@ -48,6 +50,53 @@ export function createErrorHandler(log: Logger) {
     if (spar.code === "RATE_LIMITED" && typeof spar.extra.retry_after_s === "number") {
       reply.header("retry-after", String(Math.ceil(spar.extra.retry_after_s)));
     }
-    reply.status(spar.status).send(spar.toJSON());
+    reply.status(spar.status).send(envelope(spar));
   };
+}
+
+/** The most of a request's own text (an id, a path) an error repeats back. */
+export const MAX_ECHO = 100;
+
+/** A piece of the request to repeat in a message: past MAX_ECHO characters, cut and counted. */
+export function echo(text: string): string {
+  return text.length <= MAX_ECHO ? text : `${text.slice(0, MAX_ECHO)}… (${text.length} characters)`;
+}
+
+/**
+ * The wire shape of an error, `{error:{code,message,…}}`, for every answer the Arena gives (HTTP,
+ * stream, WebSocket frame). Messages quote what the client sent (`no fighter "…"`); a quoted piece
+ * longer than MAX_ECHO is cut here, in one place, so no route can reflect a 3,000-character id.
+ */
+export function envelope(err: SparError): ReturnType<SparError["toJSON"]> {
+  const body = err.toJSON();
+  body.error.message = body.error.message.replace(/"((?:[^"\\]|\\.)*)"/g, (quoted, inner: string) =>
+    inner.length <= MAX_ECHO ? quoted : `"${inner.slice(0, MAX_ECHO)}…" (${inner.length} characters)`,
+  );
+  return body;
+}
+
+/**
+ * What Node's HTTP parser refuses before fastify sees a request (headers past the 16 KB limit, a
+ * request that is not HTTP, one too slow to arrive) is answered in the catalog's shape too, instead
+ * of fastify's own `{"error":"…","statusCode":431}`; then the connection closes, as Node requires.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const spar =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? new SparError(
+          "HEADERS_TOO_LARGE",
+          "the request's headers are larger than this server accepts (16 KB)",
+        )
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new SparError("REQUEST_TIMEOUT", "the request did not arrive in time")
+        : new SparError("VALIDATION_FAILED", "the request is not valid HTTP/1.1");
+  const body = JSON.stringify(envelope(spar));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${spar.status} ${STATUS_CODES[spar.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

@@ -7,7 +7,7 @@
  */
 import type { FastifyError } from "fastify";
 import { formatSchemaErrors, isSparError, SparError } from "../../sdk/index.js";
-import { toSparError } from "./errors.js";
+import { envelope, toSparError } from "./errors.js";
 
 /** An error as an OpenAI client receives it. */
 export interface OpenAiErrorBody {
@@ -65,7 +65,13 @@ export function toOpenAiError(err: Error): OpenAiErrorAnswer {
     status: spar.status,
     headers,
     body: {
-      error: { message: spar.message, type: errorType(spar.status), param: paramOf(spar.extra.path), code },
+      error: {
+        // The same cap on what the message repeats of the request as Spar's own envelope.
+        message: envelope(spar).error.message,
+        type: errorType(spar.status),
+        param: paramOf(spar.extra.path),
+        code,
+      },
     },
   };
 }

@@ -13,6 +13,7 @@ import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { SparError } from "../../sdk/index.js";
+import { echo } from "./errors.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 const TYPES: Record<string, string> = {
@@ -33,7 +34,7 @@ export const DEFAULT_ASSET_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function notFound(request: FastifyRequest): SparError {
-  return new SparError("NOT_FOUND", `no route ${request.method} ${request.url.split("?")[0]}`);
+  return new SparError("NOT_FOUND", `no route ${request.method} ${echo(request.url.split("?")[0] ?? "")}`);
 }
 
 /** `/api` and `/v1` and below: the Arena's routes, whatever a plugin published at `/`. */

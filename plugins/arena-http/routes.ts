@@ -2,23 +2,20 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
+import { ID_PARAM, MESSAGE_FIELDS } from "./message-fields.js";
 import { streamReply } from "./sse.js";
 
 const idParams = {
   type: "object",
   required: ["id"],
-  properties: { id: { type: "string", minLength: 1, maxLength: 200 } },
+  properties: { id: ID_PARAM },
 } as const;
 
 const messageBody = {
   type: "object",
   additionalProperties: false,
   required: ["message"],
-  properties: {
-    message: { type: "string", minLength: 1 },
-    bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$", description: "a bout id (a UUID)" },
-    bout: { const: "new" },
-  },
+  properties: MESSAGE_FIELDS,
 } as const;
 
 /** An Idempotency-Key: printable ASCII, as long as a UUID or a little more. */

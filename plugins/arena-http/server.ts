@@ -6,7 +6,7 @@ import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
 import { allowances, registerAccess } from "./access.js";
 import { guardConnections, serverTimeouts } from "./connections.js";
-import { createErrorHandler, toSparError } from "./errors.js";
+import { answerClientError, createErrorHandler, envelope, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
 import { registerOpenApi } from "./openapi.js";
@@ -42,8 +42,9 @@ export function buildServer(
     // A URL fastify cannot even route (a bad %-escape) still gets the one error shape.
     frameworkErrors: (error, _request, reply) => {
       const spar = toSparError(error);
-      (reply as FastifyReply).status(spar.status).send(spar.toJSON());
+      (reply as FastifyReply).status(spar.status).send(envelope(spar));
     },
+    clientErrorHandler: answerClientError,
   });
   // First, so it sees every route registered after it: the OpenAPI document is made of them.
   registerOpenApi(app, routes, ring.version);
@@ -56,7 +57,7 @@ export function buildServer(
   app.setValidatorCompiler(({ schema }) => lazyValidator(schema));
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send(notFound(request).toJSON());
+    reply.status(404).send(envelope(notFound(request)));
   });
   const limiter = createRateLimiter({ max: config.api.rate_limit_per_minute, windowMs: 60_000 });
   app.addHook("onClose", async () => limiter.close());

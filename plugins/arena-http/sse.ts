@@ -1,6 +1,6 @@
 import type { FastifyReply } from "fastify";
 import type { FighterMessageResult } from "../../sdk/index.js";
-import { toSparError } from "./errors.js";
+import { envelope, toSparError } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 
 /**
@@ -35,6 +35,6 @@ export async function streamReply(
     reply.raw.end(event("reply", result));
   } catch (err) {
     if (!started) throw err;
-    reply.raw.end(event("error", toSparError(err as Error).toJSON()));
+    reply.raw.end(event("error", envelope(toSparError(err as Error))));
   }
 }

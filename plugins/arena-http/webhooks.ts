@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
 import { findForbiddenKey, forbiddenKeyMessage, type Logger, SparError } from "../../sdk/index.js";
 import { guardConnections, serverTimeouts } from "./connections.js";
-import { createErrorHandler } from "./errors.js";
+import { answerClientError, createErrorHandler, echo, envelope } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
 import { createRateLimiter } from "./rate-limit.js";
@@ -34,13 +34,15 @@ export function buildWebhookServer(
     bodyLimit: settings.api.body_limit_bytes,
     forceCloseConnections: true,
     ...serverTimeouts(settings.api),
+    clientErrorHandler: answerClientError,
   });
   // The same limits as the API: it faces the internet through the tunnel.
   guardConnections(app.server, settings.api, false);
   app.setErrorHandler(createErrorHandler(log));
   app.setNotFoundHandler((request, reply) => {
-    const err = new SparError("NOT_FOUND", `no webhook at ${request.method} ${request.url.split("?")[0]}`);
-    reply.status(err.status).send(err.toJSON());
+    const path = echo(request.url.split("?")[0] ?? "");
+    const err = new SparError("NOT_FOUND", `no webhook at ${request.method} ${path}`);
+    reply.status(err.status).send(envelope(err));
   });
   // Every body is kept as received and parsed only once the route's `verify` has passed it.
   app.removeAllContentTypeParsers();

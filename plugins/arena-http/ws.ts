@@ -1,36 +1,33 @@
 /**
  * The event stream and chat over WebSocket at /api/v1/ws (DESIGN §6). JSON text frames.
  * Client → server: {"type":"subscribe","kinds":[…],"fighter_id"?,"since"?} and
- * {"type":"chat","id","fighter_id","message","bout_id"?} and {"type":"cancel","id"} (cancels that chat). Server → client: {"type":"event",…envelope},
+ * {"type":"chat","id","fighter_id","message","bout_id"?,"bout"?} and {"type":"cancel","id"} (cancels
+ * that chat), checked in ws-frames.ts. Server → client: {"type":"event",…envelope},
  * {"type":"reply","id",…response}, {"type":"error","id"?,"error":{code,message}} and
- * {"type":"notice","code","message"}. A bad frame gets an error frame; the connection stays.
+ * {"type":"notice","code","message"}. A bad frame gets an error frame; the connection stays. A frame
+ * over MAX_FRAME_BYTES gets an error frame too, then the close (1009).
  */
 import { randomUUID } from "node:crypto";
-import websocket from "@fastify/websocket";
+import websocket, { type WebsocketPluginOptions } from "@fastify/websocket";
 import type { FastifyInstance } from "fastify";
-import type { WebSocket } from "ws";
+import { WebSocket } from "ws";
 import {
   cancellation,
   type EventBus,
-  findForbiddenKey,
-  forbiddenKeyMessage,
   isSparError,
   type RingServices,
   SparError,
   type SparEvent,
 } from "../../sdk/index.js";
 import { socketAccess } from "./access.js";
+import { envelope } from "./errors.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { clientOf } from "./security.js";
+import { frameId, parseFrame, type Subscription } from "./ws-frames.js";
 
 /** A client this far behind is cut off (with a notice) rather than buffered without bound. */
 export const MAX_BUFFERED_BYTES = 1 << 20;
 export const MAX_FRAME_BYTES = 1 << 20;
-
-interface Subscription {
-  kinds: Set<string> | "all";
-  fighter_id?: string;
-}
 
 export interface WebSocketLimits {
   /** The API's limiter: a chat frame counts like an HTTP message, for the same key or peer. */
@@ -47,7 +44,11 @@ export function registerWebSocket(
 ): void {
   const open = new Map<string, number>();
   let total = 0;
-  app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
+  // ws's types describe the option as the class with its module's statics (Server, …), which a
+  // subclass has only at run time through inheritance; ws itself only constructs it.
+  type SocketClass = NonNullable<NonNullable<WebsocketPluginOptions["options"]>["WebSocket"]>;
+  const socketClass = ArenaSocket as unknown as SocketClass;
+  app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, WebSocket: socketClass } });
   app.register(async (scoped) => {
     // The same socket under both route families, like every other route.
     for (const url of ["/api/v1/ws", "/api/ws"]) {
@@ -90,6 +91,25 @@ export function registerWebSocket(
       });
     }
   });
+}
+
+/**
+ * ws closes a connection whose frame is over `maxPayload` with 1009 as soon as the frame's length is
+ * read, before any of it is buffered, and tells the server nothing it could answer with. Its close
+ * goes through this method, so the client first gets the error frame every other refusal gets.
+ */
+class ArenaSocket extends WebSocket {
+  override close(code?: number, data?: string | Buffer): void {
+    if (code === 1009 && this.readyState === WebSocket.OPEN) {
+      const tooLarge = new SparError(
+        "PAYLOAD_TOO_LARGE",
+        `a frame is at most ${MAX_FRAME_BYTES} bytes; this one is larger, so the connection closes (1009)`,
+        { limit_bytes: MAX_FRAME_BYTES },
+      );
+      this.send(JSON.stringify({ type: "error", error: envelope(tooLarge).error }));
+    }
+    super.close(code, data);
+  }
 }
 
 function serve(
@@ -157,12 +177,12 @@ function serve(
     const frame = parseFrame(text);
     // A refused frame's error carries its id when it had one, so the client can match it.
     if (frame instanceof SparError)
-      return send({ type: "error", ...frameId(text), error: frame.toJSON().error });
+      return send({ type: "error", ...frameId(text), error: envelope(frame).error });
     if (frame.type === "cancel") {
       const chat = chats.get(frame.id);
       if (!chat) {
         const none = new SparError("CONFLICT", `no chat with id "${frame.id}" is running on this connection`);
-        return send({ type: "error", id: frame.id, error: none.toJSON().error });
+        return send({ type: "error", id: frame.id, error: envelope(none).error });
       }
       chat.abort(cancellation("a WebSocket cancel frame"));
       return;
@@ -194,7 +214,7 @@ function serve(
           if (held === waiting) held = undefined;
           for (const event of waiting) deliver(event);
           const failed = new SparError("INTERNAL", `the event history could not be read: ${String(err)}`);
-          send({ type: "error", error: failed.toJSON().error });
+          send({ type: "error", error: envelope(failed).error });
         },
       );
       return;
@@ -204,14 +224,14 @@ function serve(
       const limited = new SparError("RATE_LIMITED", `too many requests: retry in ${admitted.retryAfterS} s`, {
         retry_after_s: admitted.retryAfterS,
       });
-      return send({ type: "error", id: frame.id, error: limited.toJSON().error });
+      return send({ type: "error", id: frame.id, error: envelope(limited).error });
     }
     if (chats.has(frame.id)) {
       const busy = new SparError(
         "CONFLICT",
         `a chat with id "${frame.id}" is already running on this connection`,
       );
-      return send({ type: "error", id: frame.id, error: busy.toJSON().error });
+      return send({ type: "error", id: frame.id, error: envelope(busy).error });
     }
     const controller = new AbortController();
     chats.set(frame.id, controller);
@@ -222,6 +242,7 @@ function serve(
         return ring.fighters.message(frame.fighter_id, frame.message, {
           request_id: `${prefix}${frame.id}`,
           bout_id: frame.bout_id,
+          bout: frame.bout,
           signal: controller.signal,
         });
       })
@@ -233,80 +254,9 @@ function serve(
         },
         (err: unknown) => {
           const error = isSparError(err) ? err : new SparError("INTERNAL", "internal error");
-          send({ type: "error", id: frame.id, error: error.toJSON().error });
+          send({ type: "error", id: frame.id, error: envelope(error).error });
         },
       )
       .finally(() => chats.delete(frame.id));
   });
-}
-
-type Frame =
-  | { type: "subscribe"; subscription: Subscription; since?: number }
-  | { type: "chat"; id: string; fighter_id: string; message: string; bout_id?: string }
-  | { type: "cancel"; id: string };
-
-/** Checks a client frame by hand: a few fields, each with a message that says what is wrong. */
-function parseFrame(text: string | undefined): Frame | SparError {
-  const bad = (message: string) => new SparError("VALIDATION_FAILED", message);
-  if (text === undefined) return bad("frames are JSON text, not binary");
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return bad("the frame is not valid JSON");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    return bad("a frame is a JSON object");
-  const forbidden = findForbiddenKey(value);
-  if (forbidden) return bad(forbiddenKeyMessage(forbidden, "frame"));
-  const f = value as Record<string, unknown>;
-  if (f.type === "subscribe") {
-    const kinds = f.kinds ?? ["*"];
-    if (!Array.isArray(kinds) || !kinds.every((k) => typeof k === "string"))
-      return bad("kinds must be an array of strings");
-    if (f.fighter_id !== undefined && typeof f.fighter_id !== "string")
-      return bad("fighter_id must be a string");
-    if (f.since !== undefined && (!Number.isInteger(f.since) || (f.since as number) < 0)) {
-      return bad("since must be a non-negative integer (an event's seq)");
-    }
-    return {
-      type: "subscribe",
-      subscription: {
-        kinds: kinds.includes("*") ? "all" : new Set(kinds),
-        fighter_id: f.fighter_id as string | undefined,
-      },
-      since: f.since as number | undefined,
-    };
-  }
-  if (f.type === "chat") {
-    for (const field of ["id", "fighter_id", "message"]) {
-      if (typeof f[field] !== "string" || f[field] === "")
-        return bad(`chat needs a non-empty string "${field}"`);
-    }
-    if (f.bout_id !== undefined && typeof f.bout_id !== "string") return bad("bout_id must be a string");
-    return {
-      type: "chat",
-      id: f.id as string,
-      fighter_id: f.fighter_id as string,
-      message: f.message as string,
-      bout_id: f.bout_id as string | undefined,
-    };
-  }
-  if (f.type === "cancel") {
-    if (typeof f.id !== "string" || f.id === "")
-      return bad('cancel needs the non-empty string "id" of a chat');
-    return { type: "cancel", id: f.id };
-  }
-  return bad(`unknown frame type ${JSON.stringify(f.type)}; use "subscribe", "chat" or "cancel"`);
-}
-
-/** The `id` of a frame that could not be accepted, when it has a string one. */
-function frameId(text: string | undefined): { id?: string } {
-  try {
-    const value: unknown = JSON.parse(text ?? "");
-    const id = typeof value === "object" && value !== null ? (value as { id?: unknown }).id : undefined;
-    return typeof id === "string" ? { id } : {};
-  } catch {
-    return {};
-  }
 }

@@ -284,6 +284,74 @@ describe("API hardening: Host, forwarding headers and prototype keys", () => {
     ws.close();
   });
 
+  it("answers what Node's parser refuses and unknown routes in the error envelope, echoing at most 100 characters (issue 28 item 18)", async () => {
+    const huge = await raw(port, "GET", "/api/v1/health", { "x-padding": "a".repeat(20_000) });
+    expect(huge.status).toBe(431);
+    expect(huge.headers["content-type"]).toMatch(/^application\/json/);
+    expect(huge.json()).toEqual({
+      error: {
+        code: "HEADERS_TOO_LARGE",
+        message: "the request's headers are larger than this server accepts (16 KB)",
+      },
+    });
+
+    const long = "a".repeat(3000);
+    const route = await raw(port, "GET", `/api/v1/fighters/${long}`);
+    expect(route.status).toBe(404);
+    expect(route.json().error).toEqual({
+      code: "NOT_FOUND",
+      message: `no route GET /api/v1/fighters/${"a".repeat(83)}… (3017 characters)`,
+    });
+    // A quoted id in any route's message is cut the same way.
+    const id = "b".repeat(150);
+    const bout = await raw(port, "GET", `/api/v1/bouts/${id}/messages`);
+    expect(bout.status).toBe(404);
+    expect(bout.json().error).toEqual({
+      code: "BOUT_NOT_FOUND",
+      message: `no bout with id "${"b".repeat(100)}…" (150 characters)`,
+    });
+    for (const answer of [route, bout]) expect(answer.body.length).toBeLessThan(400);
+  });
+
+  it("checks WebSocket chat frames as strictly as HTTP bodies: unknown keys, the same field rules (issue 28 item 18)", async () => {
+    const { ws } = await openSocket(`ws://127.0.0.1:${port}/api/v1/ws`);
+    const frames: { type: string; id?: string; error?: { code: string; message: string; path?: string } }[] =
+      [];
+    ws.on("message", (d) => frames.push(JSON.parse(String(d))));
+    const answer = async (id: string) => {
+      await expect.poll(() => frames.some((f) => f.id === id)).toBe(true);
+      return frames.find((f) => f.id === id);
+    };
+    ws.send(JSON.stringify({ type: "chat", id: "extra", fighter_id: "spar", message: "hi", admin: true }));
+    expect(await answer("extra")).toEqual({
+      type: "error",
+      id: "extra",
+      error: { code: "VALIDATION_FAILED", message: 'unknown key "frame.admin"', path: "/frame/admin" },
+    });
+    // The HTTP body refuses the same key in the same words.
+    const http = await daemon.request<{ error: { message: string } }>(
+      "POST",
+      "/api/v1/fighters/spar/message",
+      {
+        message: "hi",
+        admin: true,
+      },
+    );
+    expect(http.status).toBe(400);
+    expect(http.body.error.message).toBe('unknown key "body.admin"');
+
+    ws.send(JSON.stringify({ type: "chat", id: "bout", fighter_id: "spar", message: "hi", bout_id: "xyz" }));
+    expect((await answer("bout"))?.error).toMatchObject({
+      code: "VALIDATION_FAILED",
+      message: '"frame.bout_id" must be a bout id (a UUID)',
+    });
+    ws.send(JSON.stringify({ type: "cancel", id: "gone", reason: "x" }));
+    expect((await answer("gone"))?.error?.message).toBe('unknown key "frame.reason"');
+    ws.send(JSON.stringify({ type: "subscribe", kinds: ["*"], filter: "x" }));
+    await expect.poll(() => frames.some((f) => f.error?.message === 'unknown key "frame.filter"')).toBe(true);
+    ws.close();
+  });
+
   it.each([
     "[__proto__]\npolluted = true\n",
     "__proto__ = { polluted = true }\n",

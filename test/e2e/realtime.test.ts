@@ -219,6 +219,25 @@ describe("limits and real time end to end", () => {
     client.ws.close();
   });
 
+  it("answers a frame over 1 MiB with a PAYLOAD_TOO_LARGE error frame before closing with 1009 (issue 28 item 18)", async () => {
+    const client = await connect(wsUrl);
+    const closed = new Promise<number>((done) => client.ws.once("close", (code) => done(code)));
+    client.send(
+      JSON.stringify({ type: "chat", id: "big", fighter_id: "talker", message: "x".repeat(2 << 20) }),
+    );
+    expect(await closed).toBe(1009);
+    expect(client.frames).toEqual([
+      {
+        type: "error",
+        error: {
+          code: "PAYLOAD_TOO_LARGE",
+          message: "a frame is at most 1048576 bytes; this one is larger, so the connection closes (1009)",
+          limit_bytes: 1048576,
+        },
+      },
+    ]);
+  });
+
   it("cuts off a client that stops reading, with a notice, and keeps serving everyone else", async () => {
     const slow = await connect(wsUrl);
     slow.send({ type: "subscribe", kinds: ["message.delta"] });
