@@ -10,10 +10,13 @@
 import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
+// The build being made: dist/, or the folder scripts/build.mjs compiles into before it swaps it in.
+const dist = process.argv[2] ?? "dist";
+
 for (const id of readdirSync("plugins")) {
   const manifest = join("plugins", id, "plugin.json");
   if (!existsSync(manifest)) continue;
-  const out = join("dist", "plugins", id);
+  const out = join(dist, "plugins", id);
   if (!existsSync(out) && existsSync(join("plugins", id, "index.ts"))) continue;
   mkdirSync(out, { recursive: true });
   copyFileSync(manifest, join(out, "plugin.json"));
