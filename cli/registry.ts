@@ -201,6 +201,16 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/gorilla.js")).gorilla(action, args[0], as(options)),
   },
   {
+    name: "schedule",
+    summary: "Scheduled messages: what fighters scheduled for themselves (schedule_add)",
+    actions: [
+      { name: "list", args: "", summary: "Every fighter's schedules: id, fighter, next run, cron, message" },
+      { name: "remove", args: "<id>", summary: "Remove a schedule, whichever fighter holds it" },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/schedule.js")).schedule(action, args[0], as(options)),
+  },
+  {
     name: "troop",
     summary: "Troops: several fighters working on one task under a strategy",
     actions: [

@@ -33,6 +33,8 @@ export default definePlugin({
       ...(s.last_run_at ? { last_run_at: s.last_run_at, last_status: s.last_status } : {}),
     });
 
+    const fighterNames = async () => new Map((await ring.fighters.list()).map((f) => [f.id, f.name]));
+
     const handlers: Record<string, MoveHandler> = {
       schedule_add: {
         name: "schedule_add",
@@ -79,19 +81,42 @@ export default definePlugin({
       },
     };
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
-    // Every fighter's schedules, for the operator (`spar security audit` lists them as scheduled jobs).
-    hooks.arena.routes.tap((routes) =>
+    // Every fighter's schedules, for the operator (`spar schedule list`, the dashboard, and
+    // `spar security audit`, which lists them as scheduled jobs), who may remove any of them.
+    hooks.arena.routes.tap((routes) => {
       routes.add({
         listener: "api",
         method: "GET",
         path: "/api/v1/schedules",
-        handler: async () => ({
-          body: {
-            schedules: (await ring.schedules.list()).map((s) => ({ fighter_id: s.fighter_id, ...view(s) })),
-          },
-        }),
-      }),
-    );
+        handler: async () => {
+          const all = await ring.schedules.list();
+          const names = await fighterNames();
+          return {
+            body: {
+              schedules: all.map((s) => ({
+                fighter_id: s.fighter_id,
+                fighter: names.get(s.fighter_id) ?? s.fighter_id,
+                ...view(s),
+              })),
+            },
+          };
+        },
+      });
+      routes.add({
+        listener: "api",
+        method: "DELETE",
+        path: "/api/v1/schedules/:id",
+        handler: async (request) => {
+          const id = request.params.id ?? "";
+          const found = (await ring.schedules.list()).find((s) => s.id === id);
+          if (!found || !(await ring.schedules.remove(id)))
+            throw new SparError("NOT_FOUND", `no schedule with id ${JSON.stringify(id.slice(0, 80))}`);
+          await runner.changed();
+          const fighter = (await fighterNames()).get(found.fighter_id) ?? found.fighter_id;
+          return { body: { removed: id, fighter_id: found.fighter_id, fighter } };
+        },
+      });
+    });
     hooks.daemon.ready.tap(async () => {
       await runner.start();
     });

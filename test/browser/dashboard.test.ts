@@ -273,6 +273,48 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     await page.getByRole("button", { name: "Unleash digest" }).waitFor();
   });
 
+  it("shows every fighter's scheduled messages and removes one from the page", async () => {
+    const spawned = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "erin",
+        description: "Keeps reminders.",
+        system_prompt: "You are erin.",
+        capabilities: [{ type: "schedule" }],
+      },
+    });
+    expect(spawned.status).toBe(201);
+    fake.enqueue({
+      tool_calls: [
+        {
+          name: "schedule_add",
+          arguments: { message: "water the plants", cron: "0 8 * * *", timezone: "UTC" },
+        },
+      ],
+    });
+    expect(
+      (await daemon.request("POST", "/api/v1/fighters/erin/message", { message: "every morning" })).status,
+    ).toBe(200);
+    const listed = async () =>
+      (await daemon.request<{ schedules: { id: string; fighter: string }[] }>("GET", "/api/v1/schedules"))
+        .body.schedules;
+    const [job] = (await listed()).filter((s) => s.fighter === "erin");
+    expect(job).toBeDefined();
+    const id = (job as { id: string }).id;
+
+    const page = await open("#/schedules");
+    const row = page.locator(`tr[data-schedule="${id}"]`);
+    await row.waitFor();
+    expect(await row.locator("th").textContent()).toBe("erin");
+    expect(await row.textContent()).toContain("water the plants");
+    expect(await row.locator("code").last().textContent()).toBe("0 8 * * *");
+    await screenshot(page, "schedules");
+
+    await page.getByRole("button", { name: `Remove schedule ${id} of erin` }).click();
+    await until("the API to drop the schedule", async () => !(await listed()).some((s) => s.id === id));
+    await row.waitFor({ state: "detached" });
+    await page.getByText("No scheduled messages.").waitFor();
+  });
+
   it("shows the troops and a finished task with its steps", async () => {
     const page = await open("#/troops");
     await page.getByRole("link", { name: "panel: tasks" }).click();

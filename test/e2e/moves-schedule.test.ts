@@ -124,6 +124,58 @@ describe("moves-schedule", () => {
     expect(results().at(-1)).toEqual({ removed: cron.id });
   });
 
+  it("shows the operator every fighter's schedules (spar schedule list, --json) and removes any (spar schedule remove)", async () => {
+    fake.enqueue({
+      tool_calls: [{ name: "schedule_add", arguments: { message: "check the feeds", cron: "*/5 * * * *" } }],
+    });
+    await send("tick", "every five minutes");
+    const job = results().at(-1);
+    expect(job).toMatchObject({ cron: "*/5 * * * *", timezone: "UTC" });
+
+    const listed = await daemon.cli(["schedule", "list", "--json"]);
+    expect(listed.stderr).toBe("");
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).schedules).toContainEqual({
+      id: job.id,
+      fighter_id: expect.any(String),
+      fighter: "tick",
+      message: "check the feeds",
+      next_run_at: job.next_run_at,
+      cron: "*/5 * * * *",
+      timezone: "UTC",
+    });
+    const human = await daemon.cli(["schedule", "list"]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^ID\s+FIGHTER\s+NEXT RUN\s+REPEATS\s+LAST RUN\s+MESSAGE$/m);
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^${job.id}\\s+tick\\s+\\S+\\s+\\*/5 \\* \\* \\* \\* \\(UTC\\)\\s+-\\s+check the feeds$`,
+        "m",
+      ),
+    );
+
+    const removed = await daemon.cli(["schedule", "remove", job.id]);
+    expect(removed.stderr).toBe("");
+    expect(removed.stdout).toBe(`Removed schedule ${job.id} (fighter tick)\n`);
+    const after = await daemon.request<{ schedules: { id: string }[] }>("GET", "/api/v1/schedules");
+    expect(after.body.schedules.map((s) => s.id)).not.toContain(job.id);
+    // The fighter sees it gone too.
+    fake.enqueue({ tool_calls: [{ name: "schedule_list", arguments: {} }] });
+    await send("tick", "list");
+    expect(
+      results()
+        .at(-1)
+        .schedules.map((s: { id: string }) => s.id),
+    ).not.toContain(job.id);
+
+    const again = await daemon.cli(["schedule", "remove", job.id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no schedule with id "${job.id}" (NOT_FOUND)`);
+    const gone = await daemon.request("DELETE", `/api/v1/schedules/${job.id}`);
+    expect(gone.status).toBe(404);
+    expect(gone.body).toMatchObject({ error: { code: "NOT_FOUND" } });
+  });
+
   it("refuses bad times with the reason, and a fighter without the grant", async () => {
     fake.enqueue({ tool_calls: [{ name: "schedule_add", arguments: { message: "x", cron: "* * *" } }] });
     await send("tick", "bad cron");

@@ -18,6 +18,7 @@ import { FighterView } from "./views/fighter.js";
 import { FightersView } from "./views/fighters.js";
 import { GorillasView } from "./views/gorillas.js";
 import { MovesView } from "./views/moves.js";
+import { SchedulesView } from "./views/schedules.js";
 import { TroopsView } from "./views/troops.js";
 
 function useAuth() {
@@ -43,6 +44,8 @@ function View({ route }) {
       return html`<${ChatView} id=${first} />`;
     case "gorillas":
       return html`<${GorillasView} name=${first} />`;
+    case "schedules":
+      return html`<${SchedulesView} />`;
     case "troops":
       return html`<${TroopsView} name=${first} />`;
     case "moves":

@@ -9,6 +9,7 @@ export const VIEWS = [
   ["fighters", "Fighters"],
   ["chat", "Chat"],
   ["gorillas", "Gorillas"],
+  ["schedules", "Schedules"],
   ["troops", "Troops"],
   ["moves", "Moves"],
   ["events", "Events"],
