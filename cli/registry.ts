@@ -164,7 +164,11 @@ export const COMMANDS: CommandSpec[] = [
         }),
       },
       { name: "list", args: "", summary: "Every fighter, its state and model" },
-      { name: "kill", args: "<name|id>", summary: "Stop a fighter and remove it" },
+      {
+        name: "kill",
+        args: "<name|id>",
+        summary: "Stop a fighter and remove it (warns when a troop loses it: spar troop edit mends that)",
+      },
     ],
     run: async ({ action, args, options }) =>
       (await import("./commands/fighter.js")).fighter(action, args[0], as(options)),
@@ -226,6 +230,17 @@ export const COMMANDS: CommandSpec[] = [
             value: "name",
             summary: "pipeline, broadcast, consensus, leader_worker, round_robin or specialist",
           },
+        ],
+      },
+      {
+        name: "edit",
+        args: "<troop>",
+        summary: "Change a troop's name, leader, members or strategy (replace a killed member)",
+        options: [
+          { flag: "--name", value: "name", summary: "Its new name" },
+          { flag: "--leader", value: "fighter", summary: "The new leader" },
+          { flag: "--members", value: "a,b,c", summary: "The new members, in order (the whole list)" },
+          { flag: "--strategy", value: "name", summary: "The new strategy" },
         ],
       },
       { name: "list", args: "", summary: "Every troop: strategy, leader, members" },

@@ -17,6 +17,8 @@ export const ERROR_CATALOG = {
   TROOP_NOT_FOUND: 404,
   MOVE_NOT_FOUND: 404,
   CONFLICT: 409,
+  // A troop task refused before any model call: the troop's leader or a member no longer exists.
+  TROOP_INCOMPLETE: 409,
   // A turn stopped by its client leaving, POST …/cancel, a WebSocket cancel frame or shutdown.
   CANCELLED: 409,
   // A request that took longer to arrive than the server waits (Node's requestTimeout).

@@ -244,6 +244,14 @@ export interface Store {
     get(idOrName: string): Promise<TroopRecord | undefined>;
     /** Every troop, by name. */
     list(): Promise<TroopRecord[]>;
+    /**
+     * Changes a troop's name, leader, members or strategy (those given; its id, tasks and rotation
+     * stay): TROOP_NOT_FOUND for an unknown id, CONFLICT for a name another troop has.
+     */
+    update(
+      id: string,
+      changes: Partial<Pick<TroopRecord, "name" | "leader" | "members" | "strategy">>,
+    ): Promise<TroopRecord>;
     /** Deletes the troop with its tasks; false when there was none. */
     remove(id: string): Promise<boolean>;
     /** The troop's rotation counter (round robin), advanced by one at once: the value before. */

@@ -290,7 +290,7 @@ export interface PluginRoute {
    * platform's signature before the body is parsed. It starts only when a webhook route exists.
    */
   listener: "api" | "webhook";
-  method: "GET" | "POST" | "PUT" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** `:name` segments are params; a trailing `*` matches the rest. */
   path: string;
   /** JSON Schema the body must pass (unknown fields refused, as everywhere). */

@@ -27,13 +27,38 @@ export async function fighter(
       process.stdout.write(`${table([["NAME", "STATUS", "MODEL", "ID"], ...rows])}\n`);
       return;
     }
-    case "kill": {
-      await api("DELETE", `/api/v1/fighters/${encodeURIComponent(target ?? "")}`);
-      if (options.json) return printJson({ killed: target });
-      process.stdout.write(`Killed ${target}\n`);
-      return;
-    }
+    case "kill":
+      return kill(target ?? "", options);
     default:
       throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for fighter`);
   }
+}
+
+/**
+ * Kills a fighter, and warns when troops count it as their leader or a member: they take no task
+ * until `spar troop edit` replaces it (the daemon refuses them with TROOP_INCOMPLETE before any model
+ * call). A warning, not a refusal: killing is deliberate, and nothing is lost that an edit cannot
+ * mend. A respawn under the same name is a new fighter (another id, maybe other grants), so it does
+ * not join the troops by itself.
+ */
+async function kill(target: string, options: GlobalOptions): Promise<void> {
+  const victim = await api<FighterRecord>("GET", `/api/v1/fighters/${encodeURIComponent(target)}`);
+  await api("DELETE", `/api/v1/fighters/${encodeURIComponent(victim.id)}`);
+  // Without the troops plugin there is no troop to break.
+  const { troops } = await api<{ troops: { name: string; leader: string; members: string[] }[] }>(
+    "GET",
+    "/api/v1/troops",
+  ).catch(() => ({ troops: [] }));
+  const broken = troops
+    .filter((t) => t.leader === victim.id || t.members.includes(victim.id))
+    .map((t) => t.name);
+  if (options.json) return printJson({ killed: target, id: victim.id, troops: broken });
+  process.stdout.write(`Killed ${target}\n`);
+  if (broken.length === 0) return;
+  const which = broken.length === 1 ? `troop ${broken[0]}` : `troops ${broken.join(", ")}`;
+  const edit = broken.length === 1 ? (broken[0] as string) : "<troop>";
+  process.stderr.write(
+    `spar: warning: ${victim.name} was in ${which}, which take${broken.length === 1 ? "s" : ""} no task until ` +
+      `spar troop edit ${edit} --members <a,b,c> (or --leader <fighter>) replaces it\n`,
+  );
 }

@@ -17,6 +17,7 @@ interface TroopView extends TroopRecord {
 }
 
 type TroopOptions = GlobalOptions & {
+  name?: string;
   leader?: string;
   members?: string;
   strategy?: string;
@@ -32,6 +33,8 @@ export async function troop(action: string, args: string[], options: TroopOption
   switch (action) {
     case "create":
       return create(target, options);
+    case "edit":
+      return edit(target, options);
     case "list":
       return list(options);
     case "show":
@@ -64,10 +67,7 @@ export async function troop(action: string, args: string[], options: TroopOption
 
 async function create(name: string, options: TroopOptions): Promise<void> {
   const { leader, strategy } = options;
-  const members = (options.members ?? "")
-    .split(",")
-    .map((m) => m.trim())
-    .filter(Boolean);
+  const members = memberList(options.members);
   const missing = [
     leader ? "" : "--leader <fighter>",
     members.length > 0 ? "" : "--members <a,b,c>",
@@ -83,6 +83,39 @@ async function create(name: string, options: TroopOptions): Promise<void> {
   );
   if (options.json) return printJson(created);
   process.stdout.write(`Created troop ${describe(created)}\n`);
+}
+
+/** The comma-separated `--members`, each trimmed, empty ones dropped. */
+function memberList(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
+}
+
+/** `spar troop edit`: changes what the options name, checked by the daemon as at creation. */
+async function edit(target: string, options: TroopOptions): Promise<void> {
+  const { name, leader, strategy } = options;
+  const changes = {
+    ...(name !== undefined ? { name } : {}),
+    ...(leader !== undefined ? { leader } : {}),
+    ...(options.members !== undefined ? { members: memberList(options.members) } : {}),
+    ...(strategy !== undefined ? { strategy } : {}),
+  };
+  if (Object.keys(changes).length === 0) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      "troop edit needs at least one of --name <name>, --leader <fighter>, --members <a,b,c>, --strategy <name>",
+    );
+  }
+  if (changes.members?.length === 0) {
+    throw new SparError("VALIDATION_FAILED", "--members needs at least one fighter: --members <a,b,c>");
+  }
+  const edited = await api<TroopView>("PATCH", path(target), changes).catch((err: unknown) => {
+    throw withAvailable(err);
+  });
+  if (options.json) return printJson(edited);
+  process.stdout.write(`Edited troop ${describe(edited)}\n`);
 }
 
 /** An unknown strategy's error, with the daemon's `available` strategies in its message if not already there. */

@@ -23,7 +23,7 @@ export function registerCors(app: FastifyInstance, config: Readonly<ArenaSetting
   const allowed = new Set(config.api.cors_origins.map((o) => o.toLowerCase()));
   app.register(cors, {
     origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin.toLowerCase())),
-    methods: ["GET", "POST", "PUT", "DELETE"],
+    methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
     allowedHeaders: ["content-type", "content-digest", "signature", "signature-input", "idempotency-key"],
   });
 }

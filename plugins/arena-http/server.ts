@@ -92,7 +92,7 @@ export function buildServer(
   // OpenAI's API shape, so any OpenAI client can talk to a fighter (`model` names it).
   app.register(openAiRoutes(ring, log), { prefix: "/v1" });
   // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.
-  const methods = ["GET", "POST", "PUT", "DELETE"] as const;
+  const methods = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
   app.route({
     method: [...methods],
     url: "/api/*",

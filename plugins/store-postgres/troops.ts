@@ -103,6 +103,30 @@ export function createTroops(ctx: StoreContext): StoreData["troops"] {
       (await troopWhere("id = $1", idOrName)) ?? (await troopWhere("name = $1", idOrName)),
     list: async () =>
       (await pool.query<TroopRecord>(`SELECT ${TROOP_COLUMNS} FROM troops ORDER BY name`)).rows,
+    async update(id, changes) {
+      const current = await troopWhere("id = $1", id);
+      if (!current) throw new SparError("TROOP_NOT_FOUND", `no troop with id ${String(id)}`);
+      const row: TroopRecord = {
+        ...current,
+        ...(changes.name !== undefined ? { name: text(changes.name, "name") } : {}),
+        ...(changes.leader !== undefined ? { leader: text(changes.leader, "leader") } : {}),
+        ...(changes.members !== undefined ? { members: members(changes.members) } : {}),
+        ...(changes.strategy !== undefined ? { strategy: text(changes.strategy, "strategy") } : {}),
+      };
+      try {
+        const updated = await pool.query(
+          "UPDATE troops SET name = $2, leader = $3, members = $4, strategy = $5 WHERE id = $1",
+          [id, row.name, row.leader, JSON.stringify(row.members), row.strategy],
+        );
+        if (updated.rowCount === 0) throw new SparError("TROOP_NOT_FOUND", `no troop with id ${id}`);
+      } catch (err) {
+        if (isUniqueViolation(err)) {
+          throw new SparError("CONFLICT", `a troop named ${row.name} already exists`, { name: row.name });
+        }
+        throw err;
+      }
+      return row;
+    },
     remove: (id) =>
       inTransaction(pool, async (client) => {
         await client.query("DELETE FROM troop_tasks WHERE troop_id = $1", [id]);

@@ -73,6 +73,9 @@ export function createTroops(db: Database.Database, deps: TroopDeps): StoreData[
     troop: db.prepare<[string], TroopDbRow>(`SELECT ${TROOP_COLUMNS} FROM troops WHERE id = ?`),
     troopByName: db.prepare<[string], TroopDbRow>(`SELECT ${TROOP_COLUMNS} FROM troops WHERE name = ?`),
     troops: db.prepare<[], TroopDbRow>(`SELECT ${TROOP_COLUMNS} FROM troops ORDER BY name`),
+    updateTroop: db.prepare<[Omit<TroopDbRow, "created_at">], void>(
+      "UPDATE troops SET name = @name, leader = @leader, members = @members, strategy = @strategy WHERE id = @id",
+    ),
     removeTasks: db.prepare<[string], void>("DELETE FROM troop_tasks WHERE troop_id = ?"),
     removeTroop: db.prepare<[string], void>("DELETE FROM troops WHERE id = ?"),
     // One statement: reading and advancing the counter cannot be split by another call.
@@ -123,6 +126,35 @@ export function createTroops(db: Database.Database, deps: TroopDeps): StoreData[
     return toTroop(row);
   });
 
+  const update = db.transaction(
+    (
+      id: string,
+      changes: Partial<Pick<TroopRecord, "name" | "leader" | "members" | "strategy">>,
+    ): TroopRecord => {
+      const current = s.troop.get(id);
+      if (!current) throw new SparError("TROOP_NOT_FOUND", `no troop with id ${String(id)}`);
+      const row: TroopDbRow = {
+        ...current,
+        ...(changes.name !== undefined ? { name: text(changes.name, "name") } : {}),
+        ...(changes.leader !== undefined ? { leader: text(changes.leader, "leader") } : {}),
+        ...(changes.members !== undefined ? { members: JSON.stringify(members(changes.members)) } : {}),
+        ...(changes.strategy !== undefined ? { strategy: text(changes.strategy, "strategy") } : {}),
+      };
+      const named = s.troopByName.get(row.name);
+      if (named && named.id !== id) {
+        throw new SparError("CONFLICT", `a troop named ${row.name} already exists`, { name: row.name });
+      }
+      s.updateTroop.run({
+        id: row.id,
+        name: row.name,
+        leader: row.leader,
+        members: row.members,
+        strategy: row.strategy,
+      });
+      return toTroop(row);
+    },
+  );
+
   const remove = db.transaction((id: string): boolean => {
     s.removeTasks.run(id);
     return s.removeTroop.run(id).changes > 0;
@@ -155,6 +187,7 @@ export function createTroops(db: Database.Database, deps: TroopDeps): StoreData[
       return row ? toTroop(row) : undefined;
     },
     list: () => s.troops.all().map(toTroop),
+    update: (id, changes) => update.immediate(id, changes),
     remove: (id) => remove.immediate(id),
     rotate(id) {
       const before = s.rotate.get(id);

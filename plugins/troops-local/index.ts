@@ -11,6 +11,8 @@ import { createTroopRuntime, type TroopsSettings } from "./runtime.js";
 declare module "../../sdk/index.js" {
   interface SparEventMap {
     "troop.created": { troop_id: string; name: string; strategy: string; leader: string; members: string[] };
+    /** Edited (PATCH): the troop as it now is. */
+    "troop.updated": { troop_id: string; name: string; strategy: string; leader: string; members: string[] };
     /** Disbanded: its running tasks were cancelled first, then it was deleted with its tasks. */
     "troop.disbanded": { troop_id: string; name: string; cancelled_tasks: number };
     "troop.task.started": { troop_id: string; task_id: string; strategy: string };

@@ -6,7 +6,7 @@
 
 import { pageOf } from "../../lib/paging.js";
 import type { RouteRegistry } from "../../sdk/index.js";
-import type { TroopRuntime } from "./runtime.js";
+import type { TroopChanges, TroopRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/troops";
 /** The longest task text, as for a message. */
@@ -24,6 +24,14 @@ const CREATE_BODY = {
     members: { type: "array", minItems: 1, items: fighterRef },
     strategy: { type: "string", minLength: 1, maxLength: 64 },
   },
+};
+
+/** An edit: what create takes, each optional, at least one. */
+const EDIT_BODY = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  properties: CREATE_BODY.properties,
 };
 
 const TASK_BODY = {
@@ -58,6 +66,15 @@ export function addTroopRoutes(routes: RouteRegistry, runtime: TroopRuntime): vo
     method: "GET",
     path: `${BASE}/:id`,
     handler: async ({ params }) => ({ body: await runtime.get(params.id as string) }),
+  });
+  routes.add({
+    listener: "api",
+    method: "PATCH",
+    path: `${BASE}/:id`,
+    body: EDIT_BODY,
+    handler: async ({ params, body }) => ({
+      body: await runtime.edit(params.id as string, body as TroopChanges),
+    }),
   });
   routes.add({
     listener: "api",

@@ -20,9 +20,21 @@ export interface TroopsSettings {
   max_members: number;
 }
 
-/** A troop as the API shows it: the record, and the names of its fighters that still exist. */
+/**
+ * A troop as the API shows it: the record, the names of its fighters that still exist, and the ids
+ * of those that do not (killed since; the troop takes no task until `edit` replaces them).
+ */
 export interface TroopView extends TroopRecord {
   names: Record<string, string>;
+  missing: string[];
+}
+
+/** What a troop may be told to change (PATCH /api/v1/troops/:id); at least one of them. */
+export interface TroopChanges {
+  name?: string;
+  leader?: string;
+  members?: string[];
+  strategy?: string;
 }
 
 export interface TroopRuntimeDeps {
@@ -50,11 +62,52 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
 
   async function view(troop: TroopRecord): Promise<TroopView> {
     const names: Record<string, string> = {};
+    const missing: string[] = [];
     for (const id of new Set([troop.leader, ...troop.members])) {
       const fighter = await ring.fighters.get(id).catch(() => undefined);
-      if (fighter) names[id] = fighter.name;
+      if (fighter?.id === id) names[id] = fighter.name;
+      else missing.push(id);
     }
-    return { ...troop, names };
+    return { ...troop, names, missing };
+  }
+
+  /**
+   * A task for a troop whose leader or member was killed would spend tokens on its first steps and
+   * then fail: it is refused before anything is recorded or any model is called.
+   */
+  function refuseIncomplete(troop: TroopView): void {
+    if (troop.missing.length === 0) return;
+    const roles = troop.missing.map((id) => `${id === troop.leader ? "leader" : "member"} ${id}`);
+    throw new SparError(
+      "TROOP_INCOMPLETE",
+      `troop "${troop.name}" cannot take a task: its ${roles.join(", ")} no longer exist${troop.missing.length === 1 ? "s" : ""}; ` +
+        `replace ${troop.missing.length === 1 ? "it" : "them"} with spar troop edit ${troop.name} --leader <fighter> / --members <a,b,c> ` +
+        `(PATCH /api/v1/troops/${troop.id})`,
+      { missing: troop.missing },
+    );
+  }
+
+  /** The leader's and members' ids, each resolved from an id or a name, checked as for a new troop. */
+  async function fighters(leaderRef: string, memberRefs: string[]) {
+    if (memberRefs.length > settings.max_members) {
+      throw new SparError(
+        "VALIDATION_FAILED",
+        `a troop has at most ${settings.max_members} members ([troops] max_members), not ${memberRefs.length}`,
+      );
+    }
+    const leader = await fighterId(leaderRef);
+    const members: string[] = [];
+    for (const member of memberRefs) {
+      const id = await fighterId(member);
+      if (members.includes(id)) {
+        throw new SparError(
+          "VALIDATION_FAILED",
+          `"${member}" is listed twice in members; list each fighter once`,
+        );
+      }
+      members.push(id);
+    }
+    return { leader, members };
   }
 
   /** The wire name a requested strategy means, or VALIDATION_FAILED listing those there are. */
@@ -93,24 +146,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
   return {
     async create(body: { name: string; leader: string; members: string[]; strategy: string }) {
       const strategy = strategyName(body.strategy);
-      if (body.members.length > settings.max_members) {
-        throw new SparError(
-          "VALIDATION_FAILED",
-          `a troop has at most ${settings.max_members} members ([troops] max_members), not ${body.members.length}`,
-        );
-      }
-      const leader = await fighterId(body.leader);
-      const members: string[] = [];
-      for (const member of body.members) {
-        const id = await fighterId(member);
-        if (members.includes(id)) {
-          throw new SparError(
-            "VALIDATION_FAILED",
-            `"${member}" is listed twice in members; list each fighter once`,
-          );
-        }
-        members.push(id);
-      }
+      const { leader, members } = await fighters(body.leader, body.members);
       const troop = await ring.troops.create({ name: body.name, leader, members, strategy });
       events.publish({
         kind: "troop.created",
@@ -121,6 +157,36 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
         members,
       });
       return view(troop);
+    },
+
+    /**
+     * Changes what `changes` names, checked as at creation: a strategy that exists, fighters that
+     * exist, each member once, at most `max_members`. The leader or the members not named stay as
+     * they were (a killed one included, so the answer's `missing` says what is still to replace).
+     * Tasks already running go on with the troop as it was when they started.
+     */
+    async edit(idOrName: string, changes: TroopChanges): Promise<TroopView> {
+      const troop = await troopOf(idOrName);
+      const strategy = changes.strategy === undefined ? undefined : strategyName(changes.strategy);
+      const resolved =
+        changes.leader === undefined && changes.members === undefined
+          ? undefined
+          : await fighters(changes.leader ?? troop.leader, changes.members ?? troop.members);
+      const updated = await ring.troops.update(troop.id, {
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(strategy !== undefined ? { strategy } : {}),
+        ...(changes.leader !== undefined && resolved ? { leader: resolved.leader } : {}),
+        ...(changes.members !== undefined && resolved ? { members: resolved.members } : {}),
+      });
+      events.publish({
+        kind: "troop.updated",
+        troop_id: updated.id,
+        name: updated.name,
+        strategy: updated.strategy,
+        leader: updated.leader,
+        members: updated.members,
+      });
+      return view(updated);
     },
 
     async list(): Promise<TroopView[]> {
@@ -155,6 +221,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
       if (stopping)
         throw new SparError("INTERRUPTED", "the daemon is stopping; send the task again after it restarts");
       const troop = await troopOf(idOrName);
+      refuseIncomplete(await view(troop));
       const strategy = await strategyFor(troop.strategy);
       const record = await ring.troops.tasks.create({
         troop_id: troop.id,

@@ -1153,6 +1153,22 @@ for (const factory of FACTORIES) {
         expect(await store.troops.get(troop.name)).toEqual(troop);
       });
 
+      it("updates a troop's name, leader, members and strategy, keeping its id (CONFLICT, TROOP_NOT_FOUND)", async () => {
+        const troop = await newTroop("broadcast", "edit");
+        const other = await newTroop();
+        const fresh = await newFighter(store);
+        const renamed = `${troop.name}-new`;
+        const updated = await store.troops.update(troop.id, { name: renamed, members: [fresh.id] });
+        expect(updated).toEqual({ ...troop, name: renamed, members: [fresh.id] });
+        expect(await store.troops.get(troop.id)).toEqual(updated);
+        expect(await store.troops.get(troop.name)).toBeUndefined();
+        const again = await store.troops.update(troop.id, { leader: fresh.id, strategy: "pipeline" });
+        expect(again).toEqual({ ...updated, leader: fresh.id, strategy: "pipeline" });
+        await expectCode(store.troops.update(troop.id, { name: other.name }), "CONFLICT");
+        expect(await store.troops.get(troop.id)).toEqual(again);
+        await expectCode(store.troops.update(randomUUID(), { name: "nobody-here" }), "TROOP_NOT_FOUND");
+      });
+
       it("rotates from 0, advancing by one per call, each troop on its own (TROOP_NOT_FOUND for none)", async () => {
         const [one, two] = [await newTroop("round_robin"), await newTroop("round_robin")];
         expect(await store.troops.rotate(one.id)).toBe(0);

@@ -355,6 +355,87 @@ describe("spar troop", () => {
     expect((await daemon.cli(["troop", "disband", "pair"])).code).toBe(0);
   });
 
+  it("warns on killing a troop's member, refuses its tasks before any model call, and mends it with troop edit", async () => {
+    const spawn = () =>
+      daemon.request<{ id: string }>("POST", "/api/v1/fighters", {
+        manifest: { name: "erin", description: "erin", system_prompt: "You are erin.", capabilities: [] },
+      });
+    const first = await spawn();
+    const created = await daemon.cli([
+      "troop",
+      "create",
+      "relay",
+      "--leader=lead",
+      "--members=alice,erin",
+      "--strategy=pipeline",
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+
+    const killed = await daemon.cli(["fighter", "kill", "erin"]);
+    expect(killed.code, killed.stderr).toBe(0);
+    expect(killed.stdout).toBe("Killed erin\n");
+    expect(killed.stderr).toBe(
+      "spar: warning: erin was in troop relay, which takes no task until spar troop edit relay --members <a,b,c> (or --leader <fighter>) replaces it\n",
+    );
+
+    // Refused before anything is recorded or any model is called.
+    const calls = fake.requests.length;
+    const refused = await daemon.cli(["troop", "task", "relay", "Relay this."]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^spar: troop "relay" cannot take a task: its member ${first.body.id} no longer exists; .*spar troop edit relay .*\\(TROOP_INCOMPLETE\\)\n$`,
+      ),
+    );
+    const http = await daemon.request<{ error: { code: string; missing: string[] } }>(
+      "POST",
+      "/api/v1/troops/relay/tasks",
+      { task: "Relay this." },
+    );
+    expect(http.status).toBe(409);
+    expect(http.body.error).toMatchObject({ code: "TROOP_INCOMPLETE", missing: [first.body.id] });
+    expect(fake.requests.length).toBe(calls);
+    expect((await json<{ tasks: unknown[] }>("troop", "tasks", "relay")).tasks).toEqual([]);
+
+    // A fighter spawned under the same name is another fighter: the troop still lacks the old one.
+    const second = await spawn();
+    expect(second.status).toBe(201);
+    const shown = await json<{ troop: { missing: string[] } }>("troop", "show", "relay");
+    expect(shown.troop.missing).toEqual([first.body.id]);
+
+    const edited = await daemon.cli(["troop", "edit", "relay", "--members", "alice, erin"]);
+    expect(edited.code, edited.stderr).toBe(0);
+    expect(edited.stdout).toMatch(
+      /^Edited troop relay \(pipeline\), id \S+\n {2}leader {3}lead\n {2}members {2}alice, erin\n/,
+    );
+    const done = await json<TroopTaskRecord>("troop", "task", "relay", "Relay this.");
+    expect(done.status).toBe("completed");
+    expect(done.steps.map((s) => s.fighter_id)).toEqual([expect.any(String), second.body.id]);
+
+    // Checked as at creation, and nothing changes when refused.
+    const patch = (body: unknown) =>
+      daemon.request<{ error: { code: string } }>("PATCH", "/api/v1/troops/relay", body);
+    expect((await patch({})).status).toBe(400);
+    expect((await patch({ size: 3 })).body.error.code).toBe("VALIDATION_FAILED");
+    expect((await patch({ strategy: "telepathy" })).body.error.code).toBe("VALIDATION_FAILED");
+    expect((await patch({ members: ["alice", "alice"] })).body.error.code).toBe("VALIDATION_FAILED");
+    expect((await patch({ leader: "nobody" })).body.error.code).toBe("FIGHTER_NOT_FOUND");
+    const none = await daemon.cli(["troop", "edit", "relay"]);
+    expect(none.stderr).toMatch(/^spar: troop edit needs at least one of --name/);
+    const renamed = await daemon.request<{ name: string; strategy: string; members: string[] }>(
+      "PATCH",
+      "/api/v1/troops/relay",
+      { name: "relay2", strategy: "Broadcast" },
+    );
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({
+      name: "relay2",
+      strategy: "broadcast",
+      members: [expect.any(String), second.body.id],
+    });
+    expect((await daemon.cli(["troop", "disband", "relay2"])).code).toBe(0);
+  });
+
   it("cancels a running task", async () => {
     // Every model call hangs until the daemon gives it up.
     fake.setDefault(() => ({ text: "too late", delay_ms: 600_000 }));

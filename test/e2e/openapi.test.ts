@@ -168,7 +168,7 @@ function structuralProblems(doc: Document): string[] {
 /** The routes README.md's tables list (`| \`GET /api/v1/...\` |` rows), in OpenAPI's syntax. */
 function readmeRoutes(): string[] {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  return [...readme.matchAll(/^\| `(GET|POST|PUT|DELETE) (\/api\/v1\/[^`?\s]*)/gm)].map(
+  return [...readme.matchAll(/^\| `(GET|POST|PUT|PATCH|DELETE) (\/api\/v1\/[^`?\s]*)/gm)].map(
     ([, method, path]) => `${method} ${(path as string).replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`,
   );
 }
@@ -270,6 +270,13 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       201,
     );
     await happy("POST", "/api/v1/troops/{id}/tasks", { id: "pair" }, { task: "say hi", async: true }, 202);
+    await happy(
+      "PATCH",
+      "/api/v1/troops/{id}",
+      { id: "pair" },
+      { members: ["scout"], strategy: "pipeline" },
+      200,
+    );
     await happy("POST", "/api/v1/moves/scan", {}, { source: "adjust-tone" }, 200);
     const skill = readFileSync(join(ROOT, "skills", "adjust-tone", "SKILL.md"), "utf8").replace(
       /^name: .*$/m,
