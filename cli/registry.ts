@@ -187,6 +187,12 @@ export const COMMANDS: CommandSpec[] = [
       { name: "cage", args: "<name>", summary: "Stop its schedule; a running cycle is aborted" },
       { name: "run", args: "<name>", summary: "Run one cycle now, caged or not; prints the run id" },
       {
+        name: "reload",
+        args: "",
+        summary:
+          "Re-read the gorilla folders: new and mended files load, every problem shown (exit 1 if any)",
+      },
+      {
         name: "runs",
         args: "<name>",
         summary: "Its runs, newest first: trigger, outcome, time, tokens, result or error",

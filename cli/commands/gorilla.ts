@@ -28,7 +28,7 @@ type GorillaOptions = GlobalOptions & { limit?: string; before?: string };
 
 const path = (name: string, rest = "") => `/api/v1/gorillas/${encodeURIComponent(name)}${rest}`;
 
-/** `spar gorilla list|status|unleash|cage|run|runs`; the parser has checked that each has its name. */
+/** `spar gorilla list|status|unleash|cage|run|runs|reload`; the parser has checked that each has its name. */
 export async function gorilla(
   action: string,
   name: string | undefined,
@@ -65,6 +65,8 @@ export async function gorilla(
     }
     case "runs":
       return runs(target, options);
+    case "reload":
+      return reload(options);
     default:
       throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for gorilla`);
   }
@@ -90,6 +92,33 @@ async function list(options: GorillaOptions): Promise<void> {
   if (listed.problems.length > 0) {
     process.stdout.write(`\nNot loaded (${listed.problems.length}):\n`);
     for (const p of listed.problems) process.stdout.write(`  ${printable(p.error)}\n`);
+  }
+}
+
+/** `spar gorilla reload`: the daemon reads the folders again; exit 1 while a file does not load. */
+async function reload(options: GorillaOptions): Promise<void> {
+  const result = await api<{
+    gorillas: GorillaView[];
+    problems: { file: string; error: string }[];
+    added: string[];
+    removed: string[];
+  }>("POST", "/api/v1/gorillas/reload");
+  if (result.problems.length > 0) process.exitCode = 1;
+  if (options.json) return printJson(result);
+  const changes = [
+    result.added.length > 0 ? `added ${result.added.join(", ")}` : "",
+    result.removed.length > 0 ? `removed ${result.removed.join(", ")}` : "",
+  ].filter(Boolean);
+  process.stdout.write(
+    `Reloaded: ${result.gorillas.length} gorillas loaded${changes.length > 0 ? ` (${changes.join("; ")})` : ""}
+`,
+  );
+  if (result.problems.length > 0) {
+    process.stdout.write(`Not loaded (${result.problems.length}):
+`);
+    for (const p of result.problems)
+      process.stdout.write(`  ${printable(p.error)}
+`);
   }
 }
 

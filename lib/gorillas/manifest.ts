@@ -10,8 +10,9 @@
  * );
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import type { ErrorObject } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { SparError } from "../../sdk/errors.js";
 import { findForbiddenKey, forbiddenKeyMessage } from "../../sdk/safe-keys.js";
@@ -131,10 +132,19 @@ export const GORILLA_SCHEMA = {
 const invalid = (file: string, message: string, key?: string, extra: Record<string, string> = {}) =>
   new SparError("VALIDATION_FAILED", `${file}: ${message}`, { file, ...(key ? { key } : {}), ...extra });
 
+/** One thing wrong with a file: the words, the dotted key at fault, and any more fields. */
+interface Problem {
+  message: string;
+  key?: string;
+  extra?: Record<string, string>;
+}
+
 /**
  * Reads a GORILLA.toml. `file` names it in errors; `folder`, when given, must equal the name. Every
  * move must be one of `options.moves`. Throws VALIDATION_FAILED with the file and the dotted key
- * (`settings.max_tokens`) in the message and in the error's `file` and `key` fields.
+ * (`settings.max_tokens`) in the message and in the error's `file` and `key` fields. Every problem
+ * of the file is reported at once (`problems`, and each in the message), so fixing one does not
+ * reveal the next only at the next start; a file that is no TOML at all has that one problem.
  */
 export function parseGorilla(
   source: string,
@@ -154,51 +164,63 @@ export function parseGorilla(
       key: forbidden.path.split("/").filter(Boolean).join("."),
     });
   }
+  const problems: Problem[] = [];
   const validate = validatorWithDefaults(GORILLA_SCHEMA);
-  if (!validate(data)) {
-    throw invalid(file, formatSchemaErrors(validate.errors, ""), keyOf(validate.errors?.[0]));
-  }
+  if (!validate(data)) problems.push(...schemaProblems(data, validate.errors));
+  // The checks below read only keys the schema found sound, so each problem is said once.
+  const sound = (key: string) => !problems.some((p) => p.key === key || p.key?.startsWith(`${key}.`));
   const raw = data as unknown as Raw;
-  if (options.folder !== undefined && options.folder !== raw.name) {
-    throw invalid(
-      file,
-      `"name" is "${raw.name}" but the gorilla's folder is "${options.folder}": they must be equal`,
-      "name",
-    );
+  if (options.folder !== undefined && sound("name") && options.folder !== raw.name) {
+    problems.push({
+      message: `"name" is "${raw.name}" but the gorilla's folder is "${options.folder}": they must be equal`,
+      key: "name",
+    });
   }
-  if (raw.model?.api_key_env && isReservedVariable(raw.model.api_key_env)) {
-    throw invalid(
-      file,
-      `"model.api_key_env" = "${raw.model.api_key_env}": SPAR_* variables are Spar's own secrets and are never sent as a provider key`,
-      "model.api_key_env",
-    );
+  const keyEnv = sound("model") ? raw.model?.api_key_env : undefined;
+  if (keyEnv && isReservedVariable(keyEnv)) {
+    problems.push({
+      message: `"model.api_key_env" = "${keyEnv}": SPAR_* variables are Spar's own secrets and are never sent as a provider key`,
+      key: "model.api_key_env",
+    });
   }
-  let schedule: Schedule;
-  try {
-    schedule = parseSchedule(raw.schedule, options.timezone);
-  } catch (err) {
-    const message = (err as Error).message.replace(/^schedule "/, '"schedule" = "');
-    throw invalid(file, message.startsWith('"schedule"') ? message : `"schedule": ${message}`, "schedule");
+  let schedule: Schedule | undefined;
+  if (sound("schedule")) {
+    try {
+      schedule = parseSchedule(raw.schedule, options.timezone);
+    } catch (err) {
+      const message = (err as Error).message.replace(/^schedule "/, '"schedule" = "');
+      problems.push({
+        message: message.startsWith('"schedule"') ? message : `"schedule": ${message}`,
+        key: "schedule",
+      });
+    }
   }
-  const moves = [...new Set(raw.moves)];
+  const moves = sound("moves") ? [...new Set(raw.moves)] : [];
   const capabilities = new Set<string>();
   for (const move of moves) {
     const capability = options.moves.get(move);
     if (capability === undefined) {
-      throw invalid(
-        file,
-        `"moves" names "${move}", which no installed plugin provides; known moves: ${[...options.moves.keys()].sort().join(", ")}`,
-        "moves",
-        { move },
-      );
-    }
-    if (capability !== OPEN_CAPABILITY) capabilities.add(capability);
+      problems.push({
+        message: `"moves" names "${move}", which no installed plugin provides; known moves: ${[...options.moves.keys()].sort().join(", ")}`,
+        key: "moves",
+        extra: { move },
+      });
+    } else if (capability !== OPEN_CAPABILITY) capabilities.add(capability);
+  }
+  const [first, ...more] = problems;
+  if (first && more.length === 0) throw invalid(file, first.message, first.key, first.extra);
+  if (first) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `${file}: ${problems.length} problems: ${problems.map((p, i) => `(${i + 1}) ${p.message}`).join("; ")}`,
+      { file, ...(first.key ? { key: first.key } : {}), problems: problems.map((p) => p.message) },
+    );
   }
   return {
     name: raw.name,
     display_name: raw.display_name?.trim() ?? raw.name,
     description: raw.description.trim(),
-    schedule,
+    schedule: schedule as Schedule,
     moves,
     capabilities: [...capabilities].sort(),
     system_prompt: raw.system_prompt.trim(),
@@ -208,6 +230,37 @@ export function parseGorilla(
     file,
   };
 }
+
+/**
+ * Every schema error of a file, not only the first the daemon's validator stops at: on this error
+ * path only, the file is checked again by a validator that collects them all.
+ */
+function schemaProblems(data: unknown, firstErrors: ErrorObject[] | null | undefined): Problem[] {
+  allErrors ??= new (createRequire(import.meta.url)("ajv") as typeof import("ajv")).Ajv({
+    allErrors: true,
+    strict: false,
+    useDefaults: true,
+    verbose: true,
+    validateFormats: false,
+  }).compile(GORILLA_SCHEMA);
+  const errors = allErrors(structuredClone(data)) ? firstErrors : allErrors.errors;
+  const seen = new Set<string>();
+  const problems: Problem[] = [];
+  for (const error of errors ?? []) {
+    // anyOf/oneOf add a summary error beside their branches' own; the branches say more.
+    if (error.keyword === "anyOf" || error.keyword === "oneOf") continue;
+    const message = formatSchemaErrors([error], "");
+    if (seen.has(message)) continue;
+    seen.add(message);
+    const key = keyOf(error);
+    problems.push({ message, ...(key ? { key } : {}) });
+  }
+  return problems.length > 0
+    ? problems
+    : [{ message: formatSchemaErrors(firstErrors, ""), key: keyOf(firstErrors?.[0]) ?? "" }];
+}
+
+let allErrors: ValidateFunction | undefined;
 
 /**
  * Reads every `<dir>/<name>/GORILLA.toml`, bundled folders first. A file that does not parse is

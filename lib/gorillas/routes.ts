@@ -27,6 +27,15 @@ export function addGorillaRoutes(routes: RouteRegistry, runtime: GorillaRuntime)
   });
   routes.add({
     listener: "api",
+    method: "POST",
+    path: `${BASE}/reload`,
+    handler: async ({ body }) => {
+      noBody(body, "");
+      return { body: await runtime.reload() };
+    },
+  });
+  routes.add({
+    listener: "api",
     method: "GET",
     path: `${BASE}/:id`,
     handler: async ({ params }) => ({ body: await runtime.get(params.id as string) }),

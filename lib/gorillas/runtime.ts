@@ -89,8 +89,8 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     return entry;
   }
 
-  async function load(): Promise<void> {
-    await firing.start({ fire, changed, gorilla: (name) => entries.get(name)?.gorilla });
+  /** Reads the gorilla folders (bundled, then the user's) as they are now. */
+  async function readFolders(): Promise<LoadedGorilla[]> {
     const moves = new Map((await ring.moves.list()).map((m) => [m.name, m.capability]));
     const loaded = loadGorillas(
       [
@@ -101,6 +101,12 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     );
     problems = loaded.problems;
     for (const problem of problems) log.warn("a gorilla did not load; it is skipped", { ...problem });
+    return loaded.gorillas;
+  }
+
+  async function load(): Promise<void> {
+    await firing.start({ fire, changed, gorilla: (name) => entries.get(name)?.gorilla });
+    const loaded = { gorillas: await readFolders() };
     const states = new Map((await ring.gorillas.states()).map((s) => [s.name, s]));
     const now = new Date();
     for (const gorilla of loaded.gorillas) {
@@ -128,6 +134,59 @@ export function createGorillaRuntime(options: RuntimeOptions) {
       unleashed: [...entries.values()].filter((e) => e.desired === "unleashed").length,
       problems: problems.length,
     });
+  }
+
+  /**
+   * Reads the gorilla folders again (`spar gorilla reload`): a new or mended file is taken in (armed
+   * when the store says it was unleashed), a changed one replaces its gorilla (re-armed on its new
+   * schedule; a running cycle finishes as it began), and one that is gone or no longer loads is
+   * disarmed and dropped, its running cycle aborted. The desired states in the store are untouched,
+   * so a gorilla dropped for a broken file comes back as it was once the file is mended.
+   */
+  async function reload(): Promise<{ added: string[]; removed: string[]; kept: string[] }> {
+    await whenReady();
+    if (stopped) throw new SparError("CONFLICT", "the daemon is stopping; gorillas are not reloaded");
+    const fresh = await readFolders();
+    const names = new Set(fresh.map((g) => g.name));
+    const result = { added: [] as string[], removed: [] as string[], kept: [] as string[] };
+    for (const [name, entry] of [...entries]) {
+      if (names.has(name)) continue;
+      await firing.disarm(entry.gorilla);
+      if (entry.cycle) {
+        stopCycle(entry.cycle, {
+          outcome: "aborted",
+          reason: "its GORILLA.toml was removed or no longer loads",
+        });
+        await windDown(entry.cycle.done);
+      }
+      entries.delete(name);
+      byFighter.delete(fighterName(name));
+      result.removed.push(name);
+    }
+    for (const gorilla of fresh) {
+      const entry = entries.get(gorilla.name);
+      if (entry) {
+        const armed = entry.desired === "unleashed";
+        if (armed) await firing.disarm(entry.gorilla);
+        entry.gorilla = gorilla;
+        if (armed) await firing.arm(gorilla, { restart: false });
+        result.kept.push(gorilla.name);
+        continue;
+      }
+      const state = await ring.gorillas.state(gorilla.name);
+      const added: GorillaEntry = { gorilla, desired: state?.desired ?? "caged", recorded: 0 };
+      added.last_run = (await ring.gorillas.runs.list(gorilla.name, { limit: 1 }))[0];
+      entries.set(gorilla.name, added);
+      byFighter.set(fighterName(gorilla.name), added);
+      if (added.desired === "unleashed") await firing.arm(gorilla, { restart: true });
+      result.added.push(gorilla.name);
+    }
+    // Listed by name, as at start.
+    const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    entries.clear();
+    for (const [name, entry] of sorted) entries.set(name, entry);
+    log.info("gorillas reloaded", { ...result, problems: problems.length });
+    return result;
   }
 
   /** A fire due at `at`: a cycle, or a skipped run; settles once either is recorded ended. */
@@ -253,6 +312,12 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     async list(): Promise<{ gorillas: GorillaView[]; problems: GorillaProblem[] }> {
       await whenReady();
       return { gorillas: [...entries.values()].map(view), problems };
+    },
+
+    /** Re-reads the gorilla folders; the list as it is then, with what came and went. */
+    async reload() {
+      const changes = await reload();
+      return { ...changes, gorillas: [...entries.values()].map(view), problems };
     },
 
     async get(name: string) {

@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -146,6 +147,59 @@ describe("gorillas", () => {
     expect(notLoaded.status).toBe(404);
     expect(notLoaded.body.error.code).toBe("GORILLA_NOT_FOUND");
     expect(notLoaded.body.error.message).toContain("did not load");
+  });
+
+  it("reports every problem of a file at once, and re-reads the folders on spar gorilla reload (doctor follows)", async () => {
+    const manyBad = join(home, "gorillas", "manybad", "GORILLA.toml");
+    writeGorilla(
+      home,
+      "manybad",
+      [
+        'name = "other"',
+        'description = "Four things wrong."',
+        'schedule = "every banana"',
+        'moves = ["no_such_move"]',
+        'system_prompt = "x"',
+        'task = "x"',
+        "[settings]",
+        "max_tokens = 0",
+        "",
+      ].join("\n"),
+    );
+    const reloaded = await daemon.cli(["gorilla", "reload"]);
+    expect(reloaded.stderr).toBe("");
+    expect(reloaded.code).toBe(1);
+    expect(reloaded.stdout).toContain(`Reloaded: ${BUNDLED.length + 3} gorillas loaded\nNot loaded (2):\n`);
+    const listed = await daemon.request<{ problems: { file: string; error: string }[] }>(
+      "GET",
+      "/api/v1/gorillas",
+    );
+    const problem = listed.body.problems.find((p) => p.file === manyBad);
+    expect(problem?.error).toMatch(/^.*manybad\/GORILLA\.toml: 4 problems: \(1\) /);
+    for (const part of [
+      '"settings.max_tokens" must be >= 1',
+      '"name" is "other" but the gorilla\'s folder is "manybad"',
+      '"schedule" = "every banana"',
+      '"moves" names "no_such_move"',
+    ])
+      expect(problem?.error).toContain(part);
+
+    // Mended while the daemon runs: reload takes "broken" in, and doctor stops reporting it.
+    writeGorilla(home, "broken", gorillaToml("broken", YEARLY, ""));
+    rmSync(join(home, "gorillas", "manybad"), { recursive: true });
+    const mended = await daemon.cli(["gorilla", "reload", "--json"]);
+    expect(mended.code).toBe(0);
+    expect(JSON.parse(mended.stdout)).toMatchObject({ added: ["broken"], removed: [], problems: [] });
+    expect((await view("broken")).state).toBe("CAGED");
+    const doctor = await daemon.cli(["doctor"]);
+    expect(doctor.stdout).toContain("Gorillas:\n  ok   every GORILLA.toml loads");
+
+    // A folder removed while the daemon runs is dropped on reload.
+    rmSync(join(home, "gorillas", "broken"), { recursive: true });
+    const dropped = await daemon.request<{ removed: string[] }>("POST", "/api/v1/gorillas/reload");
+    expect(dropped.status).toBe(200);
+    expect(dropped.body.removed).toEqual(["broken"]);
+    expect((await daemon.request("GET", "/api/v1/gorillas/broken")).status).toBe(404);
   });
 
   it("answers 404 GORILLA_NOT_FOUND for an unknown gorilla and 409 for caging a caged one", async () => {
