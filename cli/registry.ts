@@ -138,8 +138,16 @@ export const COMMANDS: CommandSpec[] = [
       {
         name: "list",
         args: "",
-        summary: "The fighter's bouts, the most recently active first",
-        options: [{ ...FIGHTER, summary: "Whose bouts" }],
+        summary: "The fighter's bouts with their origin (who started each), the most recently active first",
+        options: [
+          { ...FIGHTER, summary: "Whose bouts" },
+          {
+            flag: "--origin",
+            value: "origin",
+            summary:
+              "Only this origin (user, channel:telegram:<chat>, …) or kind (channel, troop-task, gorilla, …)",
+          },
+        ],
       },
       {
         name: "show",

@@ -11,6 +11,7 @@
 import { SparError } from "../sdk/errors.js";
 import type { MoveCallInfo, MoveRefusal } from "../sdk/hooks.js";
 import type { Capability, FighterRow, MoveCaller } from "../sdk/types.js";
+import { USER_ORIGIN } from "./bout-origins.js";
 
 /** Whether a chain entry names a fighter (its id) rather than another starter (`troop-task:<id>`). */
 export function isFighterEntry(entry: string): boolean {
@@ -64,10 +65,14 @@ export function callerRefusal(info: MoveCallInfo): MoveRefusal | undefined {
   };
 }
 
-/** The origin of the bout a turn with this chain runs in: its immediate starter; none for a user's turn. */
-export function originOf(chain: readonly string[]): string | undefined {
+/**
+ * The origin of the bout a turn runs in: its chain's immediate starter when it has one, else the
+ * origin its entry point gave (`channel:<platform>:<chat>`, `gorilla:<name>`, `schedule`); none for
+ * a user's turn, whose bouts are stored without one (see lib/bout-origins.ts).
+ */
+export function originOf(chain: readonly string[], given?: string): string | undefined {
   const starter = chain.at(-1);
-  if (starter === undefined) return undefined;
+  if (starter === undefined) return given === USER_ORIGIN ? undefined : given;
   return isFighterEntry(starter) ? `fighter:${starter}` : starter;
 }
 

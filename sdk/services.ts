@@ -57,6 +57,12 @@ export interface MessageOptions {
    * `[agent] max_call_depth`.
    */
   chain?: readonly string[];
+  /**
+   * Who starts this turn when no fighter does (a chain's starter wins over it): `channel:<platform>:<chat>`,
+   * `gorilla:<name>`, `schedule`. A new bout is recorded with it, and without a bout the turn continues
+   * the latest bout of this origin only. Absent (or `user`) for a user's own turn.
+   */
+  origin?: string;
   /** A retry with the same key (within 24 h) gets this attempt's reply instead of running again. */
   idempotency_key?: string;
   /**

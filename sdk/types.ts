@@ -83,9 +83,10 @@ export interface BoutRecord {
   updated_at: string;
   message_count: number;
   /**
-   * Who started the bout when it was not a user: `fighter:<id>` for the bout a fighter's messages to
-   * this one run in (one per caller), `troop-task:<id>` for a troop step's. Absent for a user's own
-   * bout. Only a user's bouts are "the latest bout" a message without a bout continues.
+   * Who started the bout when it was not a user (lib/bout-origins.ts): `fighter:<id>` for the bout a
+   * fighter's messages to this one run in (one per caller), `troop-task:<id>` for a troop step's,
+   * `channel:<platform>:<chat>`, `gorilla:<name>`, `schedule`. Absent in the store for a user's own
+   * bout (listings show `user`). "The latest bout" is the latest of the caller's own origin.
    */
   origin?: string;
 }

@@ -60,9 +60,9 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     const { live, text, model, options } = request;
     const db = deps.store();
     // The fighters waiting on this turn limit it (lib/fighter-chain.ts); it runs in a bout of its
-    // starter's, one per caller, never a user's: "the latest bout" is the latest of its own origin.
+    // starter's (or its entry point's), never a user's: "the latest bout" is the latest of its own origin.
     const callers = await resolveCallers(options.chain ?? [], (id) => db.fighters.get(id));
-    const origin = originOf(options.chain ?? []);
+    const origin = originOf(options.chain ?? [], options.origin);
     const latest = async () => (await db.bouts.latest(live.row.id, origin))?.id;
     const bout_id = options.bout === "new" ? undefined : (options.bout_id ?? (await latest()));
     const user = { role: "user" as const, content: text };

@@ -67,17 +67,21 @@ export function createChannelRelay(options: {
     return ids;
   }
 
-  /** The chat's bout, when it has one that still exists; a new one otherwise. */
+  /**
+   * The chat's bout, when it has one that still exists; a new one otherwise, of the chat's own
+   * origin, so it is never the latest bout a user's `spar chat` continues (nor the other way round).
+   */
   async function turn(fighterId: string, chat: string, text: string) {
+    const origin = `channel:${platform}:${chat}`;
     const boutId = await ring.channels.bouts.get(platform, chat, fighterId);
     if (boutId) {
       try {
-        return await ring.fighters.message(fighterId, text, { bout_id: boutId });
+        return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin });
       } catch (err) {
         if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
       }
     }
-    const reply = await ring.fighters.message(fighterId, text, { bout: "new" });
+    const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin });
     await ring.channels.bouts.set(platform, chat, fighterId, reply.bout_id);
     return reply;
   }

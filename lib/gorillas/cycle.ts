@@ -170,6 +170,8 @@ async function runCycle(
     cycle.sent = true;
     const result = await deps.ring.fighters.message(fighter, text, {
       bout: "new",
+      // Its own origin: a cycle's bout is never the latest a user's `spar chat` continues.
+      origin: `gorilla:${gorilla.name}`,
       signal: cycle.controller.signal,
       // No Creed reflection or compaction after the reply: the cycle's model calls are all its turn's.
       aftercare: false,

@@ -3,15 +3,16 @@
  * its whole history with every request, but a fighter keeps its own; so the request names a bout
  * instead: `X-Spar-Bout: <id>` continues that one and `X-Spar-Bout: new` starts one; otherwise the
  * `user` field keeps one bout per user string (stored like a channel chat's, under platform
- * `openai`), and without either the fighter's latest bout is continued, as on the message route.
+ * `openai`, origin `channel:openai:<user>`), and without either the fighter's latest bout is
+ * continued, as on the message route (origin `user`).
  */
 import { isSparError, type RingServices } from "../../sdk/index.js";
 
 /** The platform name a user's bout is stored under (`ring.channels.bouts`). */
 export const OPENAI_PLATFORM = "openai";
 
-/** How a message selects its bout (`MessageOptions`). */
-export type BoutOptions = { bout_id?: string; bout?: "new" };
+/** How a message selects its bout, and the origin a new one is recorded with (`MessageOptions`). */
+export type BoutOptions = { bout_id?: string; bout?: "new"; origin?: string };
 
 export interface BoutSelection {
   fighterId: string;
@@ -81,7 +82,8 @@ export function createOpenAiBouts(ring: RingServices): OpenAiBouts {
             if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
           }
         }
-        return turn({ bout: "new" }, started);
+        // Of the user's own origin, like a channel chat's: never the latest bout a `spar chat` continues.
+        return turn({ bout: "new", origin: `channel:${OPENAI_PLATFORM}:${user}` }, started);
       };
       try {
         const result = await attempt();

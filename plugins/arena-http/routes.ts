@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { originFilter, originMatches, shownBout } from "../../lib/bout-origins.js";
 import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
 import { ID_PARAM, MESSAGE_FIELDS } from "./message-fields.js";
 import { streamReply } from "./sse.js";
@@ -29,6 +30,12 @@ const spawnBody = {
     template: { type: "string", minLength: 1 },
     name: { type: "string", minLength: 1 },
   },
+} as const;
+
+const boutsQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { origin: { type: "string" } },
 } as const;
 
 const messageToBody = {
@@ -129,10 +136,15 @@ export function fighterRoutes(ring: RingServices) {
         }),
     );
 
-    app.get<{ Params: { id: string } }>(
+    // Each bout with its origin (`user` for a user's own); `?origin=` keeps one origin, or one kind.
+    app.get<{ Params: { id: string }; Querystring: { origin?: string } }>(
       "/fighters/:id/bouts",
-      { schema: { params: idParams } },
-      async (request) => ({ bouts: await ring.fighters.bouts(request.params.id) }),
+      { schema: { params: idParams, querystring: boutsQuery } },
+      async (request) => {
+        const origin = request.query.origin === undefined ? undefined : originFilter(request.query.origin);
+        const bouts = (await ring.fighters.bouts(request.params.id)).map(shownBout);
+        return { bouts: origin === undefined ? bouts : bouts.filter((b) => originMatches(b.origin, origin)) };
+      },
     );
 
     app.get<{ Params: { id: string } }>(

@@ -1,7 +1,8 @@
 /**
  * `schedule_add`, `schedule_list`, `schedule_remove` (capability `schedule`): a fighter schedules
  * messages to itself, once or on a cron expression. Schedules live in the encrypted store and
- * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout.
+ * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout of
+ * origin `schedule` (never a user's conversation).
  */
 
 import { randomUUID } from "node:crypto";

@@ -62,7 +62,8 @@ export function createScheduleRunner(deps: { ring: RingServices; log: Logger; no
     });
     let status = "completed";
     try {
-      await ring.fighters.message(schedule.fighter_id, scheduledText(schedule));
+      // The fighter's latest scheduled bout, never a user's conversation (nor a channel chat's).
+      await ring.fighters.message(schedule.fighter_id, scheduledText(schedule), { origin: "schedule" });
     } catch (err) {
       status = isSparError(err) ? err.code : "INTERNAL";
       if (status === "FIGHTER_NOT_FOUND") {

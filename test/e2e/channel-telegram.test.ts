@@ -25,6 +25,8 @@ const ALLOWED = 424242;
 const HASTY = 515151;
 /** Allowed too, and quiet until the replay test: the others have used up their rate by then. */
 const CALM = 616161;
+/** Allowed too: the chat that must stay apart from the local user's conversation. */
+const PRIVATE = 717171;
 const SECRET = randomBytes(24).toString("base64url");
 const NOTIFY_CHAT = -1009876543210;
 
@@ -155,7 +157,7 @@ describe("channel-telegram", () => {
 
     beforeAll(async () => {
       ({ home, port, webhookPort } = await telegramHome(
-        `allowlist = [${ALLOWED}, ${HASTY}, ${CALM}]\nrate_per_minute = 2\nnotify_chat = ${NOTIFY_CHAT}`,
+        `allowlist = [${ALLOWED}, ${HASTY}, ${CALM}, ${PRIVATE}]\nrate_per_minute = 2\nnotify_chat = ${NOTIFY_CHAT}`,
       ));
       daemon = await startDaemon(home, port, secrets());
       await until(() => telegram.webhook()?.url === `http://127.0.0.1:${webhookPort}/telegram`, "setWebhook");
@@ -206,6 +208,40 @@ describe("channel-telegram", () => {
       expect(telegram.sent().slice(sent)).toEqual([
         expect.objectContaining({ chat_id: String(ALLOWED), text: "echo: and now in words" }),
       ]);
+    });
+
+    it("keeps a chat's bout apart from the local user's: neither's words reach the other's prompt", async () => {
+      /** The messages the model was sent for the turn whose last user message was `text`. */
+      const promptOf = (text: string) =>
+        JSON.stringify(
+          fake.requests.findLast((r) => r.body?.messages?.at(-1)?.content === text)?.body?.messages ?? null,
+        );
+      const replied = (text: string) =>
+        until(() => telegram.sent().some((m) => m.text === `echo: ${text}`), text);
+      expect(await send(PRIVATE, "what is the weather?")).toBe(200);
+      await replied("what is the weather?");
+      // The operator talks to the same fighter on the command line.
+      const local = await daemon.cli(["chat", "my bank PIN is 4321"]);
+      expect(local.code, local.stderr).toBe(0);
+      expect(promptOf("my bank PIN is 4321")).not.toContain("weather");
+      expect(await send(PRIVATE, "and tomorrow?")).toBe(200);
+      await replied("and tomorrow?");
+      const channelPrompt = promptOf("and tomorrow?");
+      expect(channelPrompt).toContain("what is the weather?");
+      expect(channelPrompt).not.toContain("bank PIN");
+
+      const origin = `channel:telegram:${PRIVATE}`;
+      const listed = await daemon.cli(["bout", "list", "--json"]);
+      const { bouts } = JSON.parse(listed.stdout) as { bouts: { id: string; origin: string }[] };
+      expect(bouts.map((b) => b.origin)).toEqual(expect.arrayContaining([origin, "user"]));
+      const chats = await daemon.request<{ bouts: { origin: string }[] }>(
+        "GET",
+        "/api/v1/fighters/spar/bouts?origin=channel",
+      );
+      expect(chats.body.bouts.length).toBeGreaterThan(0);
+      expect(chats.body.bouts.every((b) => b.origin.startsWith("channel:telegram:"))).toBe(true);
+      const mine = await daemon.cli(["bout", "list", "--origin", "user"]);
+      expect(mine.stdout.trimEnd().split("\n").slice(1)).toEqual([expect.stringMatching(/^\S+\s+user\s+/)]);
     });
 
     it("answers a stranger 403 with a JSON error, and logs the id an operator would allow", async () => {

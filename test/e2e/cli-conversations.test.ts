@@ -58,8 +58,9 @@ describe("conversations from the CLI", () => {
     expect(two.bouts[1]?.id).toBe(one.bouts[0]?.id);
     expect(two.bouts.map((b) => b.message_count)).toEqual([2, 4]);
     expect(Object.keys(two.bouts[0] ?? {}).sort()).toEqual(
-      ["created_at", "fighter_id", "id", "message_count", "updated_at"].sort(),
+      ["created_at", "fighter_id", "id", "message_count", "origin", "updated_at"].sort(),
     );
+    expect(two.bouts.map((b) => b.origin)).toEqual(["user", "user"]);
 
     // A plain chat now continues the new bout; --bout goes back to the old one.
     await daemon.cli(["chat", "and again"]);
@@ -69,8 +70,8 @@ describe("conversations from the CLI", () => {
 
     const table = await daemon.cli(["bout", "list"]);
     const lines = table.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^ID\s+CREATED\s+UPDATED\s+MESSAGES$/);
-    expect(lines[1]).toMatch(new RegExp(`^${one.bouts[0]?.id}\\s+\\S+\\s+\\S+\\s+6$`));
+    expect(lines[0]).toMatch(/^ID\s+ORIGIN\s+CREATED\s+UPDATED\s+MESSAGES$/);
+    expect(lines[1]).toMatch(new RegExp(`^${one.bouts[0]?.id}\\s+user\\s+\\S+\\s+\\S+\\s+6$`));
     expect(lines).toHaveLength(3);
   });
 

@@ -226,6 +226,33 @@ describe("spar troop", () => {
       );
     }
 
+    // A member's step ran in a bout of the task's own: a plain chat with the member does not continue it.
+    const alice = (await daemon.request<{ id: string }>("GET", "/api/v1/fighters/alice")).body.id;
+    const step = record?.steps.find((s) => s.fighter_id === alice);
+    const chat = await daemon.cli(["chat", "--fighter", "alice", "hello alice"]);
+    expect(chat.code, chat.stderr).toBe(0);
+    const prompt = JSON.stringify(fake.requests.at(-1)?.body?.messages);
+    expect(prompt).toContain("hello alice");
+    expect(prompt).not.toContain("Name a fruit.");
+    const steps = await json<{ bouts: { id: string; origin: string }[] }>(
+      "bout",
+      "list",
+      "--fighter",
+      "alice",
+      "--origin",
+      `troop-task:${id}`,
+    );
+    expect(steps.bouts.map((b) => b.id)).toEqual([step?.bout_id]);
+    const user = await json<{ bouts: { origin: string }[] }>(
+      "bout",
+      "list",
+      "--fighter",
+      "alice",
+      "--origin",
+      "user",
+    );
+    expect(user.bouts).toHaveLength(1);
+
     const unknown = await daemon.cli(["troop", "show", "council", "no-such-task"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no-such-task.*\(NOT_FOUND\)\n$/);

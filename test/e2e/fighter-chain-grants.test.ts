@@ -117,7 +117,7 @@ describe("a turn another fighter started holds only what every fighter in its ch
     expect(relayed.bout_id).not.toBe(user.bout_id);
     const listed = await bouts("spar");
     expect(listed.find((b) => b.id === relayed.bout_id)?.origin).toBe(`fighter:${mallory}`);
-    expect(listed.find((b) => b.id === user.bout_id)?.origin).toBeUndefined();
+    expect(listed.find((b) => b.id === user.bout_id)?.origin).toBe("user");
     const userMessages = await daemon.request("GET", `/api/v1/bouts/${user.bout_id}/messages`);
     expect(JSON.stringify(userMessages.body)).not.toContain("master key");
 

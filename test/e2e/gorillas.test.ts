@@ -243,8 +243,14 @@ describe("gorillas", () => {
     expect(run.usage.input_tokens).toBeGreaterThan(0);
     expect(run.bout_id).toEqual(expect.any(String));
     expect(run.finished_at).toEqual(expect.any(String));
-    // Each cycle is a fresh bout.
+    // Each cycle is a fresh bout, of the gorilla's own origin: never a user's latest.
     expect(new Set(ok.map((r) => r.bout_id)).size).toBe(ok.length);
+    const cycles = await daemon.request<{ bouts: { id: string; origin: string }[] }>(
+      "GET",
+      "/api/v1/fighters/gorilla-tick/bouts?origin=gorilla:tick",
+    );
+    expect(cycles.body.bouts.map((b) => b.id)).toEqual(expect.arrayContaining(ok.map((r) => r.bout_id)));
+    expect(cycles.body.bouts.every((b) => b.origin === "gorilla:tick")).toBe(true);
 
     // The model got the task with the date, and only the gorilla's moves.
     const call = requestsOf("tick")[0];
