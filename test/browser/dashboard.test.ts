@@ -4,29 +4,18 @@
  * API, a user gorilla with a run, a troop with a finished task, the moves and skills, the channels);
  * a chat streams into the page and is cancelled; a gorilla is unleashed and caged from the page; the
  * event feed shows a fighter spawned from the CLI and resumes with `since` after a reconnect; views
- * are reached with the keyboard. With unsigned loopback off, the page asks once for a key and signs
- * in the browser, or says why it cannot; a `read` key and a `chat:<fighter>` key are offered only what
- * their scope allows (issue 28 item 33). Each view's screenshot goes to the test output, checked
- * non-blank, and the fighters view's to docs/dashboard.png (when missing, or with
- * SPAR_UPDATE_DOCS=1). Any console error fails the test.
+ * are reached with the keyboard. Signing in and keys' scopes: dashboard-keys.test.ts. Each view's
+ * screenshot goes to the test output, checked non-blank, and the fighters view's to
+ * docs/dashboard.png (when missing, or with SPAR_UPDATE_DOCS=1). Any console error fails the test.
  */
-import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { type Browser, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Browser, WebSocketRoute } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { FighterRecord, TroopTaskRecord } from "../../sdk/index.js";
 import type { TurnRecord } from "../../sdk/store-types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import {
-  CHROMIUM_PATH,
-  chromiumInstalled,
-  openPage,
-  outputDir,
-  summarizePng,
-  underCi,
-  type WatchedPage,
-} from "../helpers/browser.js";
+import { openPage, type WatchedPage } from "../helpers/browser.js";
 import {
   freePort,
   removeHome,
@@ -35,72 +24,9 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-
-const RUN = chromiumInstalled() || underCi();
-if (!RUN) {
-  console.warn(
-    `Skipping the dashboard's browser tests: no chromium at ${CHROMIUM_PATH} (apt-get install chromium, or set SPAR_CHROMIUM). Under CI=true they fail instead.`,
-  );
-}
+import { launch, QUIET, RUN, screenshot, until, writeDigestGorilla } from "../helpers/dashboard.js";
 
 const DOCS_SCREENSHOT = resolve(import.meta.dirname, "..", "..", "docs", "dashboard.png");
-/** The docs name a host the browser maps to 127.0.0.1: an http origin that is not a secure context. */
-const PLAIN_HOST = "spar-dashboard.test";
-const QUIET =
-  "\n[creed]\nreflect = false\n\n[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A user gorilla, caged, for the views that show one. */
-function writeDigestGorilla(home: string): void {
-  mkdirSync(join(home, "gorillas", "digest"), { recursive: true });
-  writeFileSync(
-    join(home, "gorillas", "digest", "GORILLA.toml"),
-    [
-      'name = "digest"',
-      'display_name = "Digest"',
-      'description = "A morning digest of the topics I follow."',
-      'schedule = "0 7 1 1 *"',
-      'moves = ["memory_store"]',
-      'system_prompt = "You are Digest."',
-      'task = "Write the digest."',
-      "",
-    ].join("\n"),
-  );
-}
-
-/** Polls `probe` until it answers something truthy; fails naming `what` after 20 s. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value) return value;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function launch(): Promise<Browser> {
-  if (!chromiumInstalled()) {
-    throw new Error(
-      `no chromium at ${CHROMIUM_PATH}: .ci/run installs Debian's (apt-get install chromium), or set SPAR_CHROMIUM`,
-    );
-  }
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: ["--no-sandbox", `--host-resolver-rules=MAP ${PLAIN_HOST} 127.0.0.1`],
-  });
-}
-
-/** A screenshot of the page as it is, kept in the test output, checked to show something. */
-async function screenshot(page: Page, view: string): Promise<Buffer> {
-  const png = await page.screenshot();
-  writeFileSync(join(outputDir("dashboard"), `${view}.png`), png);
-  const summary = summarizePng(png);
-  expect(summary, `${view}.png`).toMatchObject({ width: 1280, height: 800 });
-  expect(summary.colours, `${view}.png has ${summary.colours} colours`).toBeGreaterThan(50);
-  return png;
-}
 
 describe.runIf(RUN)("the dashboard in chromium", () => {
   let fake: FakeOpenAI;
@@ -430,192 +356,5 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(new URL(page.url()).hash).toBe("#/gorillas");
     expect(await focused()).toBe("H1 Gorillas");
     expect(await page.locator('nav a[aria-current="page"]').textContent()).toBe("Gorillas");
-  });
-});
-
-describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", () => {
-  let fake: FakeOpenAI;
-  let home: string;
-  let daemon: TestDaemon;
-  let browser: Browser;
-  let watched: WatchedPage | undefined;
-
-  beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    home = tempHome();
-    const port = await freePort();
-    writeConfig(home, port, fake.url, `${QUIET}\n[auth]\nallow_unsigned_loopback = false\n`);
-    writeDigestGorilla(home);
-    daemon = await startDaemon(home, port);
-    browser = await launch();
-    // For the scoped keys' tests: a fighter with a conversation, and one a `chat` key does not name.
-    for (const name of ["scribe", "other"]) {
-      const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", name]);
-      expect(spawned.code, spawned.stderr).toBe(0);
-    }
-    const told = await daemon.cli(["chat", "--fighter", "scribe", "note the tide"]);
-    expect(told.code, told.stderr).toBe(0);
-  });
-
-  /** Adds a key with the real CLI (`spar key add --scope`); answers its private key's PEM. */
-  const addKey = async (name: string, scope: string): Promise<string> => {
-    const pair = generateKeyPairSync("ed25519");
-    const file = join(home, `${name}.pub`);
-    writeFileSync(file, pair.publicKey.export({ type: "spki", format: "pem" }));
-    const added = await daemon.cli(["key", "add", name, file, "--scope", scope]);
-    expect(added.code, added.stderr).toBe(0);
-    return String(pair.privateKey.export({ type: "pkcs8", format: "pem" }));
-  };
-  /** A new tab at `hash`, signed in with the key once the page asks for one. */
-  const signIn = async (hash: string, name: string, pem: string): Promise<Page> => {
-    watched = await openPage(browser);
-    const { page } = watched;
-    await page.goto(`${daemon.url}/${hash}`);
-    await page.getByRole("heading", { name: "Sign in with a key" }).waitFor();
-    await page.getByLabel("Key name").fill(name);
-    await page.getByLabel("Private key (PEM)").fill(pem);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    await page.getByText(`Signed as ${name}`).waitFor();
-    return page;
-  };
-  const navigation = (page: Page) => page.locator('nav[aria-label="Views"] a').allTextContents();
-
-  afterEach(async () => {
-    // The daemon's refusals of unsigned requests are logged by the browser as failed loads: those,
-    // and only those, are expected here.
-    const errors = (watched?.errors ?? []).filter(
-      (e) => !/^console: Failed to load resource: the server responded with a status of 401/.test(e),
-    );
-    await watched?.close();
-    watched = undefined;
-    expect(errors, "console errors and uncaught exceptions").toEqual([]);
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await daemon?.stop();
-    await fake?.close();
-    if (home) removeHome(home);
-  });
-
-  it("asks once for a key, then signs every request in the browser (WebCrypto Ed25519)", async () => {
-    watched = await openPage(browser);
-    const { page } = watched;
-    await page.goto(`${daemon.url}/#/fighters`);
-    await page.getByRole("heading", { name: "Sign in with a key" }).waitFor();
-    expect(await page.locator(".key-prompt").textContent()).toContain(
-      "unsigned request refused: this daemon accepts signed requests only",
-    );
-    // The data dir's placeholder reads as written, not as an HTML entity (issue 28 item 25).
-    const prompt = (await page.locator(".key-prompt").textContent()) ?? "";
-    expect(prompt).toContain("<data dir>/keys/cli.key");
-    expect(prompt).not.toContain("&lt;");
-
-    // A key the daemon does not know is refused with its reason, and asked for again.
-    const privateKey = readFileSync(join(home, "keys", "cli.key"), "utf8");
-    await page.getByLabel("Key name").fill("stranger");
-    await page.getByLabel("Private key (PEM)").fill(privateKey);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    await page.getByText('request signature refused: unknown key id "stranger"').waitFor();
-
-    await page.getByLabel("Key name").fill("cli");
-    await page.getByLabel("Private key (PEM)").fill(privateKey);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    await page.locator('tr[data-fighter="spar"]').waitFor();
-    await page.getByText("Signed as cli").waitFor();
-
-    // Asked once: the next view's requests are signed with the same key. A POST with a body is
-    // signed over its Content-Digest, and its reply streams back.
-    await page.getByRole("link", { name: "Chat with spar" }).click();
-    await page.getByLabel("Message to spar").fill("signed hello");
-    await page.getByRole("button", { name: "Send" }).click();
-    await page.locator(".reply", { hasText: "echo: signed hello" }).waitFor();
-    // The request's log line is written once its stream has ended, a moment after the page shows it.
-    await expect
-      .poll(() => daemon.output())
-      .toMatch(/method="POST" path="\/api\/v1\/fighters\/[^"]+\/message" status=200 [^\n]*key="cli"/);
-
-    // Live events too: the socket opens with a one-use ticket asked for by a signed request.
-    await page.getByRole("link", { name: "Events" }).click();
-    await page.getByText("Live.", { exact: true }).waitFor();
-    await expect
-      .poll(() => daemon.output())
-      .toMatch(/method="POST" path="\/api\/v1\/ws\/ticket" status=200 [^\n]*key="cli"/);
-    const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "signed-scout"]);
-    expect(spawned.code, spawned.stderr).toBe(0);
-    await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "signed-scout" }).waitFor();
-  });
-
-  it("says exactly why it cannot sign on a page that is not a secure context", async () => {
-    watched = await openPage(browser);
-    const { page } = watched;
-    await page.goto(`http://${PLAIN_HOST}:${daemon.port}/#/fighters`);
-    await page.getByRole("heading", { name: "Sign in with a key" }).waitFor();
-    await page
-      .getByText(
-        `This page cannot sign requests: this page is not a secure context (http://${PLAIN_HOST}:${daemon.port}): browsers give WebCrypto only to https pages and to http on localhost or 127.0.0.1`,
-        { exact: false },
-      )
-      .waitFor();
-    expect(await page.getByLabel("Private key (PEM)").count()).toBe(0);
-  });
-
-  it("shows a read key's scope and offers it no chat box, Chat link or gorilla action (issue 28 item 33)", async () => {
-    const page = await signIn("#/fighters", "reader", await addKey("reader", "read"));
-    await page.locator('tr[data-fighter="scribe"]').waitFor();
-    expect(await page.locator("#key-scope").textContent()).toBe("scope read: look, not act");
-    expect(await navigation(page)).toEqual(["Fighters", "Gorillas", "Troops", "Moves", "Events", "Channels"]);
-    expect(await page.locator('tr[data-fighter="scribe"] a.button-link').count()).toBe(0);
-
-    // The conversation is there to read, without the box to write in it.
-    await page.goto(`${daemon.url}/#/chat/scribe`);
-    await page.locator(".message.user", { hasText: "note the tide" }).waitFor();
-    await page.locator(".reply", { hasText: "echo: note the tide" }).waitFor();
-    expect(await page.locator("#chat-read-only").textContent()).toBe(
-      'The key "reader" has scope read; it may read this conversation but not write in it: a chat needs scope operator or chat:scribe.',
-    );
-    expect(await page.locator("textarea").count()).toBe(0);
-    expect(await page.getByRole("button", { name: "Send" }).count()).toBe(0);
-
-    await page.getByRole("link", { name: "Gorillas" }).click();
-    const row = page.locator('tr[data-gorilla="digest"]');
-    await row.locator(".badge", { hasText: "CAGED" }).waitFor();
-    expect(await row.locator("button").count()).toBe(0);
-    expect(await row.textContent()).toContain("needs scope operator");
-  });
-
-  it("offers a chat:<fighter> key its fighter's chat and events only, and chats there (issue 28 item 33)", async () => {
-    const page = await signIn("#/", "scribe-chat", await addKey("scribe-chat", "chat:scribe"));
-    // The bare address opens the chat, offering the key's own fighter only.
-    await page.getByRole("heading", { name: "Chat" }).waitFor();
-    expect(await page.locator("#key-scope").textContent()).toBe("scope chat:scribe: chat with scribe only");
-    expect(await navigation(page)).toEqual(["Chat", "Events"]);
-    expect(await page.locator("main li a").allTextContents()).toEqual(["scribe"]);
-
-    await page.getByRole("link", { name: "scribe", exact: true }).click();
-    await page.locator(".reply", { hasText: "echo: note the tide" }).waitFor();
-    await page.getByLabel("Message to scribe").fill("and the moon");
-    await page.getByRole("button", { name: "Send" }).click();
-    await page.locator(".reply", { hasText: "echo: and the moon" }).waitFor();
-
-    // Another fighter's chat and the lists are refused in the page, before any request is made.
-    await page.goto(`${daemon.url}/#/chat/other`);
-    await page
-      .getByText(
-        'The key "scribe-chat" has scope chat:scribe; a chat with other needs scope operator or chat:other.',
-      )
-      .waitFor();
-    expect(await page.locator("textarea").count()).toBe(0);
-    await page.goto(`${daemon.url}/#/fighters`);
-    await page
-      .getByText('The key "scribe-chat" has scope chat:scribe; this view needs scope read.')
-      .waitFor();
-    await page.goto(`${daemon.url}/#/events`);
-    await page.getByText("Live.", { exact: true }).waitFor();
-    await page.locator('ol.feed li[data-kind="message.completed"]', { hasText: "scribe" }).first().waitFor();
-    // The socket carries scribe's events only: "other" was spawned, but not for this key's eyes.
-    expect(await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "other" }).count()).toBe(
-      0,
-    );
   });
 });
