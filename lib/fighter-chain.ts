@@ -64,6 +64,19 @@ export function callerRefusal(info: MoveCallInfo): MoveRefusal | undefined {
   };
 }
 
+/**
+ * The name a user's own bouts answer to in a listing's `?origin=`: such a bout is stored without an
+ * origin (BoutRecord.origin), and one recorded as `user` counts too, so the listing stays right when
+ * user bouts are marked.
+ */
+export const USER_ORIGIN = "user";
+
+/** Whether the bout is of `origin` (`user`: a user's own; otherwise the exact starter, `troop-task:<id>` …). */
+export function isOfOrigin(bout: { origin?: string }, origin: string): boolean {
+  if (origin === USER_ORIGIN) return bout.origin === undefined || bout.origin === USER_ORIGIN;
+  return bout.origin === origin;
+}
+
 /** The origin of the bout a turn with this chain runs in: its immediate starter; none for a user's turn. */
 export function originOf(chain: readonly string[]): string | undefined {
   const starter = chain.at(-1);

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { isOfOrigin } from "../../lib/fighter-chain.js";
 import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
 import { streamReply } from "./sse.js";
 
@@ -18,6 +19,20 @@ const messageBody = {
     message: { type: "string", minLength: 1 },
     bout_id: { type: "string", pattern: "^[0-9a-fA-F-]{36}$", description: "a bout id (a UUID)" },
     bout: { const: "new" },
+  },
+} as const;
+
+const boutsQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    origin: {
+      type: "string",
+      minLength: 1,
+      maxLength: 300,
+      description:
+        "only the bouts of this origin: user (a user's own, the ones a message without a bout continues), fighter:<id>, troop-task:<id>",
+    },
   },
 } as const;
 
@@ -132,10 +147,14 @@ export function fighterRoutes(ring: RingServices) {
         }),
     );
 
-    app.get<{ Params: { id: string } }>(
+    app.get<{ Params: { id: string }; Querystring: { origin?: string } }>(
       "/fighters/:id/bouts",
-      { schema: { params: idParams } },
-      async (request) => ({ bouts: await ring.fighters.bouts(request.params.id) }),
+      { schema: { params: idParams, querystring: boutsQuery } },
+      async (request) => {
+        const bouts = await ring.fighters.bouts(request.params.id);
+        const { origin } = request.query;
+        return { bouts: origin === undefined ? bouts : bouts.filter((b) => isOfOrigin(b, origin)) };
+      },
     );
 
     app.get<{ Params: { id: string } }>(

@@ -329,6 +329,43 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(bouts.map((b) => b.id)).toEqual([sent.body.bout_id]);
   });
 
+  it("opens a chat on the user's latest bout, asked of the daemon, not a newer one another fighter started", async () => {
+    await spawn("finn", "Keeps secrets.");
+    const mine = await daemon.request<{ bout_id: string }>("POST", "/api/v1/fighters/finn/message", {
+      message: "the key is under the mat",
+    });
+    expect(mine.status).toBe(200);
+    // alice's message to finn runs in a bout of alice's (origin fighter:<alice>), now finn's newest.
+    const whispered = await daemon.request<{ bout_id: string }>(
+      "POST",
+      "/api/v1/fighters/alice/message-to/finn",
+      { content: "a whisper from alice" },
+    );
+    expect(whispered.status).toBe(200);
+    const all = (await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/finn/bouts")).body
+      .bouts;
+    expect(all.map((b) => b.id)).toEqual([whispered.body.bout_id, mine.body.bout_id]);
+
+    watched = await openPage(browser);
+    const { page } = watched;
+    const asked: string[] = [];
+    page.on("request", (request) =>
+      asked.push(new URL(request.url()).pathname + new URL(request.url()).search),
+    );
+    await page.goto(`${daemon.url}/#/chat/${ids.finn}`);
+    await page.locator(".message.user", { hasText: "the key is under the mat" }).waitFor();
+    expect(await page.locator(".transcript").textContent()).not.toContain("a whisper from alice");
+    // The daemon decides which bouts are the user's: the page asks for them, it does not filter.
+    expect(asked).toContain(`/api/v1/fighters/${ids.finn}/bouts?origin=user`);
+    await page.getByLabel("Message to finn").fill("and the spare is in the shed");
+    await page.getByLabel("Message to finn").press("Enter");
+    await page.locator(".reply", { hasText: "echo: and the spare is in the shed" }).waitFor();
+    const messages = async (bout: string) =>
+      JSON.stringify((await daemon.request("GET", `/api/v1/bouts/${bout}/messages`)).body);
+    expect(await messages(mine.body.bout_id)).toContain("and the spare is in the shed");
+    expect(await messages(whispered.body.bout_id)).not.toContain("and the spare is in the shed");
+  });
+
   it("shows the channels as the API reports them: none configured here", async () => {
     const page = await open("#/channels");
     await page.getByText("No channel is configured.", { exact: false }).waitFor();

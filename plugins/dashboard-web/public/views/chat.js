@@ -35,8 +35,9 @@ function changed(session) {
 async function loadLatest(id, session) {
   if (session.loaded) return;
   session.loaded = true;
-  const { bouts } = await api("GET", `/api/v1/fighters/${encodeURIComponent(id)}/bouts`);
-  const latest = bouts.find((b) => b.origin === undefined);
+  // The daemon says which bouts are the user's own (legacy ones without an origin included), newest first.
+  const { bouts } = await api("GET", `/api/v1/fighters/${encodeURIComponent(id)}/bouts?origin=user`);
+  const [latest] = bouts;
   if (!latest || session.entries.length > 0) return;
   const { messages } = await api("GET", `/api/v1/bouts/${encodeURIComponent(latest.id)}/messages`);
   if (session.entries.length > 0) return;
