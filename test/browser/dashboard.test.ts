@@ -4,27 +4,18 @@
  * API, a user gorilla with a run, a troop with a finished task, the moves and skills, the channels);
  * a chat streams into the page and is cancelled; a gorilla is unleashed and caged from the page; the
  * event feed shows a fighter spawned from the CLI and resumes with `since` after a reconnect; views
- * are reached with the keyboard. With unsigned loopback off, the page asks once for a key and signs
- * in the browser, or says why it cannot. Each view's screenshot goes to the test output, checked
- * non-blank, and the fighters view's to docs/dashboard.png (when missing, or with
- * SPAR_UPDATE_DOCS=1). Any console error fails the test.
+ * are reached with the keyboard. Signing in and keys' scopes: dashboard-keys.test.ts. Each view's
+ * screenshot goes to the test output, checked non-blank, and the fighters view's to
+ * docs/dashboard.png (when missing, or with SPAR_UPDATE_DOCS=1). Any console error fails the test.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { type Browser, chromium, type Page, type WebSocketRoute } from "playwright-core";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Browser, WebSocketRoute } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { FighterRecord, TroopTaskRecord } from "../../sdk/index.js";
 import type { TurnRecord } from "../../sdk/store-types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import {
-  CHROMIUM_PATH,
-  chromiumInstalled,
-  openPage,
-  outputDir,
-  summarizePng,
-  underCi,
-  type WatchedPage,
-} from "../helpers/browser.js";
+import { openPage, type WatchedPage } from "../helpers/browser.js";
 import {
   freePort,
   removeHome,
@@ -33,54 +24,9 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-
-const RUN = chromiumInstalled() || underCi();
-if (!RUN) {
-  console.warn(
-    `Skipping the dashboard's browser tests: no chromium at ${CHROMIUM_PATH} (apt-get install chromium, or set SPAR_CHROMIUM). Under CI=true they fail instead.`,
-  );
-}
+import { launch, QUIET, RUN, screenshot, until, writeDigestGorilla } from "../helpers/dashboard.js";
 
 const DOCS_SCREENSHOT = resolve(import.meta.dirname, "..", "..", "docs", "dashboard.png");
-/** The docs name a host the browser maps to 127.0.0.1: an http origin that is not a secure context. */
-const PLAIN_HOST = "spar-dashboard.test";
-const QUIET =
-  "\n[creed]\nreflect = false\n\n[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `probe` until it answers something truthy; fails naming `what` after 20 s. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value) return value;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function launch(): Promise<Browser> {
-  if (!chromiumInstalled()) {
-    throw new Error(
-      `no chromium at ${CHROMIUM_PATH}: .ci/run installs Debian's (apt-get install chromium), or set SPAR_CHROMIUM`,
-    );
-  }
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: ["--no-sandbox", `--host-resolver-rules=MAP ${PLAIN_HOST} 127.0.0.1`],
-  });
-}
-
-/** A screenshot of the page as it is, kept in the test output, checked to show something. */
-async function screenshot(page: Page, view: string): Promise<Buffer> {
-  const png = await page.screenshot();
-  writeFileSync(join(outputDir("dashboard"), `${view}.png`), png);
-  const summary = summarizePng(png);
-  expect(summary, `${view}.png`).toMatchObject({ width: 1280, height: 800 });
-  expect(summary.colours, `${view}.png has ${summary.colours} colours`).toBeGreaterThan(50);
-  return png;
-}
 
 describe.runIf(RUN)("the dashboard in chromium", () => {
   let fake: FakeOpenAI;
@@ -108,20 +54,7 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     home = tempHome();
     const port = await freePort();
     writeConfig(home, port, fake.url, `${QUIET}\n[gorillas]\ntimezone = "UTC"\n`);
-    mkdirSync(join(home, "gorillas", "digest"), { recursive: true });
-    writeFileSync(
-      join(home, "gorillas", "digest", "GORILLA.toml"),
-      [
-        'name = "digest"',
-        'display_name = "Digest"',
-        'description = "A morning digest of the topics I follow."',
-        'schedule = "0 7 1 1 *"',
-        'moves = ["memory_store"]',
-        'system_prompt = "You are Digest."',
-        'task = "Write the digest."',
-        "",
-      ].join("\n"),
-    );
+    writeDigestGorilla(home);
     daemon = await startDaemon(home, port);
     browser = await launch();
 
@@ -438,6 +371,43 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(bouts.map((b) => b.id)).toEqual([sent.body.bout_id]);
   });
 
+  it("opens a chat on the user's latest bout, asked of the daemon, not a newer one another fighter started", async () => {
+    await spawn("finn", "Keeps secrets.");
+    const mine = await daemon.request<{ bout_id: string }>("POST", "/api/v1/fighters/finn/message", {
+      message: "the key is under the mat",
+    });
+    expect(mine.status).toBe(200);
+    // alice's message to finn runs in a bout of alice's (origin fighter:<alice>), now finn's newest.
+    const whispered = await daemon.request<{ bout_id: string }>(
+      "POST",
+      "/api/v1/fighters/alice/message-to/finn",
+      { content: "a whisper from alice" },
+    );
+    expect(whispered.status).toBe(200);
+    const all = (await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/finn/bouts")).body
+      .bouts;
+    expect(all.map((b) => b.id)).toEqual([whispered.body.bout_id, mine.body.bout_id]);
+
+    watched = await openPage(browser);
+    const { page } = watched;
+    const asked: string[] = [];
+    page.on("request", (request) =>
+      asked.push(new URL(request.url()).pathname + new URL(request.url()).search),
+    );
+    await page.goto(`${daemon.url}/#/chat/${ids.finn}`);
+    await page.locator(".message.user", { hasText: "the key is under the mat" }).waitFor();
+    expect(await page.locator(".transcript").textContent()).not.toContain("a whisper from alice");
+    // The daemon decides which bouts are the user's: the page asks for them, it does not filter.
+    expect(asked).toContain(`/api/v1/fighters/${ids.finn}/bouts?origin=user`);
+    await page.getByLabel("Message to finn").fill("and the spare is in the shed");
+    await page.getByLabel("Message to finn").press("Enter");
+    await page.locator(".reply", { hasText: "echo: and the spare is in the shed" }).waitFor();
+    const messages = async (bout: string) =>
+      JSON.stringify((await daemon.request("GET", `/api/v1/bouts/${bout}/messages`)).body);
+    expect(await messages(mine.body.bout_id)).toContain("and the spare is in the shed");
+    expect(await messages(whispered.body.bout_id)).not.toContain("and the spare is in the shed");
+  });
+
   it("shows the channels as the API reports them: none configured here", async () => {
     const page = await open("#/channels");
     await page.getByText("No channel is configured.", { exact: false }).waitFor();
@@ -465,102 +435,5 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(new URL(page.url()).hash).toBe("#/gorillas");
     expect(await focused()).toBe("H1 Gorillas");
     expect(await page.locator('nav a[aria-current="page"]').textContent()).toBe("Gorillas");
-  });
-});
-
-describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", () => {
-  let fake: FakeOpenAI;
-  let home: string;
-  let daemon: TestDaemon;
-  let browser: Browser;
-  let watched: WatchedPage | undefined;
-
-  beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    home = tempHome();
-    const port = await freePort();
-    writeConfig(home, port, fake.url, `${QUIET}\n[auth]\nallow_unsigned_loopback = false\n`);
-    daemon = await startDaemon(home, port);
-    browser = await launch();
-  });
-
-  afterEach(async () => {
-    // The daemon's refusals of unsigned requests are logged by the browser as failed loads: those,
-    // and only those, are expected here.
-    const errors = (watched?.errors ?? []).filter(
-      (e) => !/^console: Failed to load resource: the server responded with a status of 401/.test(e),
-    );
-    await watched?.close();
-    watched = undefined;
-    expect(errors, "console errors and uncaught exceptions").toEqual([]);
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await daemon?.stop();
-    await fake?.close();
-    if (home) removeHome(home);
-  });
-
-  it("asks once for a key, then signs every request in the browser (WebCrypto Ed25519)", async () => {
-    watched = await openPage(browser);
-    const { page } = watched;
-    await page.goto(`${daemon.url}/#/fighters`);
-    await page.getByRole("heading", { name: "Sign in with a key" }).waitFor();
-    expect(await page.locator(".key-prompt").textContent()).toContain(
-      "unsigned request refused: this daemon accepts signed requests only",
-    );
-    // The data dir's placeholder reads as written, not as an HTML entity (issue 28 item 25).
-    const prompt = (await page.locator(".key-prompt").textContent()) ?? "";
-    expect(prompt).toContain("<data dir>/keys/cli.key");
-    expect(prompt).not.toContain("&lt;");
-
-    // A key the daemon does not know is refused with its reason, and asked for again.
-    const privateKey = readFileSync(join(home, "keys", "cli.key"), "utf8");
-    await page.getByLabel("Key name").fill("stranger");
-    await page.getByLabel("Private key (PEM)").fill(privateKey);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    await page.getByText('request signature refused: unknown key id "stranger"').waitFor();
-
-    await page.getByLabel("Key name").fill("cli");
-    await page.getByLabel("Private key (PEM)").fill(privateKey);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    await page.locator('tr[data-fighter="spar"]').waitFor();
-    await page.getByText("Signed as cli").waitFor();
-
-    // Asked once: the next view's requests are signed with the same key. A POST with a body is
-    // signed over its Content-Digest, and its reply streams back.
-    await page.getByRole("link", { name: "Chat with spar" }).click();
-    await page.getByLabel("Message to spar").fill("signed hello");
-    await page.getByRole("button", { name: "Send" }).click();
-    await page.locator(".reply", { hasText: "echo: signed hello" }).waitFor();
-    // The request's log line is written once its stream has ended, a moment after the page shows it.
-    await expect
-      .poll(() => daemon.output())
-      .toMatch(/method="POST" path="\/api\/v1\/fighters\/[^"]+\/message" status=200 [^\n]*key="cli"/);
-
-    // Live events too: the socket opens with a one-use ticket asked for by a signed request.
-    await page.getByRole("link", { name: "Events" }).click();
-    await page.getByText("Live.", { exact: true }).waitFor();
-    await expect
-      .poll(() => daemon.output())
-      .toMatch(/method="POST" path="\/api\/v1\/ws\/ticket" status=200 [^\n]*key="cli"/);
-    const spawned = await daemon.cli(["fighter", "spawn", "scout", "--name", "signed-scout"]);
-    expect(spawned.code, spawned.stderr).toBe(0);
-    await page.locator('ol.feed li[data-kind="fighter.spawned"]', { hasText: "signed-scout" }).waitFor();
-  });
-
-  it("says exactly why it cannot sign on a page that is not a secure context", async () => {
-    watched = await openPage(browser);
-    const { page } = watched;
-    await page.goto(`http://${PLAIN_HOST}:${daemon.port}/#/fighters`);
-    await page.getByRole("heading", { name: "Sign in with a key" }).waitFor();
-    await page
-      .getByText(
-        `This page cannot sign requests: this page is not a secure context (http://${PLAIN_HOST}:${daemon.port}): browsers give WebCrypto only to https pages and to http on localhost or 127.0.0.1`,
-        { exact: false },
-      )
-      .waitFor();
-    expect(await page.getByLabel("Private key (PEM)").count()).toBe(0);
   });
 });

@@ -3,10 +3,13 @@
  * `url_verification` handshake (answered only when signed), Slack's 300 s signature window, the
  * bot's own messages and edits left alone, a redelivery marked `X-Slack-Retry-Num` processed once,
  * the ⏳ reaction standing in for typing, the rate notice, a refused token shown in status without
- * stopping the daemon, and the start refused when a secret or an allowlist entry is wrong. The fake
- * Slack signs deliveries as Slack does; bolt's own verifier agrees with it.
+ * stopping the daemon, and the start refused when a secret or an allowlist entry is wrong; the
+ * webhook listener's connection limits (`[api]`): one address's idle sockets neither shut out a
+ * delivery from another nor stay open. The fake Slack signs deliveries as Slack does; bolt's own
+ * verifier agrees with it.
  */
 import { createServer } from "node:http";
+import { connect, type Socket } from "node:net";
 import { verifySlackRequest } from "@slack/bolt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
@@ -42,8 +45,8 @@ async function until<T>(probe: () => T | Promise<T>, test: (value: T) => boolean
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** A home whose config.toml has a `[channels.slack]` table with `table`, and a manual tunnel. */
-async function slackHome(llmUrl: string, table: string) {
+/** A home whose config.toml has a `[channels.slack]` table with `table`, a manual tunnel, and `extra`. */
+async function slackHome(llmUrl: string, table: string, extra = "") {
   const home = tempHome();
   const port = await freePort();
   const webhookPort = await freePort();
@@ -52,9 +55,9 @@ async function slackHome(llmUrl: string, table: string) {
     port,
     llmUrl,
     `\n[creed]\nreflect = false\n\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n` +
-      `[channels.slack]\n${table}\n\n[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n`,
+      `[channels.slack]\n${table}\n\n[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n${extra}`,
   );
-  return { home, port, events: `http://127.0.0.1:${webhookPort}/slack/events` };
+  return { home, port, webhookPort, events: `http://127.0.0.1:${webhookPort}/slack/events` };
 }
 
 describe("channel-slack", () => {
@@ -63,6 +66,7 @@ describe("channel-slack", () => {
   let daemon: TestDaemon;
   let home: string;
   let port: number;
+  let webhookPort: number;
   let events: string;
   const calls = () => llm.calls().length;
   const postedTo = (chat: string) => slack.posted().filter((p) => p.channel === chat);
@@ -77,9 +81,12 @@ describe("channel-slack", () => {
     const made = await slackHome(
       llm.url,
       `allowlist = ["${ALLOWED}", "${RAPID}"]\napi_root = "${slack.url}"\nrate_per_minute = ${RATE}`,
+      // One peer could take every connection (32) were it not for its share (16); idle ones go in 2 s.
+      "\n[api]\nmax_connections = 32\nmax_connections_per_peer = 16\nidle_timeout_ms = 2000\n",
     );
     home = made.home;
     port = made.port;
+    webhookPort = made.webhookPort;
     events = made.events;
     daemon = await startDaemon(home, port, {
       SLACK_BOT_TOKEN: slack.token,
@@ -283,6 +290,53 @@ describe("channel-slack", () => {
     };
     expect(() => verifySlackRequest(signed)).not.toThrow();
     expect(() => verifySlackRequest({ ...signed, signingSecret: "another secret" })).toThrow();
+  });
+
+  it("takes a delivery from another address while one holds its share of idle sockets, and closes those (issue 28 item 29)", async () => {
+    // The attacker keeps 40 idle sockets open to the webhook listener from 127.0.0.1, opening a new
+    // one for each that closes; past its share of 16 they are closed as they arrive.
+    const open = new Set<Socket>();
+    let connected = 0;
+    let attacking = true;
+    const attack = () => {
+      while (attacking && open.size < 40) {
+        const socket = connect(webhookPort, "127.0.0.1");
+        open.add(socket);
+        socket.on("connect", () => connected++);
+        socket.on("error", () => undefined);
+        socket.on("close", () => {
+          open.delete(socket);
+          // Throttled a little, so the reconnecting does not starve the machine the test runs on.
+          setTimeout(attack, 20);
+        });
+      }
+    };
+    attack();
+    // Every connection the listener may hold would be the attacker's by now, were there no share.
+    await until(
+      () => connected,
+      (n) => n >= 40,
+      "the attacker's 40 connections",
+    );
+    const before = calls();
+    const delivered = await deliver(
+      messageEvent({ user: ALLOWED, channel: "C0CROWDED1", text: "still there?" }),
+      { signingSecret: SECRET, localAddress: "127.0.0.2" },
+    );
+    expect(delivered.status).toBe(200);
+    await until(
+      () => postedTo("C0CROWDED1"),
+      (p) => p.length > 0,
+      "the reply to the delivery from 127.0.0.2",
+    );
+    expect(calls()).toBe(before + 1);
+    attacking = false;
+    // Idle sockets that never send a request are closed by the listener after idle_timeout_ms.
+    await until(
+      () => open.size,
+      (n) => n === 0,
+      "the listener to close the idle sockets",
+    );
   });
 
   it("does not run an event again when it is redelivered after a restart", async () => {

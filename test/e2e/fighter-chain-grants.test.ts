@@ -151,6 +151,41 @@ describe("a turn another fighter started holds only what every fighter in its ch
     expectNoLeak();
   });
 
+  it("lists a fighter's bouts of one origin: ?origin=user keeps the user's own, newest first, the one a message continues", async () => {
+    const mine = await send("spar", "a conversation of my own");
+    // A bout mallory started, updated after the user's: the newest of all, but not the user's.
+    const relayed = await daemon.request<FighterMessageResult>(
+      "POST",
+      "/api/v1/fighters/mallory/message-to/spar",
+      { content: "a word from mallory" },
+    );
+    expect(relayed.status, JSON.stringify(relayed.body)).toBe(200);
+    const all = await bouts("spar");
+    expect(all[0]?.id).toBe(relayed.body.bout_id);
+    const listed = async (query: string) => {
+      const got = await daemon.request<{ bouts: BoutRecord[] }>(
+        "GET",
+        `/api/v1/fighters/spar/bouts?${query}`,
+      );
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      return got.body.bouts;
+    };
+    const users = await listed("origin=user");
+    expect(users[0]?.id).toBe(mine.bout_id);
+    expect(users.map((b) => b.id)).toEqual(all.filter((b) => b.origin === undefined).map((b) => b.id));
+    const mallorys = await listed(`origin=${encodeURIComponent(`fighter:${mallory}`)}`);
+    expect(mallorys.map((b) => b.id)).toEqual([relayed.body.bout_id]);
+    expect(await listed("origin=troop-task%3Anone")).toEqual([]);
+    // The first of the user's is what a message without a bout continues.
+    expect((await send("spar", "and on")).bout_id).toBe(users[0]?.id);
+    const unknown = await daemon.request<{ error: { code: string; message: string } }>(
+      "GET",
+      "/api/v1/fighters/spar/bouts?orign=user",
+    );
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe("VALIDATION_FAILED");
+  });
+
   it("a field the caller's grant narrows (a shell pattern) narrows the callee's call too", async () => {
     await spawnFighter("echoer", [{ type: "agent_message" }, { type: "shell_exec", pattern: "echo *" }]);
     fake.enqueue(

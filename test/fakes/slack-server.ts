@@ -7,6 +7,7 @@
 //   the signing secret, with `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` on a retry.
 // The signature is computed here from Slack's documented recipe, not with the code under test.
 import { createHmac, randomBytes } from "node:crypto";
+import { request } from "node:http";
 import { sendJson, startFakeHttp } from "./http-fake.js";
 
 /** The workspace and bot the fake pretends to be (what auth.test answers). */
@@ -57,6 +58,11 @@ export interface DeliverOptions {
   eventId?: string;
   /** Deliver as Slack's retry number `n` (`X-Slack-Retry-Num`, reason `http_timeout`). */
   retryNum?: number;
+  /**
+   * Send from this loopback address (127.0.0.2 …) on a new connection, never a kept-alive one: a
+   * peer other than the test's own 127.0.0.1.
+   */
+  localAddress?: string;
 }
 
 /** The webhook's answer to a delivery. */
@@ -233,6 +239,7 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
       headers["x-slack-retry-num"] = String(o.retryNum);
       headers["x-slack-retry-reason"] = "http_timeout";
     }
+    if (o.localAddress !== undefined) return postFrom(o.localAddress, url, headers, body);
     const response = await fetch(url, { method: "POST", headers, body });
     return { status: response.status, body: await response.text(), headers: response.headers };
   }
@@ -283,4 +290,28 @@ function reactionOf(
   return typeof channel === "string" && typeof timestamp === "string" && typeof name === "string"
     ? { channel, timestamp, name }
     : undefined;
+}
+
+/** A POST on its own connection from `localAddress` (fetch cannot choose the address it sends from). */
+function postFrom(
+  localAddress: string,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<SlackAnswer> {
+  return new Promise((done, fail) => {
+    const req = request(url, { method: "POST", headers, localAddress, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => {
+        const answer = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (typeof value === "string") answer.set(name, value);
+        }
+        done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), headers: answer });
+      });
+    });
+    req.on("error", fail);
+    req.end(body);
+  });
 }

@@ -1,15 +1,16 @@
 /**
  * The dashboard's entry: the page frame (skip link, navigation, who the requests run as, the live
- * connection's state) and the view the address names. The live event stream starts once the daemon
- * is known to take unsigned requests from here, and is switched off, with the reason, when it takes
- * signed ones only.
+ * connection's state, what the key may do) and the view the address names, when the key may open
+ * it. The live event stream starts once the daemon is known to take unsigned requests from here, or
+ * once a key signs them.
  */
 
-import { authState, forgetKey, watchAuth } from "./lib/api.js";
+import { describeAccess, homeView, mayOpen, offered, refusal } from "./lib/access.js";
+import { authState, forgetKey, loadAccess, watchAuth } from "./lib/api.js";
 import { KeyPrompt } from "./lib/key-prompt.js";
 import { liveState, onLive, startLive } from "./lib/live.js";
 import { useRoute, VIEWS } from "./lib/router.js";
-import { Heading } from "./lib/ui.js";
+import { Heading, Loading } from "./lib/ui.js";
 import { html, render, useEffect, useRef, useState } from "./vendor/standalone.module.js";
 import { ChannelsView } from "./views/channels.js";
 import { ChatView } from "./views/chat.js";
@@ -33,9 +34,17 @@ function useLiveState() {
   return state;
 }
 
-function View({ route }) {
+function View({ route, view, access }) {
   const [first, second, third] = route.parts;
-  switch (route.view) {
+  if (!mayOpen(view, access)) {
+    const needs = "this view needs scope read";
+    return html`<section aria-labelledby="view-title">
+      <${Heading}>Not for this key<//>
+      <p class="problem" role="alert">${refusal(access, needs)}</p>
+      <p><a href=${`#/${homeView(access)}`}>Go to what this key may see</a>.</p>
+    </section>`;
+  }
+  switch (view) {
     case "fighters":
       return first
         ? html`<${FighterView} id=${first} boutId=${second === "bouts" ? third : undefined} />`
@@ -68,16 +77,22 @@ function App() {
   const live = useLiveState();
   const main = useRef(null);
   const opened = useRef(false);
+  const access = auth.access;
+  const view = route.bare && access ? homeView(access) : route.view;
 
   useEffect(() => {
     // Signed, the socket opens with a one-use ticket asked for by a signed request (lib/live.js).
     if (auth.mode === "unsigned" || auth.mode === "signed") startLive();
   }, [auth.mode]);
+  // What the key may do is asked first, and again for each new key.
+  useEffect(() => {
+    if (access === undefined && auth.mode !== "needs-key") loadAccess();
+  }, [access, auth.mode]);
   // A new view takes the focus to its heading, so the keyboard and screen readers start there.
   useEffect(() => {
     if (opened.current) main.current?.querySelector("h1")?.focus();
     opened.current = true;
-  }, [route.view, route.parts.join("/"), auth.mode === "needs-key"]);
+  }, [view, route.parts.join("/"), auth.mode === "needs-key"]);
 
   return html`
     <a class="skip-link" href="#main">Skip to content</a>
@@ -85,9 +100,9 @@ function App() {
       <span class="brand">Spar</span>
       <nav aria-label="Views">
         <ul>
-          ${VIEWS.map(
+          ${VIEWS.filter(([name]) => access && offered(name, access)).map(
             ([name, label]) => html`<li key=${name}>
-              <a href=${`#/${name}`} aria-current=${route.view === name ? "page" : undefined}>${label}</a>
+              <a href=${`#/${name}`} aria-current=${view === name ? "page" : undefined}>${label}</a>
             </li>`,
           )}
         </ul>
@@ -95,11 +110,18 @@ function App() {
       <div class="session">
         <span class="small">${liveLabel(live)}</span>
         <span class="small">${authLabel(auth)}</span>
+        ${access && html`<span class="small" id="key-scope">${describeAccess(access)}</span>`}
         ${auth.mode === "signed" && html`<button type="button" class="secondary small" onClick=${forgetKey}>Forget key</button>`}
       </div>
     </header>
     <main id="main" ref=${main} tabindex="-1">
-      ${auth.mode === "needs-key" ? html`<${KeyPrompt} refusal=${auth.refusal} />` : html`<${View} route=${route} />`}
+      ${
+        auth.mode === "needs-key"
+          ? html`<${KeyPrompt} refusal=${auth.refusal} />`
+          : access === undefined
+            ? html`<${Loading} what="what this key may do" />`
+            : html`<${View} route=${route} view=${view} access=${access} />`
+      }
     </main>`;
 }
 

@@ -18,8 +18,9 @@ export class ApiError extends Error {
 /**
  * `mode`: "unknown" until the first answer, "unsigned" when unsigned requests work, "needs-key"
  * while a 401 waits for a key, "signed" once one is in use. `refusal` is the daemon's last reason.
+ * `access` is what the requests may do (`GET /api/v1/key`), undefined until the daemon has said.
  */
-const auth = { mode: "unknown", signer: undefined, refusal: undefined };
+const auth = { mode: "unknown", signer: undefined, refusal: undefined, access: undefined };
 const watchers = new Set();
 let keyGiven;
 let releaseKey;
@@ -31,7 +32,7 @@ function setAuth(changes) {
 
 /** The authentication state, for the header and the key form. */
 export function authState() {
-  return { mode: auth.mode, keyId: auth.signer?.keyId, refusal: auth.refusal };
+  return { mode: auth.mode, keyId: auth.signer?.keyId, refusal: auth.refusal, access: auth.access };
 }
 
 /** Calls `watch` whenever the authentication state changes; returns the way to stop. */
@@ -43,14 +44,37 @@ export function watchAuth(watch) {
 /** Signs every request from now on with this key; throws when the key cannot be used. */
 export async function giveKey(keyId, text) {
   const signer = await createSigner(keyId, text);
-  setAuth({ signer, mode: "signed" });
+  setAuth({ signer, mode: "signed", access: undefined });
   releaseKey?.();
   keyGiven = undefined;
 }
 
 /** Drops the key: the next request goes unsigned again, and asks for a key if it is refused. */
 export function forgetKey() {
-  setAuth({ signer: undefined, mode: "unknown", refusal: undefined });
+  setAuth({ signer: undefined, mode: "unknown", refusal: undefined, access: undefined });
+}
+
+let accessAsked = false;
+
+/**
+ * Asks the daemon what the requests may do (`GET /api/v1/key`), once per key: the first request the
+ * page sends, so a 401 asks for the key before anything else, and the answer is the signed key's.
+ * When the daemon cannot say, the page offers everything and the daemon's refusals speak instead.
+ */
+export function loadAccess() {
+  if (accessAsked) return;
+  accessAsked = true;
+  api("GET", "/api/v1/key")
+    .then(
+      (access) => setAuth({ access }),
+      (error) =>
+        setAuth({
+          access: { key: auth.signer?.keyId ?? null, scope: "unknown", fighters: null, error, may: {} },
+        }),
+    )
+    .finally(() => {
+      accessAsked = false;
+    });
 }
 
 function waitForKey(refusal) {

@@ -16,7 +16,10 @@ export const VIEWS = [
   ["channels", "Channels"],
 ];
 
-/** `#/fighters/a%20b/bouts/x` → { view: "fighters", parts: ["a b", "bouts", "x"] }. */
+/**
+ * `#/fighters/a%20b/bouts/x` → { view: "fighters", parts: ["a b", "bouts", "x"], bare: false }; the
+ * bare address (`#/` or none) is `bare`, its view chosen by the key's scope (lib/access.js).
+ */
 export function parseHash(hash) {
   const segments = hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   const parts = segments.slice(1).map((s) => {
@@ -27,7 +30,11 @@ export function parseHash(hash) {
     }
   });
   const view = segments[0] ?? "fighters";
-  return { view: VIEWS.some(([name]) => name === view) ? view : "unknown", parts };
+  return {
+    view: VIEWS.some(([name]) => name === view) ? view : "unknown",
+    parts,
+    bare: segments.length === 0,
+  };
 }
 
 /** A view's address from its segments, each escaped: href("fighters", id) → "#/fighters/<id>". */

@@ -4,9 +4,12 @@
  * daemon to cancel the running turn (`POST /api/v1/fighters/:id/cancel`), which records it
  * cancelled. Sessions live outside the view, so a reply keeps streaming while another view is open.
  * A chat opens on the conversation it continues: the fighter's latest bout of a user's own (not a
- * troop's or another fighter's), its messages shown and the next message sent to it.
+ * troop's or another fighter's), its messages shown and the next message sent to it. A key that may
+ * not chat with the fighter (`read`) sees the conversation without the box to write in it; a
+ * `chat:<fighter>` key is offered its own fighters only.
  */
 
+import { currentAccess, mayChat, mayRead, refusal } from "../lib/access.js";
 import { api, streamMessage } from "../lib/api.js";
 import { href } from "../lib/router.js";
 import { Badge, Heading, Loading, Problem, useData, useLiveEvents } from "../lib/ui.js";
@@ -32,8 +35,9 @@ function changed(session) {
 async function loadLatest(id, session) {
   if (session.loaded) return;
   session.loaded = true;
-  const { bouts } = await api("GET", `/api/v1/fighters/${encodeURIComponent(id)}/bouts`);
-  const latest = bouts.find((b) => b.origin === undefined);
+  // The daemon says which bouts are the user's own (legacy ones without an origin included), newest first.
+  const { bouts } = await api("GET", `/api/v1/fighters/${encodeURIComponent(id)}/bouts?origin=user`);
+  const [latest] = bouts;
   if (!latest || session.entries.length > 0) return;
   const { messages } = await api("GET", `/api/v1/bouts/${encodeURIComponent(latest.id)}/messages`);
   if (session.entries.length > 0) return;
@@ -72,8 +76,26 @@ async function send(id, session, message) {
 }
 
 export function ChatView({ id }) {
-  if (!id) return html`<${ChooseFighter} />`;
+  if (!id) return mayRead() ? html`<${ChooseFighter} />` : html`<${ChooseOwnFighter} />`;
+  // A `chat` key may not even look at another fighter: it is refused without asking the daemon.
+  if (!mayRead() && !mayChat(id)) {
+    return html`<section aria-labelledby="view-title">
+      <${Heading}>Chat with ${id}<//>
+      <p class="problem" role="alert">${refusal(currentAccess(), `a chat with ${id} needs scope operator or chat:${id}`)}</p>
+      <${ChooseOwnFighter} />
+    </section>`;
+  }
   return html`<${Chat} key=${id} id=${id} />`;
+}
+
+/** A `chat` key's fighters, as its scope names them: it may not list the others. */
+function ChooseOwnFighter() {
+  const own = currentAccess().fighters ?? [];
+  return html`<section aria-labelledby="view-title">
+    <${Heading}>Chat<//>
+    <p>This key may chat with:</p>
+    <ul>${own.map((f) => html`<li key=${f}><a href=${href("chat", f)}>${f}</a></li>`)}</ul>
+  </section>`;
 }
 
 function ChooseFighter() {
@@ -85,7 +107,7 @@ function ChooseFighter() {
     ${
       data === undefined
         ? html`<${Loading} what="fighters" />`
-        : html`<ul>${data.fighters.map((f) => html`<li key=${f.id}><a href=${href("chat", f.id)}>${f.name}</a></li>`)}</ul>`
+        : html`<ul>${data.fighters.filter((f) => mayChat(f)).map((f) => html`<li key=${f.id}><a href=${href("chat", f.id)}>${f.name}</a></li>`)}</ul>`
     }
   </section>`;
 }
@@ -132,13 +154,28 @@ function Chat({ id }) {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
   };
   const name = fighter?.name ?? id;
+  const writes = mayChat(fighter ?? id);
   return html`<section aria-labelledby="view-title">
     <${Heading}>Chat with ${name} ${fighter && html`<${Badge} value=${status ?? fighter.status} />`}<//>
     <${Problem} error=${error ?? problem} />
     <ol class="transcript" aria-label="Conversation">
       ${session.entries.map((entry, i) => html`<${Entry} key=${i} entry=${entry} />`)}
     </ol>
-    <form class="chat-form" onSubmit=${submit}>
+    ${
+      writes
+        ? html`<${ChatForm} name=${name} session=${session} draft=${draft} setDraft=${setDraft}
+            submit=${submit} cancel=${cancel} keydown=${keydown} />`
+        : html`<p class="muted" id="chat-read-only">${refusal(
+            currentAccess(),
+            `it may read this conversation but not write in it: a chat needs scope operator or chat:${name}`,
+          )}</p>`
+    }
+    ${mayRead() && session.boutId && html`<p><a href=${href("fighters", id, "bouts", session.boutId)}>This bout's messages</a></p>`}
+  </section>`;
+}
+
+function ChatForm({ name, session, draft, setDraft, submit, cancel, keydown }) {
+  return html`<form class="chat-form" onSubmit=${submit}>
       <label for="chat-message">Message to ${name}</label>
       <textarea id="chat-message" rows="3" value=${draft} onInput=${(e) => setDraft(e.currentTarget.value)}
         onKeyDown=${keydown} aria-describedby="chat-hint"></textarea>
@@ -154,10 +191,8 @@ function Chat({ id }) {
             }} />
           Start a new bout
         </label>
-        ${session.boutId && html`<a href=${href("fighters", id, "bouts", session.boutId)}>This bout's messages</a>`}
       </div>
-    </form>
-  </section>`;
+    </form>`;
 }
 
 function Entry({ entry }) {

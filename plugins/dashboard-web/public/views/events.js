@@ -4,7 +4,8 @@
  * left out; every other event kind is shown, those of plugins included.
  */
 
-import { api } from "../lib/api.js";
+import { mayRead } from "../lib/access.js";
+import { api, authState } from "../lib/api.js";
 import { clip } from "../lib/format.js";
 import { liveFeed, liveState, onLive } from "../lib/live.js";
 import { Heading } from "../lib/ui.js";
@@ -19,8 +20,13 @@ export function EventsView() {
   const [names, setNames] = useState({});
   useEffect(() => onLive(() => redraw((n) => n + 1)), []);
   useEffect(() => {
-    api("GET", "/api/v1/fighters").then(
-      ({ fighters }) => setNames(Object.fromEntries(fighters.map((f) => [f.id, f.name]))),
+    // A `chat` key may not list the fighters: it asks for each of its own instead.
+    const own = authState().access?.fighters ?? [];
+    const listed = mayRead()
+      ? api("GET", "/api/v1/fighters").then(({ fighters }) => fighters)
+      : Promise.all(own.map((f) => api("GET", `/api/v1/fighters/${encodeURIComponent(f)}`)));
+    listed.then(
+      (fighters) => setNames(Object.fromEntries(fighters.map((f) => [f.id, f.name]))),
       () => undefined,
     );
   }, []);

@@ -4,6 +4,7 @@
  * by turn, tool calls and their results included.
  */
 
+import { mayChat } from "../lib/access.js";
 import { api } from "../lib/api.js";
 import { tokens, when } from "../lib/format.js";
 import { href } from "../lib/router.js";
@@ -60,7 +61,7 @@ export function FighterView({ id, boutId }) {
       ${fighter.model.provider}/${fighter.model.model} · ${fighter.weight_class} ·
       capabilities: ${fighter.capabilities.map((c) => c.type).join(", ") || "none"}
     </p>
-    <p><a class="button-link" href=${href("chat", fighter.id)}>Chat with ${fighter.name}</a></p>
+    ${mayChat(fighter) && html`<p><a class="button-link" href=${href("chat", fighter.id)}>Chat with ${fighter.name}</a></p>`}
     <div class="columns">
       <section aria-labelledby="usage-title">
         <h2 id="usage-title">Usage</h2>

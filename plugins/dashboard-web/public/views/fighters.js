@@ -4,6 +4,7 @@
  * of its turns).
  */
 
+import { mayChat } from "../lib/access.js";
 import { api } from "../lib/api.js";
 import { tokens } from "../lib/format.js";
 import { href } from "../lib/router.js";
@@ -53,7 +54,7 @@ function FighterTable({ fighters, live }) {
           <td><${Badge} value=${live[f.id] ?? f.status} /></td>
           <td class="nowrap">${f.model.provider}/${f.model.model}</td>
           <td>${usageLines(f.usage)}</td>
-          <td><a class="button-link" href=${href("chat", f.id)} aria-label=${`Chat with ${f.name}`}>Chat</a></td>
+          <td>${mayChat(f) && html`<a class="button-link" href=${href("chat", f.id)} aria-label=${`Chat with ${f.name}`}>Chat</a>`}</td>
         </tr>`,
       )}
     </tbody>

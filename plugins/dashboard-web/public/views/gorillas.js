@@ -4,6 +4,7 @@
  * Refreshed on every `gorilla.*` event.
  */
 
+import { mayOperate } from "../lib/access.js";
 import { api } from "../lib/api.js";
 import { clip, tokens, when } from "../lib/format.js";
 import { href } from "../lib/router.js";
@@ -65,9 +66,11 @@ function GorillaTable({ gorillas, act }) {
           <td>${g.last_run ? html`<${Badge} value=${g.last_run.outcome} /> ${when(g.last_run.started_at)}` : "—"}</td>
           <td>
             ${
-              g.state === "CAGED"
-                ? html`<button type="button" onClick=${() => act(g.name, "unleash")} aria-label=${`Unleash ${g.name}`}>Unleash</button>`
-                : html`<button type="button" class="danger" onClick=${() => act(g.name, "cage")} aria-label=${`Cage ${g.name}`}>Cage</button>`
+              !mayOperate()
+                ? html`<span class="muted small">needs scope operator</span>`
+                : g.state === "CAGED"
+                  ? html`<button type="button" onClick=${() => act(g.name, "unleash")} aria-label=${`Unleash ${g.name}`}>Unleash</button>`
+                  : html`<button type="button" class="danger" onClick=${() => act(g.name, "cage")} aria-label=${`Cage ${g.name}`}>Cage</button>`
             }
           </td>
         </tr>`,
