@@ -1,5 +1,6 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
 import { resolveHome, withDotEnv } from "../../lib/home.js";
@@ -131,17 +132,35 @@ async function search(query: string, options: MoveOptions): Promise<void> {
  * What to send for a source: a URL or a name as it is; a folder's files, read here (the daemon never
  * reads a path a client names).
  */
-async function sourceBody(source: string): Promise<{ source: string } | { files: Record<string, string> }> {
+async function sourceBody(
+  source: string,
+): Promise<
+  { source: string } | { files: Record<string, string>; local: { path: string; kind: "folder" | "archive" } }
+> {
   if (/^https?:\/\//i.test(source)) return { source };
-  const looksLikePath = source.includes("/") || source.startsWith(".") || source.startsWith("~");
-  const path = resolve(source.replace(/^~(?=\/|$)/, process.env.HOME ?? "~"));
-  if (looksLikePath || (existsSync(path) && statSync(path).isDirectory())) {
-    if (!existsSync(path)) throw new SparError("NOT_FOUND", `no folder at ${path}`);
+  // A file:// URL is a path on this machine, read here like any other.
+  const isFileUrl = /^file:\/\//i.test(source);
+  const given = isFileUrl ? fileURLToPath(source) : source;
+  const looksLikePath = isFileUrl || given.includes("/") || given.startsWith(".") || given.startsWith("~");
+  const path = resolve(given.replace(/^~(?=\/|$)/, process.env.HOME ?? "~"));
+  if (!looksLikePath && !existsSync(path)) return { source };
+  if (!existsSync(path)) throw new SparError("NOT_FOUND", `no folder or archive at ${path}`);
+  const encode = (files: Map<string, Buffer>) =>
+    Object.fromEntries([...files].map(([name, data]) => [name, data.toString("base64")]));
+  if (statSync(path).isDirectory()) {
     const { readSkillFolder } = await import("../../lib/skills/source.js");
-    const files = await readSkillFolder(path);
-    return { files: Object.fromEntries([...files].map(([name, data]) => [name, data.toString("base64")])) };
+    return { files: encode(await readSkillFolder(path)), local: { path, kind: "folder" } };
   }
-  return { source };
+  // A .tar.gz or .zip on this machine: unpacked here with the same checks a downloaded one gets.
+  const { archiveKind, readArchive } = await import("../../lib/skills/archive.js");
+  const data = readFileSync(path);
+  if (!archiveKind(data)) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `${path} is neither a skill folder nor a .tar.gz or .zip archive`,
+    );
+  }
+  return { files: encode(readArchive(data)), local: { path, kind: "archive" } };
 }
 
 function printFindings(findings: readonly Finding[]): void {

@@ -155,7 +155,7 @@ export async function installSkill(
     if (installed && options.replace !== true) {
       throw new SparError(
         "CONFLICT",
-        `"${name}" is installed already (version ${installed.version} from ${installed.source}); replace it to install this one`,
+        `"${name}" is installed already (version ${installed.version} from ${installed.source}); install with --replace (API: "replace": true) to put this one in its place`,
         { name },
       );
     }

@@ -64,7 +64,7 @@ export function parseSkill(text: string, file: string, folder?: string): ParsedS
     yaml ??= require("yaml") as typeof import("yaml");
     data = yaml.parse(yamlText, { prettyErrors: true, uniqueKeys: true, maxAliasCount: 0 });
   } catch (err) {
-    throw invalid(file, `front matter is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw invalid(file, `front matter is not valid YAML ${yamlWhere(err, yamlText)}`);
   }
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     throw invalid(file, "front matter must be a YAML mapping of keys to values");
@@ -130,4 +130,18 @@ export function parseSkill(text: string, file: string, folder?: string): ParsedS
     body: source.slice(bodyStart),
     bodyLine: source.slice(0, bodyStart).split("\n").length,
   };
+}
+
+/**
+ * A YAML error said whole: where it is in the file (the front matter starts on line 2), what is
+ * wrong, and the line itself. The parser's own message ends its first line with a colon before a
+ * pointer drawing, which cut at the line break read as if the message had been cut short.
+ */
+function yamlWhere(err: unknown, yamlText: string): string {
+  const error = err as Error & { linePos?: { line: number; col: number }[] };
+  const what = (error.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  const pos = error.linePos?.[0];
+  if (!pos) return `: ${what}`;
+  const line = (yamlText.split("\n")[pos.line - 1] ?? "").trim();
+  return `at line ${pos.line + 1}, column ${pos.col}: ${what}${line ? ` (in: ${line})` : ""}`;
 }

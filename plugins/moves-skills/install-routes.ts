@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import type { Skill } from "../../lib/skills/catalog.js";
 import { bundledSwitch } from "../../lib/skills/disabled.js";
 import type { Finding } from "../../lib/skills/scan.js";
@@ -33,8 +34,21 @@ const SOURCE_BODY = {
     },
     force: { type: "boolean" },
     replace: { type: "boolean" },
+    local: {
+      type: "object",
+      additionalProperties: false,
+      required: ["path", "kind"],
+      properties: {
+        path: { type: "string", minLength: 1, maxLength: 4096 },
+        kind: { enum: ["folder", "archive"] },
+      },
+      description: "with files: the folder or archive on the client's machine they were read from",
+    },
   },
 };
+
+/** Where uploaded files came from, as the client said (the daemon never reads a client's path). */
+type LocalOrigin = { path: string; kind: "folder" | "archive" };
 
 const isUrl = (source: string) => /^https?:\/\//i.test(source);
 
@@ -58,7 +72,10 @@ export function summarize(findings: readonly Finding[]) {
 export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
   const { home, settings } = deps;
 
-  async function filesOf(body: { source?: string; files?: Record<string, string> }, signal: AbortSignal) {
+  async function filesOf(
+    body: { source?: string; files?: Record<string, string>; local?: LocalOrigin },
+    signal: AbortSignal,
+  ) {
     if ((body.source === undefined) === (body.files === undefined)) {
       throw new SparError(
         "VALIDATION_FAILED",
@@ -67,7 +84,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     }
     if (body.files) {
       return {
-        source: "upload",
+        source: body.local ? `local:${body.local.path}` : "upload",
         files: new Map(
           Object.entries(body.files).map(([path, b64]) => [path, Buffer.from(b64, "base64")]),
         ) as SkillFiles,
@@ -97,7 +114,11 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     path: "/api/v1/moves/scan",
     body: {
       ...SOURCE_BODY,
-      properties: { source: SOURCE_BODY.properties.source, files: SOURCE_BODY.properties.files },
+      properties: {
+        source: SOURCE_BODY.properties.source,
+        files: SOURCE_BODY.properties.files,
+        local: SOURCE_BODY.properties.local,
+      },
     },
     async handler({ body, signal }) {
       const got = await filesOf(body as { source?: string; files?: Record<string, string> }, signal);
@@ -128,6 +149,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
         files?: Record<string, string>;
         force?: boolean;
         replace?: boolean;
+        local?: LocalOrigin;
       };
       const got = await filesOf(request, signal);
       const catalog = await deps.skills();
@@ -169,6 +191,16 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
       if (!skillMd) throw new SparError("VALIDATION_FAILED", `the skill has no ${SKILL_FILE} at its root`);
       // A SKILL.md that is not a skill is refused as such, naming the key, before it is scanned.
       const { meta } = parseSkill(skillMd.toString("utf8"), SKILL_FILE);
+      // The Agent Skills standard: a skill's name is its folder's. Installing under the other name
+      // would leave the user looking for a skill that is not there.
+      const folder = request.local?.kind === "folder" ? basename(request.local.path) : undefined;
+      if (folder !== undefined && folder !== meta.name) {
+        throw new SparError(
+          "VALIDATION_FAILED",
+          `the folder is named "${folder}" but its ${SKILL_FILE} names the skill "${meta.name}": the Agent Skills standard wants them equal; rename the folder or the name, then install again`,
+          { folder, name: meta.name },
+        );
+      }
       if (catalog.bundled.has(meta.name)) {
         throw new SparError("CONFLICT", `a bundled skill is named "${meta.name}": give yours another name`);
       }

@@ -1,8 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -90,7 +91,7 @@ describe("installing skills", () => {
   it("installs the example skill from a folder, lists it, uses it in a turn, and removes it", async () => {
     const installed = await daemon.cli(["move", "install", EXAMPLE]);
     expect(installed.stderr).toBe("");
-    expect(installed.stdout).toMatch(/installed changelog-entry 1\.0\.0 from upload/);
+    expect(installed.stdout).toBe(`installed changelog-entry 1.0.0 from local:${EXAMPLE}\n`);
     const lock = JSON.parse(readFileSync(join(home, "skills", "skills.lock.json"), "utf8"));
     expect(lock.skills["changelog-entry"]).toMatchObject({
       version: "1.0.0",
@@ -180,10 +181,14 @@ describe("installing skills", () => {
   });
 
   it("refuses a malicious skill unless forced, and the audit reports a forced one", async () => {
-    const sample = join(
+    const fixture = join(
       MALICIOUS,
       readdirSync(MALICIOUS).find((d) => d.startsWith("prompt-injection")) as string,
     );
+    // The corpus's folders are named by what they attack; an installed skill's folder is its name.
+    const skillName = /^name: (\S+)$/m.exec(readFileSync(join(fixture, "SKILL.md"), "utf8"))?.[1] as string;
+    const sample = join(home, "..", `malicious-${process.pid}`, skillName);
+    cpSync(fixture, sample, { recursive: true });
     const before = installedState(home);
     const refused = await daemon.cli(["move", "install", sample]);
     expect(refused.code).toBe(1);
@@ -203,6 +208,7 @@ describe("installing skills", () => {
       `forced_skills:${name}`,
     );
     await daemon.cli(["move", "remove", name]);
+    execFileSync("rm", ["-rf", join(sample, "..")]);
   });
 
   it("refuses bad input with a stable code, leaving the installed set exactly as it was", async () => {
@@ -255,7 +261,11 @@ describe("installing skills", () => {
         "VALIDATION_FAILED",
         /"version" is missing/,
       ],
-      [folder("clash", { "SKILL.md": renamed("review-pull-request") }), "CONFLICT", /review-pull-request/],
+      [
+        folder("review-pull-request", { "SKILL.md": renamed("review-pull-request") }),
+        "CONFLICT",
+        /review-pull-request/,
+      ],
       [`${siteUrl}/escape.tar.gz`, "FORBIDDEN", /\.\./],
       [`${siteUrl}/link.tar.gz`, "FORBIDDEN", /link/],
       [`${siteUrl}/bomb.zip`, "PAYLOAD_TOO_LARGE", /./],
@@ -277,6 +287,61 @@ describe("installing skills", () => {
     expect(JSON.parse(again.stdout).error.code).toBe("CONFLICT");
     expect((await daemon.cli(["move", "install", join(base, "twice"), "--replace"])).code).toBe(0);
     execFileSync("rm", ["-rf", base]);
+  });
+
+  it("installs a local .tar.gz and a file:// URL, records where from, and says plainly what is wrong", async () => {
+    const base = join(home, "..", `local-skills-${process.pid}`);
+    mkdirSync(join(base, "changelog-folder"), { recursive: true });
+    try {
+      const archive = join(base, "changelog-local.tar.gz");
+      writeFileSync(archive, gzipSync(makeTar([{ name: "SKILL.md", body: renamed("changelog-local") }])));
+      const fromArchive = await daemon.cli(["move", "install", archive, "--json"]);
+      expect(fromArchive.stderr).toBe("");
+      expect(JSON.parse(fromArchive.stdout).skill).toMatchObject({
+        name: "changelog-local",
+        source: `local:${archive}`,
+      });
+      writeFileSync(join(base, "changelog-folder", "SKILL.md"), renamed("changelog-folder"));
+      const fromUrl = await daemon.cli([
+        "move",
+        "install",
+        pathToFileURL(join(base, "changelog-folder")).href,
+      ]);
+      expect(fromUrl.stderr).toBe("");
+      expect(fromUrl.stdout).toBe(
+        `installed changelog-folder 1.0.0 from local:${join(base, "changelog-folder")}\n`,
+      );
+      const lock = JSON.parse(readFileSync(join(home, "skills", "skills.lock.json"), "utf8"));
+      expect(lock.skills["changelog-folder"].source).toBe(`local:${join(base, "changelog-folder")}`);
+
+      // A folder whose SKILL.md names another skill is refused, naming both.
+      const before = installedState(home);
+      mkdirSync(join(base, "my-notes"));
+      writeFileSync(join(base, "my-notes", "SKILL.md"), renamed("other-name"));
+      const mismatch = await daemon.cli(["move", "install", join(base, "my-notes")]);
+      expect(mismatch.code).toBe(1);
+      expect(mismatch.stderr).toBe(
+        'spar: the folder is named "my-notes" but its SKILL.md names the skill "other-name": the Agent Skills standard wants them equal; rename the folder or the name, then install again (VALIDATION_FAILED)\n',
+      );
+      expect(installedState(home)).toBe(before);
+
+      // The CONFLICT says how to replace; a YAML error is shown whole, with its line in the file.
+      const again = await daemon.cli(["move", "install", join(base, "changelog-folder")]);
+      expect(again.stderr).toContain("install with --replace");
+      mkdirSync(join(base, "bad-yaml"));
+      writeFileSync(
+        join(base, "bad-yaml", "SKILL.md"),
+        "---\nname: bad-yaml\ndescription: one: two\n---\n# x\n",
+      );
+      const yaml = await daemon.cli(["move", "install", join(base, "bad-yaml")]);
+      expect(yaml.stderr).toBe(
+        "spar: SKILL.md: front matter is not valid YAML at line 3, column 14: Nested mappings are not allowed in compact mappings (in: description: one: two) (VALIDATION_FAILED)\n",
+      );
+    } finally {
+      await daemon.cli(["move", "remove", "changelog-local"]);
+      await daemon.cli(["move", "remove", "changelog-folder"]);
+      execFileSync("rm", ["-rf", base]);
+    }
   });
 
   it("disables a bundled skill with remove, and enables it again with install", async () => {
