@@ -154,7 +154,15 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
     const page = await signIn("#/fighters", "reader", await addKey("reader", "read"));
     await page.locator('tr[data-fighter="scribe"]').waitFor();
     expect(await page.locator("#key-scope").textContent()).toBe("scope read: look, not act");
-    expect(await navigation(page)).toEqual(["Fighters", "Gorillas", "Troops", "Moves", "Events", "Channels"]);
+    expect(await navigation(page)).toEqual([
+      "Fighters",
+      "Gorillas",
+      "Schedules",
+      "Troops",
+      "Moves",
+      "Events",
+      "Channels",
+    ]);
     expect(await page.locator('tr[data-fighter="scribe"] a.button-link').count()).toBe(0);
 
     // The conversation is there to read, without the box to write in it.

@@ -4,6 +4,7 @@
  * button (`DELETE /api/v1/schedules/:id`), so the operator can see and stop every one.
  */
 
+import { mayOperate } from "../lib/access.js";
 import { api } from "../lib/api.js";
 import { clip, when } from "../lib/format.js";
 import { href } from "../lib/router.js";
@@ -54,7 +55,11 @@ function ScheduleTable({ schedules, remove }) {
           <td>${s.cron ? html`<code>${s.cron}</code><div class="muted small">${s.timezone}</div>` : "once"}</td>
           <td>${s.last_run_at ? html`<${Badge} value=${s.last_status} /> ${when(s.last_run_at)}` : "—"}</td>
           <td>
-            <button type="button" class="danger" onClick=${() => remove(s.id)} aria-label=${`Remove schedule ${s.id} of ${s.fighter}`}>Remove</button>
+            ${
+              mayOperate()
+                ? html`<button type="button" class="danger" onClick=${() => remove(s.id)} aria-label=${`Remove schedule ${s.id} of ${s.fighter}`}>Remove</button>`
+                : html`<span class="muted small">needs scope operator</span>`
+            }
           </td>
         </tr>`,
       )}
