@@ -1,5 +1,6 @@
+import { type ActionSpec, type CommandSpec, GLOBAL_OPTIONS, type OptionSpec } from "./command-spec.js";
 import { argSpecs, usageOf } from "./parse.js";
-import { type ActionSpec, COMMANDS, type CommandSpec, GLOBAL_OPTIONS, type OptionSpec } from "./registry.js";
+import { COMMANDS } from "./registry.js";
 
 /** `spar --help` and `spar <command> --help`, from the registry (text, or JSON with --json). */
 export async function help(

@@ -1,5 +1,5 @@
 import { isSparError, SparError } from "../sdk/errors.js";
-import type { OptionSpec, ParsedOptions } from "./registry.js";
+import type { OptionSpec, ParsedOptions } from "./command-spec.js";
 
 /** Options every command receives (cli/parse.ts gives each declared option its declared type). */
 export interface GlobalOptions {

@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isSparError } from "../sdk/errors.js";
+import { GLOBAL_OPTIONS } from "./command-spec.js";
 import { parseCommandLine } from "./parse.js";
-import { COMMANDS, GLOBAL_OPTIONS } from "./registry.js";
+import { COMMANDS } from "./registry.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -58,6 +59,7 @@ describe("the command registry", () => {
     const loaded = [...seen].sort();
     expect(loaded.filter((f) => f.startsWith("cli/commands/") || f.startsWith("plugins/"))).toEqual([]);
     expect(loaded).toEqual([
+      "cli/command-spec.js",
       "cli/help.js",
       "cli/index.ts",
       "cli/output.js",

@@ -2,13 +2,13 @@ import { parseArgs } from "node:util";
 import { SparError } from "../sdk/errors.js";
 import {
   type ActionSpec,
-  COMMANDS,
   type CommandSpec,
   GLOBAL_OPTIONS,
   type OptionSpec,
   type ParsedOptions,
   SHORT_OPTIONS,
-} from "./registry.js";
+} from "./command-spec.js";
+import { COMMANDS } from "./registry.js";
 
 /**
  * The command line against the registry, with Spar's own errors (VALIDATION_FAILED, one line, the
