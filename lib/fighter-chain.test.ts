@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { matchGrants } from "../kernel/fighters/fighter-manifest.js";
 import type { MoveCallInfo } from "../sdk/hooks.js";
 import type { Capability, FighterRow } from "../sdk/types.js";
+import { originFilter, originMatches } from "./bout-origins.js";
 import { callerGrants, callerRefusal, originOf, resolveCallers } from "./fighter-chain.js";
 
 const fighter = (id: string, name: string, capabilities: Capability[]): FighterRow => ({
@@ -85,5 +86,17 @@ describe("the grants of a turn another fighter started", () => {
     expect(originOf(["m-1"])).toBe("fighter:m-1");
     expect(originOf(["troop-task:t1"])).toBe("troop-task:t1");
     expect(originOf(["troop-task:t1", "m-1", "b-1"])).toBe("fighter:b-1");
+  });
+
+  it("takes the entry point's origin when no fighter started the turn, and stores a user's as none", () => {
+    expect(originOf([], "channel:telegram:42")).toBe("channel:telegram:42");
+    expect(originOf([], "user")).toBeUndefined();
+    // A fighter's message inside a channel turn runs in a bout of that fighter's.
+    expect(originOf(["m-1"], "channel:telegram:42")).toBe("fighter:m-1");
+    expect(originMatches("channel:telegram:42", "channel")).toBe(true);
+    expect(originMatches("channel:telegram:42", "channel:telegram")).toBe(true);
+    expect(originMatches("channel:telegramx:1", "channel:telegram")).toBe(false);
+    expect(originMatches("user", "user")).toBe(true);
+    expect(() => originFilter("", "--origin")).toThrow(/^--origin must be 1 to 300 characters/);
   });
 });
