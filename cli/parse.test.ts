@@ -97,9 +97,9 @@ describe("parseCommandLine", () => {
   });
 
   it("refuses what does not fit, naming the choices", () => {
-    expect(refusal(["key"])).toBe("key needs an action; actions: add, list, remove");
+    expect(refusal(["key"])).toBe("key needs an action; actions: add, list, scope, remove");
     expect(refusal(["key", "add", "laptop", "AAAA", "--force"])).toBe(
-      "unknown option --force for key add; options: --json, --help",
+      "unknown option --force for key add; options: --scope, --json, --help",
     );
     expect(refusal(["chat", "hi", "--fighter", "--json"])).toMatch(/^--fighter needs a value/);
     expect(refusal(["--frob"])).toBe("unknown option --frob for spar; options: --json, --help");

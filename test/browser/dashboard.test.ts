@@ -354,19 +354,19 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
   });
 
   it("opens a chat on the latest bout's messages and goes on in that bout", async () => {
-    await spawn("erin", "Keeps notes.");
-    const sent = await daemon.request<{ bout_id: string }>("POST", "/api/v1/fighters/erin/message", {
+    await spawn("gwen", "Keeps notes.");
+    const sent = await daemon.request<{ bout_id: string }>("POST", "/api/v1/fighters/gwen/message", {
       message: "remember the lighthouse",
     });
     expect(sent.status).toBe(200);
-    const page = await open(`#/chat/${ids.erin}`);
+    const page = await open(`#/chat/${ids.gwen}`);
     await page.locator(".message.user", { hasText: "remember the lighthouse" }).waitFor();
     await page.locator(".reply", { hasText: "echo: remember the lighthouse" }).waitFor();
-    await page.getByLabel("Message to erin").fill("and the harbour");
-    await page.getByLabel("Message to erin").press("Enter");
+    await page.getByLabel("Message to gwen").fill("and the harbour");
+    await page.getByLabel("Message to gwen").press("Enter");
     await page.locator(".reply", { hasText: "echo: and the harbour" }).waitFor();
     const { bouts } = (
-      await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/erin/bouts")
+      await daemon.request<{ bouts: { id: string }[] }>("GET", "/api/v1/fighters/gwen/bouts")
     ).body;
     expect(bouts.map((b) => b.id)).toEqual([sent.body.bout_id]);
   });

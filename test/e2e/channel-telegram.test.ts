@@ -180,7 +180,7 @@ describe("channel-telegram", () => {
         connected: true,
         webhook_url: `http://127.0.0.1:${webhookPort}/telegram`,
         fighter: "spar",
-        allowlist_size: 3,
+        allowlist_size: 4,
       });
       expect(state.error).toBeUndefined();
       const everything = JSON.stringify(state) + daemon.output();

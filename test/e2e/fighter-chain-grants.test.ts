@@ -172,7 +172,7 @@ describe("a turn another fighter started holds only what every fighter in its ch
     };
     const users = await listed("origin=user");
     expect(users[0]?.id).toBe(mine.bout_id);
-    expect(users.map((b) => b.id)).toEqual(all.filter((b) => b.origin === undefined).map((b) => b.id));
+    expect(users.map((b) => b.id)).toEqual(all.filter((b) => b.origin === "user").map((b) => b.id));
     const mallorys = await listed(`origin=${encodeURIComponent(`fighter:${mallory}`)}`);
     expect(mallorys.map((b) => b.id)).toEqual([relayed.body.bout_id]);
     expect(await listed("origin=troop-task%3Anone")).toEqual([]);
