@@ -73,16 +73,18 @@ describe("containment: the sandbox against an evil model, through the real daemo
   /** Everything any tool call returned in this suite: no canary may be in it. */
   const seen: string[] = [];
 
-  const send = (fighter: string, message: string) =>
+  const send = (fighter: string, message: string, extra: { bout?: "new" } = {}) =>
     fetch(`${daemon.url}/api/v1/fighters/${fighter}/message`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message }),
+      body: JSON.stringify({ message, ...extra }),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as Reply }));
   /** The model calls shell_exec once per argument set, in one reply; the results it got back. */
   const shell = async (fighter: string, ...calls: Record<string, unknown>[]): Promise<ShellResult[]> => {
     fake.enqueue({ tool_calls: calls.map((args) => ({ name: "shell_exec", arguments: args })) });
-    const reply = await send(fighter, "run it");
+    // A bout of its own: a long one is compacted after its turn by a summary the model writes, and
+    // that call, racing this one, could take the reply queued above.
+    const reply = await send(fighter, "run it", { bout: "new" });
     expect(reply.status).toBe(200);
     const results = (fake.calls().at(-1)?.tool_results ?? []).slice(-calls.length);
     seen.push(...results);
