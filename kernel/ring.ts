@@ -77,6 +77,7 @@ export function createRing(options: RingOptions): Ring {
     log,
     events,
     services: () => services,
+    collections: () => requireStore().collections,
   });
 
   /** Platforms with a `[channels.<id>]` table in config.toml: their plugins are activated at start. */

@@ -3,6 +3,7 @@
  * `definePlugin`, the error catalog, the hook and event declarations; the Ring that implements
  * them (`kernel/`) is internal, and nothing under `sdk/` imports it.
  */
+import type { PluginData } from "./collections.js";
 import type { SparConfig } from "./config.js";
 import type { EventBus } from "./events.js";
 import type { RingHooks } from "./hooks.js";
@@ -12,6 +13,13 @@ export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
+export {
+  checkDataDeclaration,
+  createPluginData,
+  declarationChecksum,
+  MAX_QUERY_ROWS,
+} from "./collection-engine.js";
+export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
@@ -119,6 +127,12 @@ export interface PluginApi {
   readonly dir: string;
   readonly kernelVersion: string;
   readonly log: Logger;
+  /**
+   * The plugin's own collections, as its manifest's `data` declares them: `api.data.<name>`, and
+   * `api.data.transaction`. Empty for a plugin that declares none. Usable once the store is open
+   * (from `daemon.ready` on, and in any hook or route).
+   */
+  readonly data: PluginData;
 }
 
 export interface SparPlugin<C = Record<string, unknown>> {

@@ -1,4 +1,5 @@
 /** A plugin's manifest (plugin.json) and the kinds a plugin can be. */
+import type { DataDeclaration } from "./collections.js";
 import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
 
 /** Keep in step with plugin.schema.json's `kind` enum (a test checks they agree). */
@@ -45,4 +46,6 @@ export interface PluginManifest {
   requires?: string[];
   /** The config.toml tables it owns, by path, with their JSON Schemas (config-sections.ts). */
   sections?: Record<string, Record<string, unknown>>;
+  /** Its own collections (`api.data`), stored by the active store plugin (collections.ts). */
+  data?: DataDeclaration;
 }

@@ -3,6 +3,7 @@
  * only direct user (plugins reach data through RingServices).
  */
 
+import type { CollectionStore } from "./collections.js";
 import type {
   GorillaDesired,
   GorillaRunEnd,
@@ -304,5 +305,7 @@ export interface Store {
     ): Promise<void>;
     summary(fighterId: string): Promise<UsageSummary[]>;
   };
+  /** Every plugin's collections (`api.data`), in this store's database, with its encryption and durability. */
+  readonly collections: CollectionStore;
   close(): Promise<void>;
 }

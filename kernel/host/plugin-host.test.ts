@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEventBus } from "../../plugins/bus-local/events.js";
-import { isSparError } from "../../sdk/errors.js";
+import { isSparError, SparError } from "../../sdk/errors.js";
 import type { RingServices } from "../../sdk/services.js";
 import { createHooks } from "../hooks.js";
 import { createLogger } from "../logger.js";
@@ -88,6 +88,9 @@ function hostFor(root: string, configToml = "", timeoutMs?: number) {
     log: createLogger(() => undefined),
     events: createEventBus({ historySize: 10 }),
     services: () => ({}) as RingServices,
+    collections: () => {
+      throw new SparError("STORE_FAILED", "these tests open no store");
+    },
     activationTimeoutMs: timeoutMs,
   });
   return { host, hooks };

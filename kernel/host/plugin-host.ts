@@ -2,6 +2,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPluginChoices } from "../../lib/plugin-choices.js";
 import { whyInactive } from "../../lib/plugin-state.js";
+import { checkNamespaces, createPluginData } from "../../sdk/collection-engine.js";
+import type { CollectionStore } from "../../sdk/collections.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError, wrapPluginError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
@@ -23,6 +25,8 @@ export interface PluginHostOptions {
   log: Logger;
   events: EventBus;
   services: () => RingServices;
+  /** The open store's collections, behind every plugin's `api.data`. */
+  collections: () => CollectionStore;
   /** Per-plugin limit for import + apply. */
   activationTimeoutMs?: number;
 }
@@ -65,6 +69,8 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       }
     }
   }
+
+  checkNamespaces(eligible.map((p) => ({ id: p.manifest.id, source: p.source, data: p.manifest.data })));
 
   const activations = new Map<string, Promise<void>>();
 
@@ -117,6 +123,11 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       dir,
       kernelVersion: options.kernelVersion,
       log: options.log,
+      data: createPluginData({
+        plugin: manifest.id,
+        data: manifest.data ?? { collections: {} },
+        store: options.collections,
+      }),
     };
     try {
       const own = Object.keys(manifest.sections ?? {}).map((path) => [path, config.sections[path] ?? {}]);

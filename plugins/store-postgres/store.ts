@@ -12,6 +12,7 @@ import { isSparError } from "../../sdk/index.js";
 import { createChannelRecords } from "./channels.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
+import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
@@ -118,6 +119,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
     troops: createTroops(ctx),
+    collections: createCollections(ctx),
     async close() {
       await pool.end();
       current.wipe();

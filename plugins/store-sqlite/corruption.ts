@@ -9,6 +9,7 @@
 import { basename, dirname } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
+import type { CollectionRows } from "./collections.js";
 import { createWriteBatch, type GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
 import type { RefusedTurns } from "./refused-turns.js";
@@ -75,7 +76,10 @@ export interface GuardOptions {
  * once, naming the file), a full disk STORAGE_FULL (which marks nothing: see refused-turns.ts for the
  * turns it cuts short); and adds `health()`, `integrity()` and `durable()`.
  */
-export function guardStore(data: StoreData, options: GuardOptions): Store {
+/** The Store, but for its collections, and the guarded rows store.ts makes them of. */
+export type GuardedStore = Omit<Store, "collections"> & { collectionRows: CollectionRows };
+
+export function guardStore(data: StoreData, options: GuardOptions): GuardedStore {
   const { dbPath, log, check, durability, refused = NO_REFUSED_TURNS } = options;
   let health: StoreHealth = { status: "ok" };
   let closed = false;
@@ -174,7 +178,7 @@ export function guardStore(data: StoreData, options: GuardOptions): Store {
   const { close: _close, ...methods } = data;
   const guarded = guard(methods, "");
   return {
-    ...(guarded as unknown as Omit<Store, "health" | "integrity" | "durable" | "close">),
+    ...(guarded as unknown as Omit<GuardedStore, "health" | "integrity" | "durable" | "close">),
     health: () => health,
     integrity() {
       check.ref();

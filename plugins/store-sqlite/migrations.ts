@@ -361,6 +361,32 @@ CREATE TABLE channel_chats (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 13,
+    name: "plugin collections",
+    sql: `
+-- Every plugin's own data (api.data, collections.ts): a document per row, by namespace, collection
+-- and key; seq is the write order (kept when a row is replaced). Each collection's indexes are partial
+-- expression indexes over json_extract(doc, ...), made when the plugin first uses it.
+CREATE TABLE collection_rows (
+  seq INTEGER PRIMARY KEY,
+  namespace TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  key TEXT NOT NULL,
+  doc TEXT NOT NULL CHECK (json_valid(doc)),
+  UNIQUE (namespace, collection, key)
+);
+-- The declaration each collection's indexes were made from: its version and checksum.
+CREATE TABLE collection_schemas (
+  namespace TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  checksum TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (namespace, collection)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -7,6 +7,7 @@ import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
+import { createCollectionRows } from "./collections.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
@@ -170,6 +171,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     ...turns,
     usage,
     nonces: createNonces(db),
+    collectionRows: createCollectionRows(db, now),
     close() {
       if (db.open) db.close();
     },

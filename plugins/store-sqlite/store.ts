@@ -10,6 +10,7 @@ import type { Logger, Store, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError, SparError } from "../../sdk/index.js";
 import { createBackup } from "./backup.js";
 import { keyConnection } from "./cipher.js";
+import { sqliteCollections } from "./collections.js";
 import { corruptError, guardStore, isCorruption } from "./corruption.js";
 import { createGroupSync, openWalFlush } from "./durability.js";
 import { startIntegrityCheck } from "./integrity.js";
@@ -63,6 +64,9 @@ const READS: ReadonlySet<string> = new Set([
   "troops.tasks.list",
   "channelBouts.get",
   "channelChats.reached",
+  "collectionRows.get",
+  "collectionRows.find",
+  "collectionRows.count",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */
@@ -149,6 +153,7 @@ export async function openSqliteStore(
     const settled = () => Promise.all([store.integrity(), store.durable()]);
     return {
       ...store,
+      collections: sqliteCollections(store.collectionRows),
       backup: createBackup(db, dbPath, salt),
       rekey: (secret) => rekeyStore({ db, dbPath, salt, settled }, secret),
     };

@@ -4,6 +4,7 @@
  * Store's shape with each promise taken off.
  */
 import type { Store } from "../../sdk/index.js";
+import type { CollectionRows } from "./collections.js";
 
 export type Synced<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R>
@@ -17,4 +18,9 @@ export type Synced<T> = {
  * The data methods of a Store, synchronous; corruption.ts adds `health()`, `integrity()` and
  * `durable()`, store.ts `backup()` (backup.ts: it waits for the write batch, so it is asynchronous) and `rekey()` (rekey.ts).
  */
-export type StoreData = Synced<Omit<Store, "health" | "integrity" | "durable" | "backup" | "rekey">>;
+export type StoreData = Synced<
+  Omit<Store, "health" | "integrity" | "durable" | "backup" | "rekey" | "collections">
+> & {
+  /** Plugins' collections, wrapped like the rest; store.ts makes the CollectionStore of them. */
+  collectionRows: Synced<CollectionRows>;
+};

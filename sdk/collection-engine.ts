@@ -1,0 +1,566 @@
+/**
+ * What every store shares about plugins' collections: the declaration checked (before any plugin code
+ * runs), its checksum, each document and query checked against it, and `api.data` built on whichever
+ * `CollectionStore` the active store plugin provides. A store only stores (collections.ts).
+ */
+import { createHash } from "node:crypto";
+import type {
+  Collection,
+  CollectionDeclaration,
+  CollectionRef,
+  CollectionStore,
+  CollectionWrite,
+  DataDeclaration,
+  Doc,
+  FieldDeclaration,
+  PluginData,
+  Query,
+  StoredCondition,
+  StoredQuery,
+  TxCollection,
+} from "./collections.js";
+import { SparError } from "./errors.js";
+
+const NAME = /^[a-z][a-z0-9_]{0,39}$/;
+const INDEXABLE = new Set(["string", "integer", "number", "boolean", "time"]);
+const ORDERED = new Set(["integer", "number", "time"]);
+const TYPES = new Set([...INDEXABLE, "json"]);
+/** Most rows one query returns, and the default. */
+export const MAX_QUERY_ROWS = 10_000;
+/** The longest a transaction's function may hold the store. */
+export const TRANSACTION_TIMEOUT_MS = 10_000;
+const RESERVED = new Set(["transaction"]);
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+const HOUR_MS = 3_600_000;
+
+function invalid(plugin: string, where: string, problem: string): SparError {
+  return new SparError("PLUGIN_INVALID", `plugin ${plugin}: data.${where}: ${problem}`, { plugin });
+}
+
+/**
+ * Checks a manifest's `data` beyond its JSON Schema: every name, the key, each index and unique
+ * naming declared fields of an indexable type (neither secret nor text), retention on an indexed
+ * time. PLUGIN_INVALID naming the plugin, the collection and the field.
+ */
+export function checkDataDeclaration(plugin: string, data: DataDeclaration): void {
+  const namespace = data.namespace ?? plugin;
+  if (!/^[a-z][a-z0-9-]{0,63}$/.test(namespace)) {
+    throw invalid(plugin, "namespace", `"${namespace}" is not a namespace (lowercase letters, digits, "-")`);
+  }
+  for (const [name, decl] of Object.entries(data.collections)) {
+    const at = `collections.${name}`;
+    if (!NAME.test(name) || RESERVED.has(name)) {
+      throw invalid(
+        plugin,
+        at,
+        `"${name}" is not a collection name (a-z, 0-9, "_", at most 40, not "transaction")`,
+      );
+    }
+    if (!Number.isInteger(decl.version) || decl.version < 1)
+      throw invalid(plugin, `${at}.version`, "must be an integer ≥ 1");
+    for (const [field, f] of Object.entries(decl.fields ?? {})) {
+      if (!NAME.test(field))
+        throw invalid(plugin, `${at}.fields.${field}`, 'is not a field name (a-z, 0-9, "_")');
+      if (!TYPES.has(f.type)) throw invalid(plugin, `${at}.fields.${field}`, `unknown type "${f.type}"`);
+      if (f.max_bytes !== undefined && !(f.type === "string" || f.type === "json")) {
+        throw invalid(plugin, `${at}.fields.${field}`, "max_bytes is for string and json fields");
+      }
+    }
+    const key = decl.fields?.[decl.key];
+    if (key?.type !== "string" || key.optional) {
+      throw invalid(plugin, `${at}.key`, `"${decl.key}" must be a required string field`);
+    }
+    const lists: [string, string[][]][] = [
+      ["indexes", decl.indexes ?? []],
+      ["unique", decl.unique ?? []],
+    ];
+    for (const [kind, groups] of lists) {
+      for (const group of groups) {
+        if (group.length === 0 || new Set(group).size !== group.length) {
+          throw invalid(plugin, `${at}.${kind}`, "each list names one or more distinct fields");
+        }
+        for (const field of group) {
+          const f = decl.fields[field];
+          if (!f) throw invalid(plugin, `${at}.${kind}`, `"${field}" is not a declared field`);
+          if (!INDEXABLE.has(f.type) || f.secret || f.text) {
+            throw invalid(plugin, `${at}.${kind}`, `"${field}" cannot be indexed (${describe(f)})`);
+          }
+        }
+      }
+    }
+    if (decl.retention) {
+      const f = decl.fields[decl.retention.field];
+      if (f?.type !== "time" || !indexedFields(decl).has(decl.retention.field)) {
+        throw invalid(plugin, `${at}.retention`, `"${decl.retention.field}" must be an indexed time field`);
+      }
+    }
+  }
+}
+
+function describe(f: FieldDeclaration): string {
+  if (f.secret) return "it holds a secret";
+  if (f.text) return "it holds free text";
+  return `its type is ${f.type}`;
+}
+
+/** Every field some index or unique names. */
+export function indexedFields(decl: CollectionDeclaration): Set<string> {
+  return new Set([...(decl.indexes ?? []), ...(decl.unique ?? [])].flat());
+}
+
+/** A digest of the declaration as stored: the same declaration, however its JSON is laid out, the same checksum. */
+export function declarationChecksum(decl: CollectionDeclaration): string {
+  return createHash("sha256").update(canonical(decl)).digest("hex");
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Checks the plugins' namespaces together, before any plugin code runs: a namespace other than the
+ * plugin's own id is for bundled plugins only, and the plugins sharing one declare it identically.
+ */
+export function checkNamespaces(
+  plugins: readonly { id: string; source: "bundled" | "user"; data?: DataDeclaration }[],
+): void {
+  const seen = new Map<string, { id: string; digest: string }>();
+  for (const p of plugins) {
+    if (!p.data) continue;
+    checkDataDeclaration(p.id, p.data);
+    const namespace = p.data.namespace ?? p.id;
+    if (namespace !== p.id && p.source !== "bundled") {
+      throw invalid(
+        p.id,
+        "namespace",
+        `"${namespace}" is not this plugin's id: only bundled plugins share a namespace`,
+      );
+    }
+    const digest = createHash("sha256").update(canonical(p.data.collections)).digest("hex");
+    const other = seen.get(namespace);
+    if (other && other.digest !== digest) {
+      throw new SparError(
+        "PLUGIN_INVALID",
+        `plugins ${other.id} and ${p.id} both declare the collections of "${namespace}", differently`,
+        { plugin: p.id },
+      );
+    }
+    if (!other) seen.set(namespace, { id: p.id, digest });
+  }
+}
+
+interface Scope {
+  plugin: string;
+  namespace: string;
+  name: string;
+  declaration: CollectionDeclaration;
+}
+
+function dataError(scope: Scope, field: string | undefined, problem: string): SparError {
+  const at = field === undefined ? "" : ` field "${field}"`;
+  return new SparError(
+    "VALIDATION_FAILED",
+    `plugin ${scope.plugin}: collection ${scope.name}${at}: ${problem}`,
+    { plugin: scope.plugin, collection: scope.name, ...(field === undefined ? {} : { field }) },
+  );
+}
+
+/** The document as stored: every field of its type, required ones present, no other field. */
+export function checkDoc(scope: Scope, doc: Doc): Doc {
+  if (!doc || typeof doc !== "object" || Array.isArray(doc))
+    throw dataError(scope, undefined, "a document must be an object");
+  const out: Doc = {};
+  for (const field of Object.keys(doc)) {
+    if (!scope.declaration.fields[field]) throw dataError(scope, field, "is not a declared field");
+  }
+  for (const [field, f] of Object.entries(scope.declaration.fields)) {
+    const value = doc[field];
+    if (value === undefined || value === null) {
+      if (!f.optional) throw dataError(scope, field, "is required");
+      continue;
+    }
+    checkValue(scope, field, f, value);
+    out[field] = value;
+  }
+  return out;
+}
+
+function checkValue(scope: Scope, field: string, f: FieldDeclaration, value: unknown): void {
+  const shown = f.secret ? "a value" : JSON.stringify(value)?.slice(0, 60);
+  const wrong = () => dataError(scope, field, `${shown} is not of type ${f.type}`);
+  switch (f.type) {
+    case "string":
+      if (typeof value !== "string") throw wrong();
+      break;
+    case "integer":
+      if (!Number.isSafeInteger(value)) throw wrong();
+      break;
+    case "number":
+      if (typeof value !== "number" || !Number.isFinite(value)) throw wrong();
+      break;
+    case "boolean":
+      if (typeof value !== "boolean") throw wrong();
+      break;
+    case "time":
+      if (typeof value !== "string" || !ISO_TIME.test(value) || Number.isNaN(Date.parse(value)))
+        throw wrong();
+      break;
+    case "json":
+      if (JSON.stringify(value) === undefined) throw wrong();
+      break;
+  }
+  if (f.max_bytes !== undefined) {
+    const bytes = Buffer.byteLength(typeof value === "string" ? value : JSON.stringify(value), "utf8");
+    if (bytes > f.max_bytes) throw dataError(scope, field, `is ${bytes} bytes, over its ${f.max_bytes}`);
+  }
+}
+
+/** `where` as a store takes it: every field indexed, every value of the field's type. */
+export function checkWhere(scope: Scope, where: Query["where"] = {}): StoredCondition[] {
+  const indexed = indexedFields(scope.declaration);
+  const out: StoredCondition[] = [];
+  for (const [field, condition] of Object.entries(where)) {
+    const f = scope.declaration.fields[field];
+    if (!f || !indexed.has(field)) throw dataError(scope, field, "a query filters on indexed fields only");
+    if (condition === null) {
+      out.push({ field, op: "null" });
+    } else if (typeof condition !== "object") {
+      checkValue(scope, field, f, condition);
+      out.push({ field, op: "eq", value: condition });
+    } else if ("in" in condition) {
+      for (const v of condition.in) checkValue(scope, field, f, v);
+      out.push({ field, op: "in", values: [...condition.in] });
+    } else {
+      if (!ORDERED.has(f.type))
+        throw dataError(scope, field, `a range needs a time or number field, not ${f.type}`);
+      const ops = Object.entries(condition) as [string, unknown][];
+      if (ops.length === 0) throw dataError(scope, field, "an empty condition");
+      for (const [op, value] of ops) {
+        if (!["lt", "lte", "gt", "gte"].includes(op))
+          throw dataError(scope, field, `unknown condition "${op}"`);
+        checkValue(scope, field, f, value);
+        out.push({ field, op: op as "lt", value: value as string | number });
+      }
+    }
+  }
+  return out;
+}
+
+function checkOrder(scope: Scope, order: Query["order"]): StoredQuery["order"] {
+  const by = [...(order?.by ?? [])];
+  const indexed = indexedFields(scope.declaration);
+  for (const field of by) {
+    const f = scope.declaration.fields[field];
+    if (!f || !indexed.has(field) || !ORDERED.has(f.type) || f.optional) {
+      throw dataError(scope, field, "orders only on a required, indexed time or number field");
+    }
+  }
+  return { by, desc: order?.desc ?? false };
+}
+
+function checkLimit(scope: Scope, limit: number | undefined): number {
+  if (limit === undefined) return MAX_QUERY_ROWS;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_QUERY_ROWS) {
+    throw dataError(scope, undefined, `limit must be an integer from 1 to ${MAX_QUERY_ROWS}`);
+  }
+  return limit;
+}
+
+/** How many of `words` (folded) occur in the doc's text fields (folded). */
+export function countWords(scope: Scope, doc: Doc, words: readonly string[]): number {
+  const texts: string[] = [];
+  for (const [field, f] of Object.entries(scope.declaration.fields)) {
+    if (f.text && typeof doc[field] === "string") texts.push(doc[field] as string);
+  }
+  const hay = texts.join("\n").toLowerCase();
+  let found = 0;
+  for (const word of words) if (hay.includes(word)) found += 1;
+  return found;
+}
+
+export interface PluginDataOptions {
+  plugin: string;
+  data: DataDeclaration;
+  /** The active store's collections; looked up on use (the store opens after plugins apply). */
+  store: () => CollectionStore;
+  now?: () => number;
+}
+
+/**
+ * `api.data` for one plugin: a `Collection` per declared collection, each made (`ensure`) on its
+ * first use, and `transaction`. Documents and queries are checked here, before the store sees them.
+ */
+export function createPluginData(options: PluginDataOptions): PluginData {
+  const { plugin, data } = options;
+  const namespace = data.namespace ?? plugin;
+  const now = options.now ?? Date.now;
+  const scopes = new Map<string, Scope>(
+    Object.entries(data.collections).map(([name, declaration]) => [
+      name,
+      { plugin, namespace, name, declaration },
+    ]),
+  );
+  const ready = new WeakMap<CollectionStore, Map<string, Promise<void>>>();
+  const swept = new Map<string, number>();
+
+  async function storeFor(scope: Scope): Promise<{ store: CollectionStore; ref: CollectionRef }> {
+    const store = options.store();
+    const ref: CollectionRef = { namespace, name: scope.name, declaration: scope.declaration };
+    let made = ready.get(store);
+    if (!made) {
+      made = new Map();
+      ready.set(store, made);
+    }
+    let pending = made.get(scope.name);
+    if (!pending) {
+      pending = store.ensure(ref, declarationChecksum(scope.declaration));
+      made.set(scope.name, pending);
+      pending.catch(() => made?.delete(scope.name));
+    }
+    await pending;
+    await sweep(store, ref, scope);
+    return { store, ref };
+  }
+
+  /** Retention and max_rows, at first use and then at most hourly. */
+  async function sweep(store: CollectionStore, ref: CollectionRef, scope: Scope): Promise<void> {
+    const { retention, max_rows } = scope.declaration;
+    if (!retention && max_rows === undefined) return;
+    const last = swept.get(scope.name) ?? 0;
+    if (now() - last < HOUR_MS) return;
+    swept.set(scope.name, now());
+    if (retention) {
+      const before = new Date(now() - retention.days * 86_400_000).toISOString();
+      await store.transact(async () => ({
+        writes: [{ op: "deleteWhere", ref, where: [{ field: retention.field, op: "lt", value: before }] }],
+        result: undefined,
+      }));
+    }
+    if (max_rows !== undefined) {
+      const total = await store.reader.count(ref, []);
+      if (total > max_rows) {
+        const oldest = await store.reader.find(ref, {
+          where: [],
+          order: { by: [], desc: false },
+          limit: total - max_rows,
+        });
+        const key = scope.declaration.key;
+        await store.transact(async () => ({
+          writes: oldest.map((row) => ({ op: "delete" as const, ref, key: String(row.doc[key]) })),
+          result: undefined,
+        }));
+      }
+    }
+  }
+
+  async function storedQuery(
+    scope: Scope,
+    reader: CollectionStore["reader"],
+    ref: CollectionRef,
+    query: Query = {},
+  ): Promise<StoredQuery> {
+    const stored: StoredQuery = {
+      where: checkWhere(scope, query.where),
+      order: checkOrder(scope, query.order),
+      limit: checkLimit(scope, query.limit),
+    };
+    if (query.after !== undefined) {
+      const anchor = await reader.get(ref, query.after);
+      if (!anchor) throw new SparError("NOT_FOUND", `no ${scope.name} "${query.after}" to page after`);
+      stored.after = {
+        values: stored.order.by.map((f) => anchor.doc[f] as string | number),
+        seq: anchor.seq,
+      };
+    }
+    return stored;
+  }
+
+  function keyOf(scope: Scope, doc: Doc): string {
+    return doc[scope.declaration.key] as string;
+  }
+
+  function collection(scope: Scope): Collection {
+    const write = async (writes: (ref: CollectionRef) => CollectionWrite[]) => {
+      const { store, ref } = await storeFor(scope);
+      return (await store.transact(async () => ({ writes: writes(ref), result: undefined }))).outcomes;
+    };
+    return Object.freeze({
+      async get(key) {
+        const { store, ref } = await storeFor(scope);
+        return (await store.reader.get(ref, key))?.doc;
+      },
+      async find(query) {
+        const { store, ref } = await storeFor(scope);
+        const rows = await store.reader.find(ref, await storedQuery(scope, store.reader, ref, query));
+        return rows.map((r) => r.doc);
+      },
+      async count(where) {
+        const { store, ref } = await storeFor(scope);
+        return store.reader.count(ref, checkWhere(scope, where));
+      },
+      async search(words, query = {}) {
+        const { store, ref } = await storeFor(scope);
+        const folded = [...new Set(words.map((w) => w.toLowerCase()).filter((w) => w.length > 0))];
+        const stored = await storedQuery(scope, store.reader, ref, {
+          ...query,
+          limit: query.scan ?? MAX_QUERY_ROWS,
+        });
+        const rows = await store.reader.find(ref, stored);
+        const limit = checkLimit(scope, query.limit);
+        const found = rows
+          .map((r, i) => ({
+            doc: r.doc,
+            matches: folded.length === 0 ? 0 : countWords(scope, r.doc, folded),
+            i,
+          }))
+          .filter((r) => folded.length === 0 || r.matches > 0)
+          .sort((a, b) => b.matches - a.matches || a.i - b.i)
+          .slice(0, limit);
+        return found.map(({ doc, matches }) => ({ doc, matches }));
+      },
+      async insert(doc) {
+        const checked = checkDoc(scope, doc);
+        await write((ref) => [{ op: "insert", ref, key: keyOf(scope, checked), doc: checked }]);
+        return checked;
+      },
+      async add(doc) {
+        const checked = checkDoc(scope, doc);
+        const [n] = await write((ref) => [
+          { op: "insert", ref, key: keyOf(scope, checked), doc: checked, ifAbsent: true },
+        ]);
+        return n === 1;
+      },
+      async put(doc) {
+        const checked = checkDoc(scope, doc);
+        await write((ref) => [{ op: "put", ref, key: keyOf(scope, checked), doc: checked }]);
+        return checked;
+      },
+      async update(key, change) {
+        const { store, ref } = await storeFor(scope);
+        const { result } = await store.transact(async (reader) => {
+          const row = await reader.get(ref, key);
+          if (!row) return { writes: [], result: undefined };
+          const next = changed(scope, row.doc, change);
+          return { writes: [{ op: "put", ref, key, doc: next }], result: next };
+        });
+        return result;
+      },
+      async delete(key) {
+        const [n] = await write((ref) => [{ op: "delete", ref, key }]);
+        return n === 1;
+      },
+      async deleteWhere(where) {
+        const conditions = checkWhere(scope, where);
+        const [n] = await write((ref) => [{ op: "deleteWhere", ref, where: conditions }]);
+        return n ?? 0;
+      },
+    } satisfies Collection);
+  }
+
+  function changed(scope: Scope, doc: Doc, change: Doc | ((doc: Doc) => Doc)): Doc {
+    const next = typeof change === "function" ? change({ ...doc }) : { ...doc, ...change };
+    for (const [k, v] of Object.entries(next)) if (v === null) delete next[k];
+    const checked = checkDoc(scope, next);
+    if (keyOf(scope, checked) !== keyOf(scope, doc))
+      throw dataError(scope, scope.declaration.key, "an update cannot change the key");
+    return checked;
+  }
+
+  const handles: Record<string, unknown> = {};
+  for (const scope of scopes.values()) handles[scope.name] = collection(scope);
+
+  handles.transaction = async <R>(
+    work: (tx: Readonly<Record<string, TxCollection>>) => Promise<R>,
+  ): Promise<R> => {
+    const refs = new Map<string, CollectionRef>();
+    let store: CollectionStore | undefined;
+    for (const scope of scopes.values()) {
+      const opened = await storeFor(scope);
+      refs.set(scope.name, opened.ref);
+      store = opened.store;
+    }
+    if (!store) throw new SparError("PLUGIN_FAILED", `plugin ${plugin} declares no collections`, { plugin });
+    const { result } = await store.transact(async (reader) => {
+      const writes: CollectionWrite[] = [];
+      let open = true;
+      const tx: Record<string, TxCollection> = {};
+      for (const scope of scopes.values()) {
+        const ref = refs.get(scope.name) as CollectionRef;
+        const guard = () => {
+          if (!open) throw dataError(scope, undefined, "used after its transaction ended");
+        };
+        tx[scope.name] = Object.freeze({
+          async get(key: string) {
+            guard();
+            return (await reader.get(ref, key))?.doc;
+          },
+          async find(query?: Query) {
+            guard();
+            return (await reader.find(ref, await storedQuery(scope, reader, ref, query))).map((r) => r.doc);
+          },
+          async count(where?: Query["where"]) {
+            guard();
+            return reader.count(ref, checkWhere(scope, where));
+          },
+          insert(doc: Doc) {
+            guard();
+            const checked = checkDoc(scope, doc);
+            writes.push({ op: "insert", ref, key: keyOf(scope, checked), doc: checked });
+          },
+          put(doc: Doc) {
+            guard();
+            const checked = checkDoc(scope, doc);
+            writes.push({ op: "put", ref, key: keyOf(scope, checked), doc: checked });
+          },
+          delete(key: string) {
+            guard();
+            writes.push({ op: "delete", ref, key });
+          },
+          deleteWhere(where: NonNullable<Query["where"]>) {
+            guard();
+            writes.push({ op: "deleteWhere", ref, where: checkWhere(scope, where) });
+          },
+        });
+      }
+      try {
+        const value = await withTimeout(work(Object.freeze(tx)), plugin);
+        return { writes, result: value };
+      } finally {
+        open = false;
+      }
+    });
+    return result;
+  };
+  return Object.freeze(handles) as PluginData;
+}
+
+async function withTimeout<T>(work: Promise<T>, plugin: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new SparError(
+                "PLUGIN_FAILED",
+                `plugin ${plugin}: a data transaction took over ${TRANSACTION_TIMEOUT_MS} ms; nothing of it was written`,
+                { plugin },
+              ),
+            ),
+          TRANSACTION_TIMEOUT_MS,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
