@@ -19,8 +19,6 @@ import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
-import { createKnowledge } from "./knowledge.js";
-import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
@@ -112,9 +110,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: StoreData = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    memories: createMemories(ctx),
     ...createIdentity(ctx),
-    knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
