@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GorillaRunRecord, StoredMessage, TroopTaskRecord, TurnRecord } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { type FakeTelegram, startFakeTelegram, textUpdate } from "../fakes/telegram-server.js";
+import { underCi } from "../helpers/browser.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
-import { dropSchemas, TEST_DATABASE_URL } from "../helpers/postgres.js";
+import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 const FIXTURES = resolve(import.meta.dirname, "..", "fixtures", "upgrade");
 const WEBHOOK_SECRET = "upgrade-test-webhook-secret-0123";
@@ -561,3 +562,18 @@ function upgradeSuite(store: Store): void {
 describe("upgrade: a data dir made by the previous release, on store-sqlite", () => {
   upgradeSuite("sqlite");
 });
+
+// Without a server the PostgreSQL half is skipped, saying so; under CI a missing server is a failure.
+const postgresSkipped = !TEST_DATABASE_URL && !underCi();
+describe.skipIf(postgresSkipped)(
+  `upgrade: the previous release's PostgreSQL schema, on store-postgres${postgresSkipped ? ` (${SKIP_REASON})` : ""}`,
+  () => {
+    if (!TEST_DATABASE_URL) {
+      it("has a PostgreSQL server under CI", () => {
+        throw new Error("SPAR_TEST_DATABASE_URL is not set: under CI the PostgreSQL upgrade must run");
+      });
+      return;
+    }
+    upgradeSuite("postgres");
+  },
+);
