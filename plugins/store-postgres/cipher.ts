@@ -100,8 +100,8 @@ export function newSalt(): Buffer {
 }
 
 /**
- * ASCII-only lowercase, as SQLite's lower() (store-sqlite's entity identity): "Café" and "CAFÉ"
- * stay two entities in both stores.
+ * ASCII-only lowercase, as SQLite's lower(): the knowledge graph's entity identity, which the legacy
+ * move (legacy-memory.ts) writes into moves-knowledge's folded fields. "Café" and "CAFÉ" stay two.
  */
 export function asciiFold(text: string): string {
   return text.replace(/[A-Z]/g, (c) => c.toLowerCase());

@@ -6,14 +6,7 @@
  * master.key.next, whichever works.
  */
 import type pg from "pg";
-import {
-  type Cipher,
-  createCipher,
-  deriveKey,
-  KEY_CHECK_COLUMN,
-  KEY_CHECK_TEXT,
-  newSalt,
-} from "./cipher.js";
+import { type Cipher, createCipher, deriveKey, KEY_CHECK_COLUMN, KEY_CHECK_TEXT, newSalt } from "./cipher.js";
 import { resealCollections } from "./collections.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
