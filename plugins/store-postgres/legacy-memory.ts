@@ -40,12 +40,18 @@ interface RelationRow {
 
 const TABLES = ["memories", "kg_entities", "kg_relations"] as const;
 
+/**
+ * The legacy tables still there. Read from pg_class under the statement's own snapshot: to_regclass
+ * answers from the connection's catalog cache, which can still hold a table another daemon dropped
+ * while this one waited for the lock.
+ */
 async function present(db: Db): Promise<Set<string>> {
-  const found = await db.query<Record<(typeof TABLES)[number], string | null>>(
-    `SELECT ${TABLES.map((t) => `to_regclass('${t}')::text AS ${t}`).join(", ")}`,
+  const found = await db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY($1)`,
+    [TABLES],
   );
-  const row = found.rows[0];
-  return new Set(TABLES.filter((t) => row?.[t]));
+  return new Set(found.rows.map((r) => r.name));
 }
 
 /** Moves the legacy memory and knowledge rows into the plugins' collections; how many rows it moved. */
