@@ -42,6 +42,8 @@ interface StoreCase {
   env: NodeJS.ProcessEnv;
   /** Every byte the store keeps, as text: what "encrypted at rest" is checked against. */
   atRest(home: string): Promise<string>;
+  /** What that text shows when it is the store's data (not an empty read). */
+  looked: RegExp;
   cleanup(): Promise<void>;
 }
 
@@ -60,6 +62,8 @@ const STORES: StoreCase[] = [
         .map((f) => readFileSync(f).toString("latin1"))
         .join("\n");
     },
+    // A file of SQLCipher's: not SQLite's plaintext header, and more than a page.
+    looked: /^(?!SQLite format 3)[\s\S]{4096}/,
     async cleanup() {},
   },
   {
@@ -78,15 +82,16 @@ const STORES: StoreCase[] = [
         const rows: string[] = [];
         for (const { table_name } of tables.rows) {
           const out = await client.query<{ row: string }>(
-            `SELECT row_to_json(t)::text AS row FROM "${SCHEMA}"."${table_name}" t`,
+            `SELECT row_to_json(dumped)::text AS row FROM "${SCHEMA}"."${table_name}" dumped`,
           );
-          rows.push(...out.rows.map((r) => r.row));
+          rows.push(`-- ${table_name}`, ...out.rows.map((r) => r.row));
         }
         return rows.join("\n");
       } finally {
         await client.end();
       }
     },
+    looked: /^-- collection_rows\n\{.*"namespace":"moves-notes"/m,
     async cleanup() {
       if (TEST_DATABASE_URL) await dropSchemas(TEST_DATABASE_URL, [SCHEMA]);
     },
@@ -254,7 +259,9 @@ for (const store of STORES) {
       it("keeps the notes across a restart, encrypted at rest", async () => {
         const before = await listed();
         expect(await daemon?.stop()).toBe(0);
-        expect(await store.atRest(home)).not.toContain(canary);
+        const stored = await store.atRest(home);
+        expect(stored).toMatch(store.looked);
+        expect(stored).not.toContain(canary);
         await start();
         expect(await listed()).toEqual(before);
       });
