@@ -25,7 +25,6 @@ import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
 import { rekeySchema } from "./rekey.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 
 export interface PostgresStoreOptions extends PostgresSettings {
@@ -118,7 +117,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
-    troops: createTroops(ctx),
     collections: createCollections(ctx),
     async close() {
       await pool.end();
