@@ -20,6 +20,7 @@ import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
+import { moveLegacyTroops } from "./legacy-troops.js";
 import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
@@ -58,6 +59,10 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+      // Records an older Spar kept in its own tables, now plugins' collections.
+      const troops = await moveLegacyTroops(pool, settings.schema, cipher);
+      if (troops > 0)
+        log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
     } catch (err) {
       cipher.wipe();
       throw err;

@@ -12,6 +12,11 @@ import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TroopRecord, TroopTaskRecord } from "../../lib/troops/records.js";
 import { createPluginData, type DataDeclaration, type Store } from "../../sdk/index.js";
+import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createPool } from "../store-postgres/connection.js";
+import { openCipher } from "../store-postgres/keys.js";
+import { migrate as migratePg, MIGRATIONS as PG_MIGRATIONS } from "../store-postgres/migrations.js";
+import { openPostgresStore } from "../store-postgres/store.js";
 import { deriveKey, rawKeyLiteral } from "../store-sqlite/key.js";
 import { MIGRATIONS, migrate } from "../store-sqlite/migrations.js";
 import { openRetained } from "../store-sqlite/retain.js";
@@ -24,13 +29,15 @@ const MANIFEST = JSON.parse(readFileSync(new URL("./plugin.json", import.meta.ur
 const SECRET = "troops-upgrade";
 
 const homes: string[] = [];
+const schemas = new Set<string>();
 function tempHome(): string {
   const home = mkdtempSync(join(tmpdir(), "spar-troops-upgrade-"));
   homes.push(home);
   return home;
 }
-afterAll(() => {
+afterAll(async () => {
   for (const home of homes) rmSync(home, { recursive: true, force: true });
+  if (TEST_DATABASE_URL) await dropSchemas(TEST_DATABASE_URL, schemas);
 });
 
 function troopsOf(store: Store): TroopData {
@@ -242,3 +249,101 @@ describe("troops-local data: a store-sqlite database from before the collections
     }
   });
 });
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `troops-local data: a store-postgres schema from before the collections${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    const url = TEST_DATABASE_URL ?? "";
+
+    /** A schema the migrations of that release made (1 to 4), holding LEGACY as its store wrote it. */
+    async function legacyHome(): Promise<{ home: string; schema: string }> {
+      const home = tempHome();
+      const schema = schemaForHome(home);
+      schemas.add(schema);
+      const pool = createPool({ url, schema, poolMax: 2 });
+      try {
+        await migratePg(
+          pool,
+          schema,
+          PG_MIGRATIONS.filter((m) => m.version <= 4),
+        );
+        const cipher = await openCipher(pool, Buffer.from(SECRET), schema);
+        const { crew, alpha } = LEGACY.troops;
+        for (const t of [crew, alpha]) {
+          await pool.query(
+            "INSERT INTO troops (id, name, leader, members, strategy, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            [t.id, t.name, t.leader, JSON.stringify(t.members), t.strategy, t.created_at],
+          );
+        }
+        for (let i = 0; i < LEGACY.rotation; i++) {
+          await pool.query("UPDATE troops SET rotation = rotation + 1 WHERE id = $1 RETURNING rotation - 1", [
+            crew.id,
+          ]);
+        }
+        const { done, running, pending, queued } = LEGACY.tasks;
+        for (const task of [done, running, pending, queued]) {
+          await pool.query(
+            `INSERT INTO troop_tasks (id, troop_id, task, strategy, status, body, created_at)
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6)`,
+            [
+              task.id,
+              task.troop_id,
+              cipher.seal("troop_tasks.task", task.task),
+              task.strategy,
+              cipher.seal("troop_tasks.body", JSON.stringify({ result: null, steps: [] })),
+              task.created_at,
+            ],
+          );
+          if (task.status === "pending") continue;
+          const c = stateColumns(task);
+          await pool.query(
+            `UPDATE troop_tasks SET status = $2, body = $3, error_code = $4, error_message = $5, partial = $6,
+               input_tokens = $7, output_tokens = $8, started_at = $9, finished_at = $10
+             WHERE id = $1`,
+            [
+              c.id,
+              c.status,
+              cipher.seal("troop_tasks.body", c.body),
+              c.error_code,
+              c.error_message,
+              c.partial,
+              c.input_tokens,
+              c.output_tokens,
+              c.started_at,
+              c.finished_at,
+            ],
+          );
+        }
+        cipher.wipe();
+      } finally {
+        await pool.end();
+      }
+      return { home, schema };
+    }
+
+    it("finds every troop and task through the collections, and drops the old tables", async () => {
+      const { home, schema } = await legacyHome();
+      const open = () =>
+        openPostgresStore({ home, masterSecret: Buffer.from(SECRET) }, { url, schema, poolMax: 3 });
+      // Two daemons opening at once move the rows once.
+      const [store, other] = await Promise.all([open(), open()]);
+      try {
+        await expectLegacyKept(troopsOf(store));
+      } finally {
+        await Promise.all([store.close(), other.close()]);
+      }
+      const pool = createPool({ url, schema, poolMax: 1 });
+      try {
+        const left = await pool.query(
+          "SELECT to_regclass('troops')::text AS troops, to_regclass('troop_tasks')::text AS tasks",
+        );
+        expect(left.rows[0]).toEqual({ troops: null, tasks: null });
+      } finally {
+        await pool.end();
+      }
+      // And a third open finds nothing left to move.
+      const again = await open();
+      await again.close();
+    });
+  },
+);
