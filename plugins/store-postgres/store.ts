@@ -19,9 +19,8 @@ import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
-import { createKnowledge } from "./knowledge.js";
+import { moveLegacyMemory } from "./legacy-memory.js";
 import { moveLegacyTroops } from "./legacy-troops.js";
-import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
@@ -59,7 +58,10 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
-      // Records an older Spar kept in its own tables, now plugins' collections.
+      // Tables of records plugins now own (issue 29): their rows go to the plugins' collections.
+      const memories = await moveLegacyMemory(pool, settings.schema, cipher);
+      if (memories > 0)
+        log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
       const troops = await moveLegacyTroops(pool, settings.schema, cipher);
       if (troops > 0)
         log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
@@ -116,9 +118,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    memories: createMemories(ctx),
     ...createIdentity(ctx),
-    knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
