@@ -159,9 +159,6 @@ export function createRing(options: RingOptions): Ring {
     },
     ...storeServices(requireStore),
     // Looked up on each use: the store opens after plugins are applied.
-    get gorillas() {
-      return requireStore().gorillas;
-    },
     get troops() {
       return requireStore().troops;
     },

@@ -141,8 +141,6 @@ export interface RingServices {
   readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
-  /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
-  readonly gorillas: Store["gorillas"];
   /** Troops and their tasks, as stored (the troop runtime's substrate). */
   readonly troops: Store["troops"];
   /** Troop strategies: named by manifests, imported when first used. */

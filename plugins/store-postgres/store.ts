@@ -16,7 +16,6 @@ import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
-import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
@@ -117,7 +116,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
-    gorillas: createGorillas(ctx),
     troops: createTroops(ctx),
     collections: createCollections(ctx),
     async close() {

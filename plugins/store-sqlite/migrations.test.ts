@@ -39,7 +39,8 @@ async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
-  const next = MIGRATIONS.length + 1;
+  // Numbers are not contiguous (each move of issue 29 took its own): the next is past the highest.
+  const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
   it("records each migration with its checksum and applies nothing twice", () => {
     const db = plainDb();
@@ -65,6 +66,8 @@ describe("migrate", () => {
       [10, "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"],
       [11, "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"],
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
+      [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
+      [18, "5113d0c59e4b3ecc49b57cc285749b81b37cda34656d0f1598c4eb1a5e5adb73"],
     ]);
   });
 

@@ -8,7 +8,6 @@ import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../..
 import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
-import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
@@ -163,7 +162,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
     schedules: createSchedules(db, requireLiveFighter),
-    gorillas: createGorillas(db, { now, requireBout }),
     troops: createTroops(db, { now }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
     channelDeliveries: createChannelDeliveries(db),

@@ -10,13 +10,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type {
-  FighterMessageResult,
-  GorillaRunRecord,
-  StoredMessage,
-  TroopTaskRecord,
-  TurnRecord,
-} from "../../sdk/index.js";
+import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
+import type { FighterMessageResult, StoredMessage, TroopTaskRecord, TurnRecord } from "../../sdk/index.js";
 import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
