@@ -4,11 +4,7 @@
  */
 
 import type { CollectionStore } from "./collections.js";
-import type {
-  RecordedError,
-  TroopRecord,
-  TroopTaskRecord,
-} from "./store-records.js";
+import type { RecordedError, TroopRecord, TroopTaskRecord } from "./store-records.js";
 import type {
   BoutSummary,
   CreedDocument,
