@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../lib/logger.js";
 import { createEventBus } from "../../plugins/bus-local/events.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { RingServices } from "../../sdk/services.js";
 import { createHooks } from "../hooks.js";
-import { createLogger } from "../logger.js";
 import { loadConfig } from "./config.js";
 import { createPluginHost } from "./plugin-host.js";
 import { discoverPlugins } from "./plugin-manifest.js";
