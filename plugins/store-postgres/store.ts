@@ -19,6 +19,7 @@ import { createCore } from "./fighters.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
+import { importLegacyGorillas } from "./legacy-gorillas.js";
 import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
@@ -58,6 +59,9 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+      // Tables an older Spar kept for what plugins now keep in their collections.
+      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
+      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
     } catch (err) {
       cipher.wipe();
       throw err;
