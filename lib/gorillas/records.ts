@@ -248,8 +248,18 @@ export function createGorillaRecords(data: PluginData, deps: GorillaRecordDeps):
           output_tokens: count(end.usage?.output_tokens, 0, "usage.output_tokens"),
         };
         const finished_at = end.finished_at === undefined ? now() : isoTime(end.finished_at, "finished_at");
-        stillRunning(id, await runs.get(id));
-        if (end.bout_id !== undefined) await deps.requireBout(end.bout_id);
+        // The run's checks come first, then the bout's: both read at once.
+        const [found, noBout] = await Promise.all([
+          runs.get(id),
+          end.bout_id === undefined
+            ? undefined
+            : deps.requireBout(end.bout_id).then(
+                () => undefined,
+                (err) => err,
+              ),
+        ]);
+        stillRunning(id, found);
+        if (noBout) throw noBout;
         // Read again under the transaction: of two finishes racing, one ends the run.
         return data.transaction(async (tx) => {
           const store = tx.runs as TxCollection;
