@@ -137,8 +137,6 @@ export interface RingServices {
   readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
-  /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
-  readonly gorillas: Store["gorillas"];
   /** Troop strategies: named by manifests, imported when first used. */
   readonly strategies: {
     /** The names the enabled strategy plugins contribute (no plugin code imported). */

@@ -52,7 +52,6 @@ export const SEALED: readonly SealedTable[] = [
     }),
   },
   { table: "schedules", sealed: ["message"] },
-  { table: "gorilla_runs", sealed: ["output"] },
 ];
 
 /**

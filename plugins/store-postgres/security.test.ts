@@ -11,6 +11,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
+import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
@@ -140,8 +141,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
         next_run_at: fighter.created_at,
         created_at: fighter.created_at,
       });
-      const run = await store.gorillas.runs.begin({ gorilla: "canary-gorilla", trigger: "manual" });
-      await store.gorillas.runs.finish(run.id, {
+      const gorillas = gorillaRecordsOver(store);
+      const run = await gorillas.runs.begin({ gorilla: "canary-gorilla", trigger: "manual" });
+      await gorillas.runs.finish(run.id, {
         outcome: "ok",
         usage: { input_tokens: 0, output_tokens: 0 },
         output: CANARY,

@@ -16,9 +16,9 @@ import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
-import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
+import { importLegacyGorillas } from "./legacy-gorillas.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
 import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
@@ -65,6 +65,8 @@ export async function openPostgresStore(
       const troops = await moveLegacyTroops(pool, settings.schema, cipher);
       if (troops > 0)
         log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
+      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
+      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
     } catch (err) {
       cipher.wipe();
       throw err;
@@ -121,7 +123,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createIdentity(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
-    gorillas: createGorillas(ctx),
     async close() {
       await pool.end();
       current.wipe();

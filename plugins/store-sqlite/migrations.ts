@@ -425,6 +425,30 @@ DROP TABLE kg_entities;
 `,
   },
   {
+    version: 18,
+    name: "gorillas to collections",
+    sql: `
+-- The gorilla runtime keeps its states and runs in the collections its scheduler plugins declare
+-- (namespace "gorillas"). json_patch onto {} drops the NULL columns: an absent field stays absent.
+-- A run holds running_gorilla only while running (the unique that keeps one running run per
+-- gorilla). Runs are copied in seq order, so ties in started_at keep the order they were recorded.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'gorillas', name, json_patch('{}', json_object(
+  'name', name, 'desired', desired, 'changed_at', changed_at, 'last_fire_at', last_fire_at))
+FROM gorillas ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'runs', id, json_patch('{}', json_object(
+  'id', id, 'gorilla', gorilla, 'trigger', trigger, 'started_at', started_at,
+  'finished_at', finished_at, 'outcome', outcome,
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'output', output, 'error', error, 'bout_id', bout_id,
+  'running_gorilla', CASE WHEN outcome = 'running' THEN gorilla END))
+FROM gorilla_runs ORDER BY seq;
+DROP TABLE gorilla_runs;
+DROP TABLE gorillas;
+`,
+  },
+  {
     version: 19,
     name: "troops to troops-local collections",
     sql: `

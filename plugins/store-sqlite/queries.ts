@@ -8,7 +8,6 @@ import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../..
 import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
-import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
@@ -156,7 +155,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
     schedules: createSchedules(db, requireLiveFighter),
-    gorillas: createGorillas(db, { now, requireBout }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
     channelDeliveries: createChannelDeliveries(db),
     channelChats: createChannelChats(db),
