@@ -3,13 +3,13 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, schedules,
+ * The Ring's services that hand a call to the store as it is (bouts, memory, schedules,
  * knowledge, the store itself). Each looks the store up on use: it opens after the plugins holding
  * these services are applied. (No getters here: the Ring spreads this object into its services.)
  */
 export function storeServices(
   requireStore: () => Store,
-): Pick<RingServices, "bouts" | "memory" | "creeds" | "schedules" | "knowledge" | "store"> {
+): Pick<RingServices, "bouts" | "memory" | "schedules" | "knowledge" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -29,10 +29,6 @@ export function storeServices(
       put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
       candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
       rescore: (updates, at) => requireStore().memories.rescore(updates, at),
-    },
-    creeds: {
-      get: (name) => requireStore().creeds.get(name),
-      put: (name, creed) => requireStore().creeds.put(name, creed),
     },
     schedules: {
       add: (record) => requireStore().schedules.add(record),

@@ -4,7 +4,6 @@ import type { PluginManifest } from "./plugin-manifest.js";
 import type {
   KgEntity,
   KgRelation,
-  Relationship,
   Store,
   StoreCheck,
   StoreHealth,
@@ -40,6 +39,15 @@ export interface FighterMessageResult {
 
 export type SpawnRequest = { manifest: unknown } | { template: string; name?: string };
 
+/**
+ * Who sent a message, when it is not the fighter's own user at the API: another fighter (`messageTo`
+ * sets it, with the words as that fighter wrote them) or a channel's user (`<platform>:<user id>`).
+ * `turn.end` taps see it on the turn (the Creed counts it on the fighter's relationships).
+ */
+export type MessageSender =
+  | { kind: "fighter"; name: string; content: string }
+  | { kind: "user"; user: string; platform: string };
+
 export interface MessageOptions {
   /** Continue this bout; by default the fighter's latest. */
   bout_id?: string;
@@ -72,6 +80,8 @@ export interface MessageOptions {
   aftercare?: boolean;
   /** Called once the turn is recorded started, with its ids: a caller learns the bout even if the turn then fails. */
   started?: (turn: { turn_id: string; bout_id: string }) => void;
+  /** Who sent the message (a fighter, a channel's user); absent for the fighter's own user. */
+  sender?: MessageSender;
 }
 
 export interface FighterUsage {
@@ -114,7 +124,7 @@ export interface RingServices {
     get(idOrName: string): Promise<FighterRecord>;
     kill(idOrName: string): Promise<void>;
     message(idOrName: string, text: string, options?: MessageOptions): Promise<FighterMessageResult>;
-    /** A fighter-to-fighter message: the target's turn, with both sides' relationships updated. */
+    /** A fighter-to-fighter message: the target's turn, its `sender` the sending fighter. */
     messageTo(
       fromIdOrName: string,
       toIdOrName: string,
@@ -125,9 +135,6 @@ export interface RingServices {
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
-    relationships(idOrName: string): Promise<Relationship[]>;
-    /** Counts one exchange with a channel user (`telegram:<id>`) on the fighter's relationships. */
-    contact(idOrName: string, user: string, note: string): Promise<void>;
     usage(idOrName: string): Promise<FighterUsage>;
   };
   readonly bouts: {
@@ -137,8 +144,6 @@ export interface RingServices {
   };
   /** Each fighter's long-term memory, as stored: the memory moves rank it by its decayed score and reinforce it. */
   readonly memory: Store["memories"];
-  /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
-  readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
   /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */

@@ -16,13 +16,11 @@ import type {
 } from "./store-records.js";
 import type {
   BoutSummary,
-  CreedDocument,
   IdempotencyRecord,
   KgEntity,
   KgRelation,
   MemoryMatch,
   MemoryRecord,
-  Relationship,
   ScheduleRecord,
   StoreCheck,
   StoreHealth,
@@ -142,20 +140,6 @@ export interface Store {
      * read, from score0 and scored_at, so nothing rewrites scores as time passes.
      */
     rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
-  };
-  readonly creeds: {
-    get(fighterName: string): Promise<CreedDocument | undefined>;
-    put(fighterName: string, creed: CreedDocument): Promise<void>;
-  };
-  readonly relationships: {
-    list(fighterName: string): Promise<Relationship[]>;
-    /** Counts one exchange with `other` (creating the record), at `at`, with a fresh note. */
-    record(
-      fighterName: string,
-      other: { with: string; kind: Relationship["kind"] },
-      note: string,
-      at: string,
-    ): Promise<void>;
   };
   readonly knowledge: {
     /** Adds entities and relations; an entity with the same name and type (any case) is merged. */

@@ -4,7 +4,6 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { Store } from "../../sdk/store-types.js";
-import type { FighterRow } from "../../sdk/types.js";
 import { compactionBoundary, contextTokens, contextWindowFor, estimateTokens } from "./compaction.js";
 import type { HistoryCache } from "./history-cache.js";
 
@@ -22,7 +21,7 @@ export interface AftercareDeps {
 /**
  * What the kernel does around a turn besides the model call: the bout's summary in the prompt; after
  * the reply, `turn.after` (the identity plugin's reflection) and compaction, in the fighter's queue
- * before its next turn; and fighter-to-fighter exchanges on both sides' relationships.
+ * before its next turn.
  */
 export function createAftercare(deps: AftercareDeps) {
   const { events, config } = deps;
@@ -89,17 +88,7 @@ export function createAftercare(deps: AftercareDeps) {
     });
   }
 
-  return {
-    later,
-    /** A fighter-to-fighter exchange, on both sides' relationship records. */
-    async recordExchange(from: FighterRow, to: FighterRow, content: string): Promise<void> {
-      const at = new Date().toISOString();
-      const gist = content.replace(/\s+/g, " ").slice(0, 80);
-      const { relationships } = deps.store();
-      await relationships.record(from.name, { with: to.name, kind: "fighter" }, `last sent: ${gist}`, at);
-      await relationships.record(to.name, { with: from.name, kind: "fighter" }, `last heard: ${gist}`, at);
-    },
-  };
+  return { later };
 }
 
 export type Aftercare = ReturnType<typeof createAftercare>;

@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
-import type { CreedDocument } from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createPool } from "./connection.js";
 import { checksum, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
@@ -105,40 +104,22 @@ describe.skipIf(!TEST_DATABASE_URL)(
         user: { role: "user", content: "hi" },
         idempotency: { key: "plain-idem-key", request_hash: "h" },
       });
-      await store.creeds.put("plainly", { identity: "i" } as unknown as CreedDocument);
-      await store.relationships.record(
-        "plainly",
-        { with: "user", kind: "user" },
-        "n",
-        "2026-01-01T00:00:00Z",
-      );
       await store.close();
       // As a Spar before migration 4 left them: the plain values, and no HMAC or sealed copy.
       const raw = pool(name);
       await raw.query("UPDATE fighters SET name = 'plainly', name_mac = NULL, name_sealed = NULL");
       await raw.query("UPDATE idempotency SET key = 'plain-idem-key', key_mac = NULL, key_sealed = NULL");
-      await raw.query(
-        "UPDATE creeds SET fighter_name = 'plainly', fighter_mac = NULL, fighter_sealed = NULL",
-      );
-      await raw.query(
-        `UPDATE relationships SET fighter_name = 'plainly', other = 'user', fighter_mac = NULL,
-           fighter_sealed = NULL, other_mac = NULL, other_sealed = NULL`,
-      );
 
       const reopened = await open(name);
       try {
         expect((await reopened.fighters.getByName("plainly"))?.id).toBe(id);
         expect((await reopened.idempotency.get("plain-idem-key"))?.request_hash).toBe("h");
-        expect(await reopened.creeds.get("plainly")).toEqual({ identity: "i" });
-        expect((await reopened.relationships.list("plainly")).map((r) => r.with)).toEqual(["user"]);
       } finally {
         await reopened.close();
       }
       const left = await raw.query(
         `SELECT (SELECT count(*) FROM fighters WHERE name IS NOT NULL OR name_mac IS NULL)
-              + (SELECT count(*) FROM idempotency WHERE key IS NOT NULL OR key_mac IS NULL)
-              + (SELECT count(*) FROM creeds WHERE fighter_name IS NOT NULL OR fighter_mac IS NULL)
-              + (SELECT count(*) FROM relationships WHERE fighter_name IS NOT NULL OR other IS NOT NULL) AS n`,
+              + (SELECT count(*) FROM idempotency WHERE key IS NOT NULL OR key_mac IS NULL) AS n`,
       );
       expect(Number(left.rows[0]?.n)).toBe(0);
     });

@@ -8,8 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CreedDocument, Store } from "../../sdk/index.js";
+import type { Store } from "../../sdk/index.js";
+import { pluginData } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { type CreedDocument, createIdentityRecords } from "../identity-creed/records.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
@@ -27,6 +29,15 @@ function open(home: string, secret: string): Promise<Store> {
     { url: URL_, schema: schemaForHome(home), poolMax: 2 },
   );
 }
+
+const creed: CreedDocument = {
+  identity: "kept",
+  traits: [],
+  directives: [],
+  observations: [],
+  counters: { bouts: 0, conversations: 0, messages: 0 },
+  updated_at: "2026-01-01T00:00:00.000Z",
+};
 
 async function codeOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -50,8 +61,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
         user: { role: "user", content: "hello" },
         idempotency: { key: "rekey-idem-1", request_hash: "h1" },
       });
-      await store.creeds.put(fighter.name, { identity: "kept" } as unknown as CreedDocument);
-      await store.relationships.record(
+      // A plugin's collections too: the Creed and relationships of identity-creed.
+      const identity = createIdentityRecords(pluginData("identity-creed", store));
+      await identity.creeds.put(fighter.name, creed);
+      await identity.relationships.record(
         fighter.name,
         { with: "ada", kind: "fighter" },
         "met",
@@ -75,8 +88,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
       // Names and Idempotency-Keys are found by HMACs, recomputed under the new key.
       expect((await after.fighters.getByName("rekeyed"))?.id).toBe(fighter.id);
       expect((await after.idempotency.get("rekey-idem-1"))?.request_hash).toBe("h1");
-      expect(await after.creeds.get("rekeyed")).toEqual({ identity: "kept" });
-      expect((await after.relationships.list("rekeyed")).map((r) => [r.with, r.note])).toEqual([
+      const kept = createIdentityRecords(pluginData("identity-creed", after));
+      expect(await kept.creeds.get("rekeyed")).toEqual(creed);
+      expect((await kept.relationships.list("rekeyed")).map((r) => [r.with, r.note])).toEqual([
         ["ada", "met"],
       ]);
       expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);

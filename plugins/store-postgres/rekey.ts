@@ -17,7 +17,7 @@ import {
 } from "./cipher.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
-import { IDEMPOTENCY_MAC, NAME_MAC, OTHER_MAC } from "./names.js";
+import { IDEMPOTENCY_MAC, NAME_MAC } from "./names.js";
 
 type Row = Record<string, unknown>;
 
@@ -52,19 +52,6 @@ export const SEALED: readonly SealedTable[] = [
     sealed: ["key", "value"],
     plain: ["fighter_id"],
     macs: (row, c) => ({ key_mac: c.mac("memories.key", `${str(row.fighter_id)}\0${str(row.key)}`) }),
-  },
-  {
-    table: "creeds",
-    sealed: ["document", "fighter_sealed"],
-    macs: (row, c) => ({ fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)) }),
-  },
-  {
-    table: "relationships",
-    sealed: ["note", "fighter_sealed", "other_sealed"],
-    macs: (row, c) => ({
-      fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)),
-      other_mac: c.mac(OTHER_MAC, str(row.other_sealed)),
-    }),
   },
   {
     table: "kg_entities",

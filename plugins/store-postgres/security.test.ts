@@ -11,7 +11,9 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
+import { pluginData } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createIdentityRecords } from "../identity-creed/records.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
 
@@ -103,7 +105,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
         reply: { ok: true, result: { text: CANARY } },
       });
       await store.messages.compact(bout.id, 2, `summary of ${CANARY}`);
-      await store.creeds.put(fighter.name, {
+      // A plugin's collections too: the Creed and relationships of identity-creed.
+      const identity = createIdentityRecords(pluginData("identity-creed", store));
+      await identity.creeds.put(fighter.name, {
         identity: CANARY,
         traits: [CANARY],
         directives: [],
@@ -117,7 +121,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
       );
-      await store.relationships.record(
+      await identity.relationships.record(
         fighter.name,
         { with: "telegram:1", kind: "user" },
         CANARY,
@@ -154,6 +158,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect((await store.memories.candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
       expect((await store.knowledge.query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
       expect((await store.troops.tasks.get(task.id))?.result).toBe(CANARY);
+      expect((await identity.creeds.get(fighter.name))?.identity).toBe(CANARY);
+      expect((await identity.relationships.list(fighter.name))[0]?.note).toBe(CANARY);
       await store.close();
 
       // ...and the dump holds ids and names, but the canary nowhere, as text or as bytea hex.
@@ -167,7 +173,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it("refuses a wrong master secret at open (STORE_KEY_INVALID), changing nothing", async () => {
       const at = home();
       const store = await open(at);
-      await store.creeds.put("kept", {
+      await createIdentityRecords(pluginData("identity-creed", store)).creeds.put("kept", {
         identity: "i",
         traits: [],
         directives: [],
@@ -180,7 +186,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(err.code).toBe("STORE_KEY_INVALID");
       expect(err.message).toContain(at.schema);
       const again = await open(at);
-      expect((await again.creeds.get("kept"))?.identity).toBe("i");
+      const kept = await createIdentityRecords(pluginData("identity-creed", again)).creeds.get("kept");
+      expect(kept?.identity).toBe("i");
       await again.close();
     });
 

@@ -17,7 +17,6 @@ import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
-import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
@@ -113,7 +112,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createCore(ctx),
     ...createTurns(ctx),
     memories: createMemories(ctx),
-    ...createIdentity(ctx),
     knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../sdk/index.js";
+import { pluginData } from "../../test/helpers/plugin-data.js";
+import { createIdentityRecords } from "../identity-creed/records.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
 import { checksum, MIGRATIONS, type Migration, migrate } from "./migrations.js";
 import { openRetained } from "./retain.js";
@@ -39,7 +41,7 @@ async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
-  const next = MIGRATIONS.length + 1;
+  const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
   it("records each migration with its checksum and applies nothing twice", () => {
     const db = plainDb();
@@ -65,6 +67,8 @@ describe("migrate", () => {
       [10, "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"],
       [11, "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"],
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
+      [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
+      [15, "988eb93c982ef6d90561e588e0945f0a9acdd34bc63b172b3214da6814b2111b"],
     ]);
   });
 
@@ -150,13 +154,6 @@ describe("store-sqlite upgrade", () => {
           matches: 1,
         },
       ]);
-      await store.relationships.record(
-        "ada",
-        { with: "bob", kind: "fighter" },
-        "met",
-        "2026-01-01T00:00:00Z",
-      );
-      expect(await store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
       expect(await store.knowledge.add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
         entities_added: 1,
       });
@@ -236,5 +233,66 @@ describe("store-sqlite upgrade", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("applies migration 15: Creeds and relationships become identity-creed's collections, in their order", async () => {
+    const { home, old } = await oldDatabase(MIGRATIONS.findIndex((m) => m.version === 15));
+    const creed = (identity: string) => ({
+      identity,
+      traits: ["warm"],
+      directives: ["be brief"],
+      observations: [{ text: "likes tea", confidence: 0.5, seen: 1, last_seen: "2026-01-02T00:00:00.000Z" }],
+      counters: { bouts: 1, conversations: 2, messages: 4 },
+      updated_at: "2026-01-02T00:00:00.000Z",
+    });
+    // As the Store's creeds.put and relationships.record wrote them before migration 15.
+    const putCreed = old.prepare(
+      `INSERT INTO creeds (fighter_name, document, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (fighter_name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
+    );
+    putCreed.run("ada", JSON.stringify(creed("first")), "2026-01-01T00:00:00.000Z");
+    putCreed.run("bob", JSON.stringify(creed("Bob")), "2026-01-01T00:00:00.000Z");
+    putCreed.run("ada", JSON.stringify(creed("Ada")), "2026-01-02T00:00:00.000Z");
+    const record = old.prepare(
+      `INSERT INTO relationships (fighter_name, other, kind, exchanges, last_contact, note)
+       VALUES (@fighter_name, @other, @kind, 1, @at, @note)
+       ON CONFLICT (fighter_name, other) DO UPDATE SET exchanges = exchanges + 1,
+         kind = excluded.kind, last_contact = excluded.last_contact, note = excluded.note`,
+    );
+    const at = (day: number) => `2026-01-0${day}T00:00:00.000Z`;
+    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(1), note: "met" });
+    record.run({ fighter_name: "ada", other: "telegram:42", kind: "user", at: at(2), note: "hi" });
+    record.run({ fighter_name: "ada", other: "carol", kind: "fighter", at: at(2), note: "same day" });
+    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(3), note: "again" });
+    record.run({ fighter_name: "bob", other: "ada", kind: "fighter", at: at(3), note: "heard" });
+    old.close();
+
+    const store = await open(home);
+    try {
+      const { creeds, relationships } = createIdentityRecords(pluginData("identity-creed", store));
+      expect(await creeds.get("ada")).toEqual(creed("Ada"));
+      expect(await creeds.get("bob")).toEqual(creed("Bob"));
+      // The latest contact first; on the same day, the later written first, as before.
+      expect(await relationships.list("ada")).toEqual([
+        { with: "bob", kind: "fighter", exchanges: 2, last_contact: at(3), note: "again" },
+        { with: "carol", kind: "fighter", exchanges: 1, last_contact: at(2), note: "same day" },
+        { with: "telegram:42", kind: "user", exchanges: 1, last_contact: at(2), note: "hi" },
+      ]);
+      expect(await relationships.list("bob")).toEqual([
+        { with: "ada", kind: "fighter", exchanges: 1, last_contact: at(3), note: "heard" },
+      ]);
+      // What was migrated is written on as the plugin writes.
+      await relationships.record("ada", { with: "bob", kind: "fighter" }, "third", at(4));
+      expect((await relationships.list("ada"))[0]).toMatchObject({ with: "bob", exchanges: 3 });
+      await creeds.put("ada", { ...creed("Ada"), traits: ["warm", "wise"] });
+      expect((await creeds.get("ada"))?.traits).toEqual(["warm", "wise"]);
+    } finally {
+      await store.close();
+    }
+    const db = await keyedDb(home, SALT);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+    expect(tables).not.toContain("creeds");
+    expect(tables).not.toContain("relationships");
+    db.close();
   });
 });

@@ -9,7 +9,6 @@ import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
 import { createGorillas } from "./gorillas.js";
-import { createCreeds, createRelationships } from "./identity.js";
 import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
@@ -159,8 +158,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
       get: (boutId) => s.summary.get(boutId),
     },
     memories: createMemories(db, now, requireLiveFighter),
-    creeds: createCreeds(db, now),
-    relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
     schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CreedDocument, FighterRow, Store } from "../../sdk/index.js";
+import { createPluginData, type FighterRow, type Store } from "../../sdk/index.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.
@@ -37,15 +37,22 @@ function fighter(name: string): FighterRow {
   };
 }
 
-function creed(identity: string): CreedDocument {
-  return {
-    identity,
-    traits: ["curious"],
-    directives: ["be brief"],
-    observations: [{ text: "likes tea", confidence: 0.5, seen: 2, last_seen: "2026-01-02T00:00:00.000Z" }],
-    counters: { bouts: 1, conversations: 2, messages: 3 },
-    updated_at: "2026-01-02T00:00:00.000Z",
-  };
+/** A plugin's collection over the store, as `api.data` hands it to the plugin. */
+function notes(store: Store) {
+  return createPluginData({
+    plugin: "moves-notes",
+    data: {
+      collections: {
+        notes: {
+          version: 1,
+          key: "id",
+          fields: { id: { type: "string" }, fighter: { type: "string" }, text: { type: "string" } },
+          indexes: [["fighter"]],
+        },
+      },
+    },
+    store: () => store.collections,
+  });
 }
 
 function sha256(path: string): string {
@@ -104,13 +111,7 @@ describe("store-sqlite lifecycle", () => {
     });
     await store.memories.put(ada.id, "secret", MARKER);
     await store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
-    await store.creeds.put("ada", creed(MARKER));
-    await store.relationships.record(
-      "ada",
-      { with: "bob", kind: "fighter" },
-      MARKER,
-      "2026-01-03T00:00:00.000Z",
-    );
+    await notes(store).notes?.put({ id: "n1", fighter: MARKER, text: MARKER });
     await store.knowledge.add(
       ada.id,
       [{ name: MARKER, type: "word" }],
@@ -134,7 +135,14 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    for (const table of ["fighters", "creeds", "kg_entities", "bout_summaries", "turns", "idempotency"]) {
+    for (const table of [
+      "fighters",
+      "collection_rows",
+      "kg_entities",
+      "bout_summaries",
+      "turns",
+      "idempotency",
+    ]) {
       expect(bytes.includes(table)).toBe(false);
     }
   });
@@ -153,7 +161,7 @@ describe("store-sqlite lifecycle", () => {
     try {
       expect(await store.fighters.list()).toEqual([ada, bob]);
       expect((await store.messages.list(boutId)).map((m) => m.content)).toContain(`Done: ${MARKER}`);
-      expect(await store.creeds.get("ada")).toEqual(creed(MARKER));
+      expect(await notes(store).notes?.get("n1")).toEqual({ id: "n1", fighter: MARKER, text: MARKER });
     } finally {
       await store.close();
     }

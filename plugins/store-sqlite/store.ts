@@ -49,8 +49,6 @@ const READS: ReadonlySet<string> = new Set([
   "summaries.get",
   "idempotency.get",
   "memories.candidates",
-  "creeds.get",
-  "relationships.list",
   "knowledge.query",
   "usage.summary",
   "schedules.list",
