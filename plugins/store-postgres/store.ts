@@ -19,6 +19,7 @@ import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
+import { importLegacyIdentity } from "./legacy-identity.js";
 import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
@@ -58,6 +59,10 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+      // Creeds and relationships an older Spar kept as tables: now identity-creed's collections.
+      const identity = await importLegacyIdentity(pool, settings.schema, cipher);
+      if (identity > 0)
+        log.info("moved creeds and relationships into identity-creed's collections", { identity });
     } catch (err) {
       cipher.wipe();
       throw err;
