@@ -43,6 +43,9 @@ const editBody = {
   },
 };
 
+/** How many relationships, the latest, the prompt shows. */
+const SHOWN_RELATIONSHIPS = 5;
+
 /** Params of the fighter routes, as the Arena's own fighter routes check them. */
 const fighterParams = {
   type: "object",
@@ -69,7 +72,7 @@ export default definePlugin<{ creed: CreedConfig }>({
     hooks.turn.prepare.tap(async (prompt, { fighter }) => {
       const [creed, relationships] = await Promise.all([
         creedOf(fighter),
-        records.relationships.list(fighter.name),
+        records.relationships.list(fighter.name, SHOWN_RELATIONSHIPS),
       ]);
       return { ...prompt, system: `${prompt.system}\n\n${renderCreed(fighter.name, creed, relationships)}` };
     });

@@ -125,6 +125,7 @@ for (const factory of STORES) {
         { with: "lou", kind: "fighter", exchanges: 2, last_contact: day(3), note: "again" },
         { with: "telegram:42", kind: "user", exchanges: 1, last_contact: day(2), note: "hi" },
       ]);
+      expect((await records.relationships.list(me, 1)).map((r) => r.with)).toEqual(["lou"]);
       expect(await records.relationships.list("lou")).toEqual([]);
     });
 

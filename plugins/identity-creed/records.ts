@@ -60,8 +60,8 @@ export interface IdentityRecords {
     put(fighterName: string, creed: CreedDocument): Promise<void>;
   };
   relationships: {
-    /** The fighter's relationships, the latest contact first. */
-    list(fighterName: string): Promise<Relationship[]>;
+    /** The fighter's relationships, the latest contact first (at most `limit`, 10,000 by default). */
+    list(fighterName: string, limit?: number): Promise<Relationship[]>;
     /** Counts one exchange with `other` (creating the record), at `at`, with a fresh note. */
     record(
       fighterName: string,
@@ -112,10 +112,11 @@ export function createIdentityRecords(data: PluginData): IdentityRecords {
       },
     },
     relationships: {
-      async list(fighterName) {
+      async list(fighterName, limit) {
         const rows = await relationships.find({
           where: { fighter: fighterName },
           order: { by: ["last_contact"], desc: true },
+          ...(limit === undefined ? {} : { limit }),
         });
         return rows.map(relationshipOf);
       },
