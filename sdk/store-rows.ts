@@ -1,16 +1,5 @@
-/** The records the Store hands back and takes: memories, knowledge, usage, turns, health. */
+/** The records the Store hands back and takes: usage, turns, health. */
 import type { ChatMessage, Usage } from "./types.js";
-
-export interface MemoryRecord {
-  id: string;
-  fighter_id: string;
-  key: string;
-  value: string;
-  /** Relevance at `scored_at`; decays as score0 · e^(−rate · days since scored_at). */
-  score0: number;
-  scored_at: string;
-  created_at: string;
-}
 
 /**
  * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
@@ -30,20 +19,6 @@ export interface ScheduleRecord {
   last_run_at?: string;
   /** How the last run went: "completed", or the error code it failed with. */
   last_status?: string;
-}
-
-/** A memory candidate for a query, with how many query words it contains. */
-export type MemoryMatch = MemoryRecord & { matches: number };
-
-export interface KgEntity {
-  name: string;
-  type: string;
-}
-
-export interface KgRelation {
-  from: string;
-  to: string;
-  type: string;
 }
 
 export interface BoutSummary {

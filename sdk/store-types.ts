@@ -17,10 +17,6 @@ import type {
 import type {
   BoutSummary,
   IdempotencyRecord,
-  KgEntity,
-  KgRelation,
-  MemoryMatch,
-  MemoryRecord,
   ScheduleRecord,
   StoreCheck,
   StoreHealth,
@@ -129,31 +125,6 @@ export interface Store {
     get(key: string): Promise<IdempotencyRecord | undefined>;
     /** Forgets records created before `before` (ISO time); returns how many. */
     purge(before: string): Promise<number>;
-  };
-  readonly memories: {
-    /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
-    put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
-    /** Memories containing any of `words` in key or value (all of them when `words` is empty). */
-    candidates(fighterId: string, words: string[]): Promise<MemoryMatch[]>;
-    /**
-     * Sets each memory's score0 and scored_at (reinforcement on access). Decay is computed when
-     * read, from score0 and scored_at, so nothing rewrites scores as time passes.
-     */
-    rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
-  };
-  readonly knowledge: {
-    /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
-    add(
-      fighterId: string,
-      entities: KgEntity[],
-      relations: KgRelation[],
-    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
-    /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
-    query(
-      fighterId: string,
-      words: string[],
-      limit: number,
-    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   readonly nonces: {
     /**

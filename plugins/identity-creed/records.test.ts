@@ -4,54 +4,17 @@
  * store's CollectionStore). Each store runs the same suite; PostgreSQL's is skipped without a server.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FighterRow, Store } from "../../sdk/index.js";
-import { pluginData } from "../../test/helpers/plugin-data.js";
-import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
-import { openPostgresStore } from "../store-postgres/store.js";
-import { openSqliteStore } from "../store-sqlite/store.js";
+import { cleanUp, pluginData, STORE_KINDS, tempHome } from "../../test/helpers/plugin-data.js";
 import { type CreedDocument, countSender, createIdentityRecords, type IdentityRecords } from "./records.js";
-
-const MASTER_SECRET = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 /** The plugin's records over an opened store, as `api.data` gives them to the plugin. */
 function identityRecords(store: Store): IdentityRecords {
-  return createIdentityRecords(pluginData("identity-creed", store));
+  return createIdentityRecords(pluginData(store, import.meta.dirname));
 }
 
-const schemas = new Set<string>();
-const STORES: { name: string; skip?: string; open(home: string): Promise<Store> }[] = [
-  {
-    name: "store-sqlite",
-    open: (home) => openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) }),
-  },
-  {
-    name: "store-postgres",
-    ...(TEST_DATABASE_URL ? {} : { skip: SKIP_REASON }),
-    open: (home) => {
-      const schema = schemaForHome(home);
-      schemas.add(schema);
-      return openPostgresStore(
-        { home, masterSecret: Buffer.from(MASTER_SECRET) },
-        { url: TEST_DATABASE_URL ?? "", schema, poolMax: 5 },
-      );
-    },
-  },
-];
-
-const homes: string[] = [];
-function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), "spar-identity-"));
-  homes.push(home);
-  return home;
-}
-afterAll(async () => {
-  for (const home of homes) rmSync(home, { recursive: true, force: true });
-  if (TEST_DATABASE_URL) await dropSchemas(TEST_DATABASE_URL, schemas);
-});
+afterAll(cleanUp);
 
 const day = (days: number): string =>
   new Date(Date.parse("2026-03-01T00:00:00.000Z") + days * 86_400_000).toISOString();
@@ -79,7 +42,7 @@ function fighterRow(): FighterRow {
   };
 }
 
-for (const factory of STORES) {
+for (const factory of STORE_KINDS) {
   const title = `identity-creed data: ${factory.name}${factory.skip ? ` (${factory.skip})` : ""}`;
   if (factory.skip) console.warn(title);
   describe.skipIf(factory.skip !== undefined)(title, () => {

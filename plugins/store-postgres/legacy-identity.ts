@@ -2,13 +2,12 @@
  * Creeds and relationships were this store's tables until they became the identity-creed plugin's
  * collections (issue 29). A schema an older Spar wrote still has them: at open, once the key is known,
  * their rows are opened (names an older Spar kept plain are taken as they are), handed to the
- * plugin's collections in the order they were written, and the tables dropped, in one transaction
- * under the migration lock. One `to_regclass` probe when there is nothing left to do.
+ * plugin's collections in the order they were written, and the tables dropped (legacy.ts).
  */
 import type pg from "pg";
 import type { Cipher } from "./cipher.js";
 import { importDocs } from "./collections.js";
-import { type Db, inTransaction } from "./connection.js";
+import { moveLegacy } from "./legacy.js";
 
 type Row = Record<string, unknown>;
 
@@ -46,22 +45,11 @@ function name(row: Row, c: Cipher, table: string, column: "fighter" | "other"): 
     : c.open(`${table}.${column}_sealed`, row[`${column}_sealed`] as Buffer);
 }
 
-async function legacyTables(db: Db): Promise<string[]> {
-  const { rows } = await db.query<{ name: string }>(
-    "SELECT name FROM unnest(ARRAY['creeds', 'relationships']) AS name WHERE to_regclass(name) IS NOT NULL",
-  );
-  return rows.map((r) => r.name);
-}
-
 /** Moves the legacy creeds and relationships into identity-creed's collections; how many rows it moved. */
-export async function importLegacyIdentity(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
-  if ((await legacyTables(pool)).length === 0) return 0;
-  return inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
-    // Another daemon may have moved them while this one waited for the lock.
-    const left = await legacyTables(client);
+export function moveLegacyIdentity(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
+  return moveLegacy(pool, schema, ["creeds", "relationships"], async (client, tables) => {
     let moved = 0;
-    for (const spec of TABLES.filter((t) => left.includes(t.table))) {
+    for (const spec of TABLES.filter((t) => tables.has(t.table))) {
       const { rows } = await client.query<Row>(spec.select);
       const key = spec.table === "creeds" ? "fighter" : "id";
       const docs = rows.map((row) => spec.doc(row, cipher)).map((doc) => ({ key: String(doc[key]), doc }));

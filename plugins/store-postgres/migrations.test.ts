@@ -3,6 +3,7 @@
  * database is newer than the code, and applied once when daemons open one schema at the same time.
  */
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
@@ -15,6 +16,7 @@ import { checksum, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
+const PLUGINS = join(import.meta.dirname, "..");
 const schemas = new Set<string>();
 const pools: pg.Pool[] = [];
 function schema(): string {
@@ -192,7 +194,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
 
       const store = await open(name);
       try {
-        const { creeds, relationships } = createIdentityRecords(pluginData("identity-creed", store));
+        const { creeds, relationships } = createIdentityRecords(
+          pluginData(store, join(PLUGINS, "identity-creed")),
+        );
         expect(await creeds.get("ada")).toEqual(creed("Ada"));
         expect(await creeds.get("plainly")).toEqual(creed("Plain"));
         expect(await relationships.list("ada")).toEqual([

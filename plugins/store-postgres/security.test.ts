@@ -11,15 +11,23 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
-import { pluginData } from "../../test/helpers/plugin-data.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createIdentityRecords } from "../identity-creed/records.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
 const SECRET = "a1".repeat(32);
 const CANARY = `canary-${randomUUID()}`;
+const PLUGINS = join(import.meta.dirname, "..");
+/** The memory and knowledge plugins' data (their own collections) over `store`. */
+const memoriesOf = (store: Store) =>
+  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
+const graphOf = (store: Store) =>
+  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
 
 const homes: string[] = [];
 const schemas = new Set<string>();
@@ -63,7 +71,7 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        // Not aliased `t`: collection_rows has a column of that name, which row_to_json(t) would take.
+        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
         `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
@@ -107,7 +115,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
       });
       await store.messages.compact(bout.id, 2, `summary of ${CANARY}`);
       // A plugin's collections too: the Creed and relationships of identity-creed.
-      const identity = createIdentityRecords(pluginData("identity-creed", store));
+      const identity = createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
       await identity.creeds.put(fighter.name, {
         identity: CANARY,
         traits: [CANARY],
@@ -116,8 +124,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         counters: { bouts: 1, conversations: 1, messages: 1 },
         updated_at: fighter.created_at,
       });
-      await store.memories.put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
-      await store.knowledge.add(
+      await memoriesOf(store).put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
+      await graphOf(store).add(
         fighter.id,
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
@@ -156,8 +164,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
 
       // Everything reads back through the store...
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
-      expect((await store.memories.candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
-      expect((await store.knowledge.query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
+      expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
+      expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
       expect((await store.troops.tasks.get(task.id))?.result).toBe(CANARY);
       expect((await identity.creeds.get(fighter.name))?.identity).toBe(CANARY);
       expect((await identity.relationships.list(fighter.name))[0]?.note).toBe(CANARY);
@@ -174,7 +182,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it("refuses a wrong master secret at open (STORE_KEY_INVALID), changing nothing", async () => {
       const at = home();
       const store = await open(at);
-      await createIdentityRecords(pluginData("identity-creed", store)).creeds.put("kept", {
+      await createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed"))).creeds.put("kept", {
         identity: "i",
         traits: [],
         directives: [],
@@ -187,7 +195,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(err.code).toBe("STORE_KEY_INVALID");
       expect(err.message).toContain(at.schema);
       const again = await open(at);
-      const kept = await createIdentityRecords(pluginData("identity-creed", again)).creeds.get("kept");
+      const kept = await createIdentityRecords(pluginData(again, join(PLUGINS, "identity-creed"))).creeds.get(
+        "kept",
+      );
       expect(kept?.identity).toBe("i");
       await again.close();
     });

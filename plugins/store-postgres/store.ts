@@ -18,9 +18,8 @@ import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { openCipher } from "./keys.js";
-import { createKnowledge } from "./knowledge.js";
-import { importLegacyIdentity } from "./legacy-identity.js";
-import { createMemories } from "./memories.js";
+import { moveLegacyIdentity } from "./legacy-identity.js";
+import { moveLegacyMemory } from "./legacy-memory.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
@@ -59,8 +58,11 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
-      // Creeds and relationships an older Spar kept as tables: now identity-creed's collections.
-      const identity = await importLegacyIdentity(pool, settings.schema, cipher);
+      // Tables of records plugins now own (issue 29): their rows go to the plugins' collections.
+      const memories = await moveLegacyMemory(pool, settings.schema, cipher);
+      if (memories > 0)
+        log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
+      const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
       if (identity > 0)
         log.info("moved creeds and relationships into identity-creed's collections", { identity });
     } catch (err) {
@@ -116,8 +118,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    memories: createMemories(ctx),
-    knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),

@@ -4,8 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import { createPluginData, type FighterRow, type Store } from "../../sdk/index.js";
+import type { FighterRow, Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
+import { type CreedDocument, createIdentityRecords } from "../identity-creed/records.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
+
+const PLUGINS = join(import.meta.dirname, "..");
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.
 const SECRET = "correct horse battery staple";
@@ -37,22 +43,20 @@ function fighter(name: string): FighterRow {
   };
 }
 
-/** A plugin's collection over the store, as `api.data` hands it to the plugin. */
-function notes(store: Store) {
-  return createPluginData({
-    plugin: "moves-notes",
-    data: {
-      collections: {
-        notes: {
-          version: 1,
-          key: "id",
-          fields: { id: { type: "string" }, fighter: { type: "string" }, text: { type: "string" } },
-          indexes: [["fighter"]],
-        },
-      },
-    },
-    store: () => store.collections,
-  });
+function creed(identity: string): CreedDocument {
+  return {
+    identity,
+    traits: ["curious"],
+    directives: ["be brief"],
+    observations: [{ text: "likes tea", confidence: 0.5, seen: 2, last_seen: "2026-01-02T00:00:00.000Z" }],
+    counters: { bouts: 1, conversations: 2, messages: 3 },
+    updated_at: "2026-01-02T00:00:00.000Z",
+  };
+}
+
+/** identity-creed's records (a plugin's collections) over the store, as its `api.data` holds them. */
+function identity(store: Store) {
+  return createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
 }
 
 function sha256(path: string): string {
@@ -109,10 +113,21 @@ describe("store-sqlite lifecycle", () => {
       provider: { provider: "openai", model: MARKER },
       reply: { ok: true, result: { text: `Done: ${MARKER}` } },
     });
-    await store.memories.put(ada.id, "secret", MARKER);
+    // Plugins' collections are in the same encrypted file.
+    await createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store)).put(
+      ada.id,
+      "secret",
+      MARKER,
+    );
     await store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
-    await notes(store).notes?.put({ id: "n1", fighter: MARKER, text: MARKER });
-    await store.knowledge.add(
+    await identity(store).creeds.put("ada", creed(MARKER));
+    await identity(store).relationships.record(
+      "ada",
+      { with: "bob", kind: "fighter" },
+      MARKER,
+      "2026-01-03T00:00:00.000Z",
+    );
+    await createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store)).add(
       ada.id,
       [{ name: MARKER, type: "word" }],
       [{ from: MARKER, to: "bob", type: "said" }],
@@ -135,14 +150,7 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    for (const table of [
-      "fighters",
-      "collection_rows",
-      "kg_entities",
-      "bout_summaries",
-      "turns",
-      "idempotency",
-    ]) {
+    for (const table of ["fighters", "collection_rows", "bout_summaries", "turns", "idempotency"]) {
       expect(bytes.includes(table)).toBe(false);
     }
   });
@@ -161,7 +169,7 @@ describe("store-sqlite lifecycle", () => {
     try {
       expect(await store.fighters.list()).toEqual([ada, bob]);
       expect((await store.messages.list(boutId)).map((m) => m.content)).toContain(`Done: ${MARKER}`);
-      expect(await notes(store).notes?.get("n1")).toEqual({ id: "n1", fighter: MARKER, text: MARKER });
+      expect(await identity(store).creeds.get("ada")).toEqual(creed(MARKER));
     } finally {
       await store.close();
     }

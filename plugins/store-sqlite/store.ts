@@ -48,8 +48,6 @@ const READS: ReadonlySet<string> = new Set([
   "messages.tail",
   "summaries.get",
   "idempotency.get",
-  "memories.candidates",
-  "knowledge.query",
   "usage.summary",
   "schedules.list",
   "gorillas.state",
