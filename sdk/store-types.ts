@@ -6,9 +6,7 @@
 import type { CollectionStore } from "./collections.js";
 import type {
   BoutSummary,
-  CreedDocument,
   IdempotencyRecord,
-  Relationship,
   ScheduleRecord,
   StoreCheck,
   StoreHealth,
@@ -116,20 +114,6 @@ export interface Store {
     get(key: string): Promise<IdempotencyRecord | undefined>;
     /** Forgets records created before `before` (ISO time); returns how many. */
     purge(before: string): Promise<number>;
-  };
-  readonly creeds: {
-    get(fighterName: string): Promise<CreedDocument | undefined>;
-    put(fighterName: string, creed: CreedDocument): Promise<void>;
-  };
-  readonly relationships: {
-    list(fighterName: string): Promise<Relationship[]>;
-    /** Counts one exchange with `other` (creating the record), at `at`, with a fresh note. */
-    record(
-      fighterName: string,
-      other: { with: string; kind: Relationship["kind"] },
-      note: string,
-      at: string,
-    ): Promise<void>;
   };
   readonly nonces: {
     /**

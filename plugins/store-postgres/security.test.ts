@@ -14,6 +14,7 @@ import type { Store } from "../../sdk/index.js";
 import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
 import { createPool } from "./connection.js";
@@ -114,7 +115,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
         reply: { ok: true, result: { text: CANARY } },
       });
       await store.messages.compact(bout.id, 2, `summary of ${CANARY}`);
-      await store.creeds.put(fighter.name, {
+      // A plugin's collections too: the Creed and relationships of identity-creed.
+      const identity = createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
+      await identity.creeds.put(fighter.name, {
         identity: CANARY,
         traits: [CANARY],
         directives: [],
@@ -128,7 +131,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
       );
-      await store.relationships.record(
+      await identity.relationships.record(
         fighter.name,
         { with: "telegram:1", kind: "user" },
         CANARY,
@@ -153,6 +156,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
       expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
       expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
+      expect((await identity.creeds.get(fighter.name))?.identity).toBe(CANARY);
+      expect((await identity.relationships.list(fighter.name))[0]?.note).toBe(CANARY);
       await store.close();
 
       // ...and the dump holds ids and names, but the canary nowhere, as text or as bytea hex.
@@ -166,7 +171,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it("refuses a wrong master secret at open (STORE_KEY_INVALID), changing nothing", async () => {
       const at = home();
       const store = await open(at);
-      await store.creeds.put("kept", {
+      await createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed"))).creeds.put("kept", {
         identity: "i",
         traits: [],
         directives: [],
@@ -179,7 +184,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(err.code).toBe("STORE_KEY_INVALID");
       expect(err.message).toContain(at.schema);
       const again = await open(at);
-      expect((await again.creeds.get("kept"))?.identity).toBe("i");
+      const kept = await createIdentityRecords(pluginData(again, join(PLUGINS, "identity-creed"))).creeds.get(
+        "kept",
+      );
+      expect(kept?.identity).toBe("i");
       await again.close();
     });
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import type { CreedDocument, FighterRow } from "../../sdk/index.js";
+import type { FighterRow } from "../../sdk/index.js";
 import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { createGroupSync, createWriteBatch } from "./durability.js";
 import { openRetained } from "./retain.js";
@@ -175,20 +175,14 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
     created_at: new Date().toISOString(),
   };
   await store.fighters.insert(fighter);
-  const creed = (n: number): CreedDocument => ({
-    identity: `v${n}`,
-    traits: [],
-    directives: [],
-    observations: [],
-    counters: { bouts: 0, conversations: n, messages: 0 },
-    updated_at: new Date().toISOString(),
-  });
+  /** Another fighter to insert: a plain write. */
+  const other = (name: string): FighterRow => ({ ...fighter, id: randomUUID(), name });
 
   it("a plain write resolves after a flush; a read flushes nothing", async () => {
     const datasync = vi.spyOn(FileHandle, "datasync");
     await store.fighters.list();
     expect(datasync).not.toHaveBeenCalled();
-    await store.creeds.put("dur", creed(1));
+    await store.fighters.insert(other("dur-1"));
     expect(datasync).toHaveBeenCalledTimes(1);
   });
 
@@ -215,14 +209,14 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
   it("a write refused in a batch fails alone: the others in its turn of the loop are kept", async () => {
     const twin = { ...fighter, id: randomUUID() }; // same name: CONFLICT
     const results = await Promise.allSettled([
-      store.creeds.put("kept-1", creed(1)),
+      store.fighters.insert(other("kept-1")),
       store.fighters.insert(twin),
-      store.creeds.put("kept-2", creed(2)),
+      store.fighters.insert(other("kept-2")),
     ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(results[1]).toMatchObject({ reason: { code: "CONFLICT" } });
-    expect((await store.creeds.get("kept-1"))?.identity).toBe("v1");
-    expect((await store.creeds.get("kept-2"))?.identity).toBe("v2");
+    expect((await store.fighters.getByName("kept-1"))?.name).toBe("kept-1");
+    expect((await store.fighters.getByName("kept-2"))?.name).toBe("kept-2");
   });
 
   it("a gorilla's writes through its plugin's collections resolve after a flush; its reads flush nothing", async () => {
@@ -250,7 +244,7 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
 
   it("concurrent writes share flushes", async () => {
     const datasync = vi.spyOn(FileHandle, "datasync");
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.creeds.put(`f${i}`, creed(i))));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.fighters.insert(other(`f${i}`))));
     expect(datasync).toHaveBeenCalledTimes(1);
   });
 });

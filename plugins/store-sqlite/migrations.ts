@@ -425,6 +425,38 @@ DROP TABLE kg_entities;
 `,
   },
   {
+    version: 15,
+    name: "creeds and relationships to identity-creed's collections",
+    sql: `
+-- Creeds and relationships are the identity-creed plugin's own data now (its plugin.json), kept in
+-- collection_rows in the order they were written; the tables go.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'identity-creed', 'creeds', fighter_name, json_object(
+  'fighter', fighter_name,
+  'identity', json_extract(document, '$.identity'),
+  'traits', json(json_extract(document, '$.traits')),
+  'directives', json(json_extract(document, '$.directives')),
+  'observations', json(json_extract(document, '$.observations')),
+  'counters', json(json_extract(document, '$.counters')),
+  'updated_at', json_extract(document, '$.updated_at'))
+FROM creeds ORDER BY rowid;
+DROP TABLE creeds;
+
+-- Keyed by "<fighter>/<other>": a fighter's name never holds a "/".
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'identity-creed', 'relationships', fighter_name || '/' || other, json_object(
+  'id', fighter_name || '/' || other,
+  'fighter', fighter_name,
+  'with', other,
+  'kind', kind,
+  'exchanges', exchanges,
+  'last_contact', last_contact,
+  'note', note)
+FROM relationships ORDER BY rowid;
+DROP TABLE relationships;
+`,
+  },
+  {
     version: 18,
     name: "gorillas to collections",
     sql: `

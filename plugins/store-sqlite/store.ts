@@ -48,8 +48,6 @@ const READS: ReadonlySet<string> = new Set([
   "messages.tail",
   "summaries.get",
   "idempotency.get",
-  "creeds.get",
-  "relationships.list",
   "usage.summary",
   "schedules.list",
   "channelBouts.get",

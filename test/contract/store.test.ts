@@ -17,7 +17,6 @@ import { SparError } from "../../sdk/errors.js";
 import type {
   BoutRecord,
   ChatMessage,
-  CreedDocument,
   FighterRow,
   ScheduleRecord,
   Store,
@@ -162,17 +161,6 @@ function isIncreasing(values: number[]): boolean {
 
 const day = (days: number): string =>
   new Date(Date.parse("2026-03-01T00:00:00.000Z") + days * 86_400_000).toISOString();
-
-function creed(identity: string): CreedDocument {
-  return {
-    identity,
-    traits: ["patient", "curious"],
-    directives: ["cite sources"],
-    observations: [{ text: "user prefers French", confidence: 0.8, seen: 3, last_seen: day(1) }],
-    counters: { bouts: 2, conversations: 1, messages: 9 },
-    updated_at: day(1),
-  };
-}
 
 for (const factory of FACTORIES) {
   const title = `store contract: ${factory.name}${factory.skip ? ` (${factory.skip})` : ""}`;
@@ -778,43 +766,6 @@ for (const factory of FACTORIES) {
       });
     });
 
-    describe("creeds", () => {
-      it("round-trips a creed by fighter name, replaces it, and keeps it past a kill", async () => {
-        const wes = await newFighter(store);
-        expect(await store.creeds.get(wes.name)).toBeUndefined();
-        await store.creeds.put(wes.name, creed("A careful fighter"));
-        expect(await store.creeds.get(wes.name)).toEqual(creed("A careful fighter"));
-
-        const grown = {
-          ...creed("A wiser fighter"),
-          traits: [],
-          counters: { bouts: 3, conversations: 2, messages: 12 },
-        };
-        await store.creeds.put(wes.name, grown);
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-
-        await store.fighters.kill(wes.id);
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-        await store.fighters.insert({ ...fighterRow(), name: wes.name });
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-        expect(await store.creeds.get(`${wes.name}-twin`)).toBeUndefined();
-      });
-    });
-
-    describe("relationships", () => {
-      it("counts exchanges per other side, keeps the newest note, lists the latest contact first", async () => {
-        const me = fighterRow().name;
-        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "met", day(1));
-        await store.relationships.record(me, { with: "telegram:42", kind: "user" }, "hi", day(2));
-        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "again", day(3));
-        expect(await store.relationships.list(me)).toEqual([
-          { with: "lou", kind: "fighter", exchanges: 2, last_contact: day(3), note: "again" },
-          { with: "telegram:42", kind: "user", exchanges: 1, last_contact: day(2), note: "hi" },
-        ]);
-        expect(await store.relationships.list("lou")).toEqual([]);
-      });
-    });
-
     describe("nonces", () => {
       it("accepts a nonce once per key until it expires, then forgets it", async () => {
         const key = `key-${randomUUID()}`;
@@ -933,8 +884,6 @@ for (const factory of FACTORIES) {
           turns: await Promise.all(bouts.map((b) => s.turns.list(b.id))),
           summaries: await Promise.all(bouts.map((b) => s.summaries.get(b.id))),
           keys: [await s.idempotency.get(keys.done), await s.idempotency.get(keys.left)],
-          creed: await s.creeds.get(gus.name),
-          relationships: await s.relationships.list(gus.name),
           usage: await s.usage.summary(gus.id),
           schedules: await s.schedules.list(gus.id),
         };
@@ -964,8 +913,6 @@ for (const factory of FACTORIES) {
         const lone = await begin(first, gus, "also interrupted");
         turns = { done: finished, left: left.turn, lone: lone.turn };
         await first.messages.compact(done.bout.id, 2, "asked about tea");
-        await first.creeds.put(gus.name, creed("Tea lover"));
-        await first.relationships.record(gus.name, { with: "telegram:7", kind: "user" }, "asked", day(1));
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
         await first.schedules.add({
           id: randomUUID(),
