@@ -15,7 +15,7 @@ import {
   KEY_CHECK_TEXT,
   newSalt,
 } from "./cipher.js";
-import { resealCollections } from "./collections.js";
+import { resealCollections } from "./collection-rows.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
 import { IDEMPOTENCY_MAC, NAME_MAC, OTHER_MAC } from "./names.js";
