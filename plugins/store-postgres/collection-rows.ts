@@ -6,9 +6,8 @@
  * slot follows from the declaration alone (`layoutOf`). Also the bulk rewrites: slotting, rekey, import.
  */
 import { createHash } from "node:crypto";
-import { indexedFields } from "../../sdk/collection-engine.js";
 import type { CollectionDeclaration, CollectionRef, Doc, StoredCondition } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { indexedFields, SparError } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
 import type { Db } from "./connection.js";
 

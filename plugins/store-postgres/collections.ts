@@ -6,7 +6,6 @@
  * before they get here, so names are written into the SQL (a partial index serves only a query
  * naming its collection literally) and values are bound.
  */
-import { TRANSACTION_TIMEOUT_MS } from "../../sdk/collection-engine.js";
 import type {
   CollectionReader,
   CollectionRef,
@@ -15,7 +14,7 @@ import type {
   StoredQuery,
   StoredRow,
 } from "../../sdk/index.js";
-import { isSparError, SparError } from "../../sdk/index.js";
+import { isSparError, SparError, TRANSACTION_TIMEOUT_MS } from "../../sdk/index.js";
 import {
   CAST,
   type DbRow,
