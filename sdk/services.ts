@@ -136,10 +136,6 @@ export interface RingServices {
   };
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
-  /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
-  readonly gorillas: Store["gorillas"];
-  /** Troops and their tasks, as stored (the troop runtime's substrate). */
-  readonly troops: Store["troops"];
   /** Troop strategies: named by manifests, imported when first used. */
   readonly strategies: {
     /** The names the enabled strategy plugins contribute (no plugin code imported). */

@@ -39,8 +39,6 @@ export const SEALED: readonly SealedTable[] = [
     macs: (row, c) => ({ key_mac: c.mac(IDEMPOTENCY_MAC, str(row.key_sealed)) }),
   },
   { table: "schedules", sealed: ["message"] },
-  { table: "gorilla_runs", sealed: ["output"] },
-  { table: "troop_tasks", sealed: ["task", "body"] },
 ];
 
 /**

@@ -16,15 +16,15 @@ import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
-import { createGorillas } from "./gorillas.js";
 import { openCipher } from "./keys.js";
+import { importLegacyGorillas } from "./legacy-gorillas.js";
 import { moveLegacyIdentity } from "./legacy-identity.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
+import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
 import { rekeySchema } from "./rekey.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 
 export interface PostgresStoreOptions extends PostgresSettings {
@@ -62,6 +62,11 @@ export async function openPostgresStore(
       const memories = await moveLegacyMemory(pool, settings.schema, cipher);
       if (memories > 0)
         log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
+      const troops = await moveLegacyTroops(pool, settings.schema, cipher);
+      if (troops > 0)
+        log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
+      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
+      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
       const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
       if (identity > 0)
         log.info("moved creeds and relationships into identity-creed's collections", { identity });
@@ -120,8 +125,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createTurns(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
-    gorillas: createGorillas(ctx),
-    troops: createTroops(ctx),
     async close() {
       await pool.end();
       current.wipe();

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import type { FighterRow } from "../../sdk/index.js";
+import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { createGroupSync, createWriteBatch } from "./durability.js";
 import { openRetained } from "./retain.js";
 import { openSqliteStore } from "./store.js";
@@ -218,22 +219,26 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
     expect((await store.fighters.getByName("kept-2"))?.name).toBe("kept-2");
   });
 
-  it("a gorilla's writes, in the nested runs group too, resolve after a flush; its reads flush nothing", async () => {
+  it("a gorilla's writes through its plugin's collections resolve after a flush; its reads flush nothing", async () => {
+    const gorillas = gorillaRecordsOver(store);
+    // The collections are made (their indexes) on first use: a write of its own.
+    await gorillas.state("dur-gorilla");
+    await gorillas.runs.get("none");
     const datasync = vi.spyOn(FileHandle, "datasync");
-    await store.gorillas.setDesired("dur-gorilla", "unleashed");
+    await gorillas.setDesired("dur-gorilla", "unleashed");
     expect(datasync).toHaveBeenCalledTimes(1);
-    const run = await store.gorillas.runs.begin({ gorilla: "dur-gorilla", trigger: "manual" });
+    const run = await gorillas.runs.begin({ gorilla: "dur-gorilla", trigger: "manual" });
     expect(datasync).toHaveBeenCalledTimes(2);
-    // Both writes of one turn of the loop share a transaction and a flush.
+    // Transactions made together take turns on the connection, but share a flush.
     await Promise.all([
-      store.gorillas.runs.finish(run.id, { outcome: "ok", usage: { input_tokens: 1, output_tokens: 1 } }),
-      store.gorillas.recordFire("dur-gorilla", new Date().toISOString()),
+      gorillas.runs.finish(run.id, { outcome: "ok", usage: { input_tokens: 1, output_tokens: 1 } }),
+      gorillas.recordFire("dur-gorilla", new Date().toISOString()),
     ]);
     expect(datasync).toHaveBeenCalledTimes(3);
-    await store.gorillas.state("dur-gorilla");
-    await store.gorillas.states();
-    await store.gorillas.runs.get(run.id);
-    await store.gorillas.runs.list("dur-gorilla", { limit: 5 });
+    await gorillas.state("dur-gorilla");
+    await gorillas.states();
+    await gorillas.runs.get(run.id);
+    await gorillas.runs.list("dur-gorilla", { limit: 5 });
     expect(datasync).toHaveBeenCalledTimes(3);
   });
 

@@ -456,6 +456,58 @@ FROM relationships ORDER BY rowid;
 DROP TABLE relationships;
 `,
   },
+  {
+    version: 18,
+    name: "gorillas to collections",
+    sql: `
+-- The gorilla runtime keeps its states and runs in the collections its scheduler plugins declare
+-- (namespace "gorillas"). json_patch onto {} drops the NULL columns: an absent field stays absent.
+-- A run holds running_gorilla only while running (the unique that keeps one running run per
+-- gorilla). Runs are copied in seq order, so ties in started_at keep the order they were recorded.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'gorillas', name, json_patch('{}', json_object(
+  'name', name, 'desired', desired, 'changed_at', changed_at, 'last_fire_at', last_fire_at))
+FROM gorillas ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'runs', id, json_patch('{}', json_object(
+  'id', id, 'gorilla', gorilla, 'trigger', trigger, 'started_at', started_at,
+  'finished_at', finished_at, 'outcome', outcome,
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'output', output, 'error', error, 'bout_id', bout_id,
+  'running_gorilla', CASE WHEN outcome = 'running' THEN gorilla END))
+FROM gorilla_runs ORDER BY seq;
+DROP TABLE gorilla_runs;
+DROP TABLE gorillas;
+`,
+  },
+  {
+    version: 19,
+    name: "troops to troops-local collections",
+    sql: `
+-- Troops and their tasks become troops-local's own collections (plugin.json data): each row a
+-- document in collection_rows, in the order it was written, and the tables go.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'troops', id, json_object(
+  'id', id, 'name', name, 'leader', leader, 'members', json(members), 'strategy', strategy,
+  'rotation', rotation, 'created_at', created_at)
+FROM troops ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'tasks', id, json_object(
+  'id', id, 'troop_id', troop_id, 'task', task, 'strategy', strategy, 'status', status,
+  'result', json_extract(body, '$.result'),
+  'steps', json(json_extract(body, '$.steps')),
+  'votes', json(json_extract(body, '$.votes')),
+  'reason', json(json_extract(body, '$.reason')),
+  'error', CASE WHEN error_code IS NULL THEN NULL
+    ELSE json_object('code', error_code, 'message', error_message) END,
+  'partial', json(CASE WHEN partial = 1 THEN 'true' ELSE 'false' END),
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'created_at', created_at, 'started_at', started_at, 'finished_at', finished_at)
+FROM troop_tasks ORDER BY seq;
+DROP TABLE troop_tasks;
+DROP TABLE troops;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

@@ -8,12 +8,10 @@ import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../..
 import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
-import { createGorillas } from "./gorillas.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
 import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
 
@@ -154,8 +152,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
       get: (boutId) => s.summary.get(boutId),
     },
     schedules: createSchedules(db, requireLiveFighter),
-    gorillas: createGorillas(db, { now, requireBout }),
-    troops: createTroops(db, { now }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
     channelDeliveries: createChannelDeliveries(db),
     channelChats: createChannelChats(db),

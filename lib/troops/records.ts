@@ -1,60 +1,9 @@
 /**
- * Records of the gorillas and troops the store keeps: the substrate of the scheduler and troop
- * plugins, part of the SDK through store-types.ts.
+ * The troop kit's records: a troop and its tasks as troops-local keeps them in its own collections
+ * (plugin.json `data`) and as the API answers them, and the parts a strategy reads and writes (steps,
+ * votes, the specialist's reason). Strategy plugins, the CLI and the tests take them from here.
  */
-import type { Usage } from "./types.js";
-
-/** What a gorilla's operator asked for; the gorilla itself is a GORILLA.toml file, not a row. */
-export type GorillaDesired = "caged" | "unleashed";
-
-/** A gorilla's persisted state, kept by name so it survives restarts (and edits of its file). */
-export interface GorillaState {
-  name: string;
-  desired: GorillaDesired;
-  /** When `desired` last changed (ISO time). */
-  changed_at: string;
-  /** The last fire recorded with `recordFire`: where catch-up after a restart counts from. */
-  last_fire_at?: string;
-}
-
-/** What started a run: the schedule, an operator (`run` now), or the catch-up after a restart. */
-export type GorillaRunTrigger = "schedule" | "manual" | "catch_up";
-
-/** `running` until it ends; `skipped` runs are recorded ended (a fire that ran no cycle). */
-export type GorillaRunOutcome = "running" | "ok" | "failed" | "aborted" | "skipped";
-
-/**
- * One gorilla cycle, or one fire that was skipped. Times are ISO 8601 in UTC with milliseconds
- * (the store normalizes the times it is given).
- */
-export interface GorillaRunRecord {
-  id: string;
-  gorilla: string;
-  trigger: GorillaRunTrigger;
-  started_at: string;
-  /** Absent while running. */
-  finished_at?: string;
-  outcome: GorillaRunOutcome;
-  usage: Usage;
-  /** The cycle's result, at most 256 KiB of UTF-8 (see `runs.finish`). */
-  output?: string;
-  /** Why it failed, was aborted or was skipped. */
-  error?: string;
-  /** The fighter bout the cycle ran in, given when the run finished. */
-  bout_id?: string;
-}
-
-/** How the runs of a gorilla end (`runs.finish`). */
-export interface GorillaRunEnd {
-  outcome: "ok" | "failed" | "aborted";
-  usage: Usage;
-  output?: string;
-  error?: string;
-  /** Default: now. */
-  finished_at?: string;
-  /** The bout the cycle ran in (BOUT_NOT_FOUND when there is no such bout). */
-  bout_id?: string;
-}
+import type { Usage } from "../../sdk/types.js";
 
 /** A troop: fighters (by id) working under one strategy; the leader decomposes, synthesizes, breaks ties. */
 export interface TroopRecord {
