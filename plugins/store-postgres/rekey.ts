@@ -7,7 +7,7 @@
  */
 import type pg from "pg";
 import { type Cipher, createCipher, deriveKey, KEY_CHECK_COLUMN, KEY_CHECK_TEXT, newSalt } from "./cipher.js";
-import { resealCollections } from "./collections.js";
+import { resealCollections } from "./collection-rows.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
 import { IDEMPOTENCY_MAC, NAME_MAC } from "./names.js";

@@ -72,7 +72,7 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
+        // An alias no table has as a column name (row_to_json(t) would take a column named t over a table aliased t).
         `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
