@@ -3,13 +3,13 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, schedules,
- * knowledge, the store itself). Each looks the store up on use: it opens after the plugins holding
+ * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, knowledge,
+ * the store itself). Each looks the store up on use: it opens after the plugins holding
  * these services are applied. (No getters here: the Ring spreads this object into its services.)
  */
 export function storeServices(
   requireStore: () => Store,
-): Pick<RingServices, "bouts" | "memory" | "creeds" | "schedules" | "knowledge" | "store"> {
+): Pick<RingServices, "bouts" | "memory" | "creeds" | "knowledge" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -33,12 +33,6 @@ export function storeServices(
     creeds: {
       get: (name) => requireStore().creeds.get(name),
       put: (name, creed) => requireStore().creeds.put(name, creed),
-    },
-    schedules: {
-      add: (record) => requireStore().schedules.add(record),
-      list: (fighterId) => requireStore().schedules.list(fighterId),
-      ran: (id, run) => requireStore().schedules.ran(id, run),
-      remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
     },
     knowledge: {
       add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),

@@ -139,8 +139,6 @@ export interface RingServices {
   readonly memory: Store["memories"];
   /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
   readonly creeds: Store["creeds"];
-  /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
-  readonly schedules: Store["schedules"];
   /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
   readonly gorillas: Store["gorillas"];
   /** Troops and their tasks, as stored (the troop runtime's substrate). */
@@ -154,12 +152,6 @@ export interface RingServices {
   };
   /** Messaging platforms: the `[channels.<id>]` tables in config.toml, each served by its plugin. */
   readonly channels: {
-    /** The bout a chat talks to its fighter in, as stored. */
-    readonly bouts: Store["channelBouts"];
-    /** The deliveries already taken in (the replay check, across restarts), as stored. */
-    readonly deliveries: Store["channelDeliveries"];
-    /** The chats that reached each fighter through an allowed sender (`channel_notify`'s targets). */
-    readonly chats: Store["channelChats"];
     /** The platforms configured, whose plugins were activated at start (`onChannel:<id>`). */
     configured(): string[];
     /** The platform's adapter; undefined when it is not configured or no plugin provides it. */

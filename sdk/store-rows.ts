@@ -12,26 +12,6 @@ export interface MemoryRecord {
   created_at: string;
 }
 
-/**
- * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
- * `next_run_at` moves on after each run). Kept until removed, run once, or its fighter is gone.
- */
-export interface ScheduleRecord {
-  id: string;
-  fighter_id: string;
-  message: string;
-  /** A five-field cron expression; absent for a one-time schedule. */
-  cron?: string;
-  /** IANA time zone the cron expression is read in (default UTC). */
-  timezone?: string;
-  /** When it runs next (ISO time). */
-  next_run_at: string;
-  created_at: string;
-  last_run_at?: string;
-  /** How the last run went: "completed", or the error code it failed with. */
-  last_status?: string;
-}
-
 /** A memory candidate for a query, with how many query words it contains. */
 export type MemoryMatch = MemoryRecord & { matches: number };
 

@@ -86,7 +86,6 @@ export const SEALED: readonly SealedTable[] = [
       type_mac: c.mac("kg.relation", `${str(row.fighter_id)}\0${asciiFold(str(row.type))}`),
     }),
   },
-  { table: "schedules", sealed: ["message"] },
   { table: "gorilla_runs", sealed: ["output"] },
   { table: "troop_tasks", sealed: ["task", "body"] },
 ];

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
-import type { Store } from "../../sdk/index.js";
+import type { Collection, Store } from "../../sdk/index.js";
+import { pluginData } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
@@ -123,7 +124,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         CANARY,
         fighter.created_at,
       );
-      await store.schedules.add({
+      // A plugin's collection too (moves-schedule's): its documents are sealed like the Ring's rows.
+      await (pluginData("moves-schedule", store).schedules as Collection).insert({
         id: randomUUID(),
         fighter_id: fighter.id,
         message: CANARY,

@@ -9,7 +9,6 @@ import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
 import { postgresBackupRefusal } from "../../lib/store-backup-advice.js";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
-import { createChannelRecords } from "./channels.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
 import { createCollections } from "./collections.js";
@@ -116,7 +115,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createIdentity(ctx),
     knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
-    ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
     troops: createTroops(ctx),
     collections: createCollections(ctx),

@@ -39,7 +39,7 @@ async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
-  const next = MIGRATIONS.length + 1;
+  const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
   it("records each migration with its checksum and applies nothing twice", () => {
     const db = plainDb();
@@ -65,6 +65,9 @@ describe("migrate", () => {
       [10, "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"],
       [11, "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"],
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
+      [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
+      [16, "decaeb409eb068467de47ce91ba4888d75bb9733208af413846f28b92d8fee18"],
+      [17, "859f4df201ddbea2e68d8eab5a33093cff6937698643ea1dcdecf715da289fed"],
     ]);
   });
 

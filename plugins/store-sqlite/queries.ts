@@ -6,7 +6,6 @@
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
-import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
@@ -14,7 +13,6 @@ import { createKnowledge } from "./knowledge.js";
 import { createMemories } from "./memories.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
-import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
 import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
@@ -162,12 +160,8 @@ export function createSqliteStore(db: Database.Database): StoreData {
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
     knowledge: createKnowledge(db, now, requireLiveFighter),
-    schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),
     troops: createTroops(db, { now }),
-    channelBouts: createChannelBouts(db, { now, requireBout }),
-    channelDeliveries: createChannelDeliveries(db),
-    channelChats: createChannelChats(db),
     ...turns,
     usage,
     nonces: createNonces(db),

@@ -1,0 +1,239 @@
+/**
+ * The channel kit's records in the collections the channel plugins declare (namespace "channels"),
+ * through `api.data` on every store plugin: what the Store's contract promised of them before they
+ * left it (one bout per chat, a delivery claimed once, the chats that reached a fighter), retention
+ * of deliveries, and a data dir whose channel records an older Spar kept in the Store's own tables,
+ * found after the upgrade (the OpenAI users' bouts in the Arena's own collection).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { storeServices } from "../../kernel/store-services.js";
+import { createOpenAiBouts } from "../../plugins/arena-http/openai-bouts.js";
+import type { FighterRow, Store } from "../../sdk/index.js";
+import { queryValue } from "../../test/helpers/db.js";
+import { legacySqlite, pluginData, TEST_MASTER_SECRET, testStores } from "../../test/helpers/plugin-data.js";
+import { type ChannelRecords, createChannelRecords } from "./records.js";
+
+const homes: string[] = [];
+function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-channel-records-"));
+  homes.push(home);
+  return home;
+}
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
+
+const DAY_MS = 86_400_000;
+
+/** The records as a channel plugin has them: its `api.data`, the Ring's bouts over the same store. */
+function recordsOver(store: Store, plugin = "channel-telegram", now?: () => number): ChannelRecords {
+  return createChannelRecords(
+    pluginData(plugin, store, now),
+    storeServices(() => store),
+  );
+}
+
+let serial = 0;
+async function newFighter(store: Store): Promise<FighterRow> {
+  serial += 1;
+  const name = `chan-${serial}-${randomUUID().slice(0, 6)}`;
+  const row: FighterRow = {
+    id: randomUUID(),
+    name,
+    manifest: { name, description: name, system_prompt: "Be brief." },
+    created_at: new Date().toISOString(),
+  };
+  await store.fighters.insert(row);
+  return row;
+}
+
+/** A new bout of `fighter`: its first turn, begun. */
+async function newBout(store: Store, fighter: FighterRow): Promise<string> {
+  const { bout } = await store.turns.begin({
+    fighter_id: fighter.id,
+    user: { role: "user", content: "hi" },
+  });
+  return bout.id;
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await expect(promise).rejects.toMatchObject({ code });
+}
+
+describe.each(testStores().map((s) => [s.name, s] as const))("channel records on %s", (_name, factory) => {
+  let store: Store;
+  let records: ChannelRecords;
+
+  beforeAll(async () => {
+    if (factory.skip) return;
+    store = await factory.open(tempHome());
+    records = recordsOver(store);
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+    await factory.close();
+  });
+
+  it.skipIf(factory.skip)("keeps one bout per platform, chat and fighter, replaced on set", async () => {
+    const fighter = await newFighter(store);
+    const other = await newFighter(store);
+    const [first, second] = [await newBout(store, fighter), await newBout(store, fighter)];
+    expect(await records.bouts.get("telegram", "42", fighter.id)).toBeUndefined();
+    await records.bouts.set("telegram", "42", fighter.id, first);
+    expect(await records.bouts.get("telegram", "42", fighter.id)).toBe(first);
+    // Another chat, platform or fighter is another conversation.
+    expect(await records.bouts.get("telegram", "43", fighter.id)).toBeUndefined();
+    expect(await records.bouts.get("slack", "42", fighter.id)).toBeUndefined();
+    expect(await records.bouts.get("telegram", "42", other.id)).toBeUndefined();
+    await records.bouts.set("telegram", "42", fighter.id, second);
+    expect(await records.bouts.get("telegram", "42", fighter.id)).toBe(second);
+    // Every plugin of the kit sees the same records.
+    expect(await recordsOver(store, "channel-slack").bouts.get("telegram", "42", fighter.id)).toBe(second);
+  });
+
+  it.skipIf(factory.skip)("keeps chats apart whatever their ids hold", async () => {
+    const fighter = await newFighter(store);
+    const bout = await newBout(store, fighter);
+    // Ids that would run together in a key made by joining them.
+    await records.bouts.set("telegram", 'a","b', fighter.id, bout);
+    expect(await records.bouts.get("telegram", "a", fighter.id)).toBeUndefined();
+    expect(await records.bouts.get("telegram", 'a","b', fighter.id)).toBe(bout);
+    expect(await records.deliveries.claim("slack", "x:y", new Date().toISOString())).toBe(true);
+    expect(await records.deliveries.claim("slack:x", "y", new Date().toISOString())).toBe(true);
+  });
+
+  it.skipIf(factory.skip)("refuses an unknown bout and empty keys", async () => {
+    const fighter = await newFighter(store);
+    await expectCode(records.bouts.set("telegram", "42", fighter.id, "no-such-bout"), "BOUT_NOT_FOUND");
+    await expectCode(records.bouts.get("", "42", fighter.id), "VALIDATION_FAILED");
+    await expectCode(records.bouts.get("telegram", "x".repeat(257), fighter.id), "VALIDATION_FAILED");
+  });
+
+  it.skipIf(factory.skip)("claims a delivery once per platform", async () => {
+    const id = `update-${randomUUID()}`;
+    const at = new Date().toISOString();
+    expect(await records.deliveries.claim("telegram", id, at)).toBe(true);
+    expect(await records.deliveries.claim("telegram", id, at)).toBe(false);
+    // The same id on another platform is another delivery.
+    expect(await records.deliveries.claim("slack", id, at)).toBe(true);
+    await expectCode(records.deliveries.claim("telegram", "", at), "VALIDATION_FAILED");
+  });
+
+  it.skipIf(factory.skip)("forgets deliveries seen more than two days ago (the retention)", async () => {
+    const now = Date.now();
+    const [old, recent] = [`old-${randomUUID()}`, `recent-${randomUUID()}`];
+    expect(await records.deliveries.claim("telegram", old, new Date(now - 3 * DAY_MS).toISOString())).toBe(
+      true,
+    );
+    expect(await records.deliveries.claim("telegram", recent, new Date(now - DAY_MS).toISOString())).toBe(
+      true,
+    );
+    // A plugin whose data is used for the first time sweeps at once (then hourly).
+    const later = recordsOver(store, "channel-discord", () => now);
+    expect(await later.deliveries.claim("telegram", old, new Date(now).toISOString())).toBe(true);
+    expect(await later.deliveries.claim("telegram", recent, new Date(now).toISOString())).toBe(false);
+  });
+
+  it.skipIf(factory.skip)("claims a delivery for exactly one of many callers at once", async () => {
+    const id = `race-${randomUUID()}`;
+    const kit = ["channel-telegram", "channel-slack", "channel-discord"];
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        recordsOver(store, kit[i % kit.length]).deliveries.claim("discord", id, new Date().toISOString()),
+      ),
+    );
+    expect(claims.filter(Boolean)).toHaveLength(1);
+  });
+
+  it.skipIf(factory.skip)("remembers which chats reached which fighter, per platform", async () => {
+    const fighter = await newFighter(store);
+    const other = await newFighter(store);
+    const notify = recordsOver(store, "moves-channels");
+    expect(await notify.chats.reached("telegram", "42", fighter.id)).toBe(false);
+    await records.chats.record("telegram", "42", fighter.id, "2030-01-01T00:00:00.000Z");
+    await records.chats.record("telegram", "42", fighter.id, "2030-01-02T00:00:00.000Z");
+    expect(await notify.chats.reached("telegram", "42", fighter.id)).toBe(true);
+    expect(await notify.chats.reached("telegram", "42", other.id)).toBe(false);
+    expect(await notify.chats.reached("slack", "42", fighter.id)).toBe(false);
+    expect(await notify.chats.reached("telegram", "43", fighter.id)).toBe(false);
+    await expectCode(notify.chats.reached("telegram", "", fighter.id), "VALIDATION_FAILED");
+    const doc = await pluginData("moves-channels", store).chats?.get(
+      JSON.stringify(["telegram", "42", fighter.id]),
+    );
+    expect(doc).toMatchObject({ first_at: "2030-01-01T00:00:00.000Z", last_at: "2030-01-02T00:00:00.000Z" });
+  });
+});
+
+describe("channel records an older Spar kept in the Store (store-sqlite, migration 17)", () => {
+  it("are found in the kit's collections, OpenAI users' bouts in the Arena's, the old tables gone", async () => {
+    const home = tempHome();
+    const old = await legacySqlite(home, 17);
+    const at = "2026-01-01T00:00:00.000Z";
+    const fighter = "id-ada";
+    old
+      .prepare(
+        "INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, 'ada', '{\"name\":\"ada\"}', ?)",
+      )
+      .run(fighter, at);
+    const bout = old.prepare(
+      "INSERT INTO bouts (id, fighter_id, created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?)",
+    );
+    bout.run("b-tg", fighter, at, at, "channel:telegram:-10042");
+    bout.run("b-ai", fighter, at, at, "channel:openai:alice");
+    const chatBout = old.prepare(
+      "INSERT INTO channel_bouts (platform, chat, fighter_id, bout_id, updated_at) VALUES (?, ?, ?, ?, ?)",
+    );
+    chatBout.run("telegram", "-10042", fighter, "b-tg", at);
+    chatBout.run("openai", "alice", fighter, "b-ai", at);
+    const recent = new Date(Date.now() - 3_600_000).toISOString();
+    old
+      .prepare("INSERT INTO channel_deliveries (platform, delivery_id, seen_at) VALUES (?, ?, ?)")
+      .run("telegram", "1001", recent);
+    old
+      .prepare(
+        "INSERT INTO channel_chats (platform, chat, fighter_id, first_at, last_at) VALUES (?, ?, ?, ?, ?)",
+      )
+      .run("slack", "C42", fighter, at, at);
+    old.close();
+
+    const store = await testStores()[0]?.open(home);
+    if (!store) throw new Error("no store-sqlite");
+    try {
+      const records = recordsOver(store);
+      expect(await records.bouts.get("telegram", "-10042", fighter)).toBe("b-tg");
+      expect(await records.bouts.get("openai", "alice", fighter)).toBeUndefined();
+      expect(await records.deliveries.claim("telegram", "1001", new Date().toISOString())).toBe(false);
+      expect(await records.chats.reached("slack", "C42", fighter)).toBe(true);
+      expect(
+        await pluginData("channel-telegram", store).chats?.get(JSON.stringify(["slack", "C42", fighter])),
+      ).toEqual({
+        id: JSON.stringify(["slack", "C42", fighter]),
+        platform: "slack",
+        chat: "C42",
+        fighter_id: fighter,
+        first_at: at,
+        last_at: at,
+      });
+      // The Arena finds alice's bout and continues it.
+      const chosen: unknown[] = [];
+      await createOpenAiBouts(pluginData("arena-http", store)).run(
+        { fighterId: fighter, user: "alice" },
+        async (options, started) => {
+          chosen.push(options);
+          started(options.bout_id ?? "");
+        },
+      );
+      expect(chosen).toEqual([{ bout_id: "b-ai" }]);
+    } finally {
+      await store.close();
+    }
+    for (const table of ["channel_bouts", "channel_deliveries", "channel_chats"]) {
+      const left = `SELECT count(*) FROM sqlite_master WHERE name = '${table}'`;
+      expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,233 @@
+/**
+ * The schedules in moves-schedule's own collection, through `api.data` on every store plugin: what
+ * the Store's contract promised of them before they left it (soonest first, runs recorded, removal
+ * of one's own only, FIGHTER_NOT_FOUND), the per-fighter cap, and a data dir whose schedules an
+ * older Spar kept in the Store's own table, found after the upgrade.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FighterRow, RingServices, Store } from "../../sdk/index.js";
+import { SparError } from "../../sdk/index.js";
+import { queryValue } from "../../test/helpers/db.js";
+import { legacySqlite, pluginData, TEST_MASTER_SECRET, testStores } from "../../test/helpers/plugin-data.js";
+import { createSchedules, MAX_PER_FIGHTER, type ScheduleRecord, type Schedules } from "./schedules.js";
+
+const homes: string[] = [];
+function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-schedules-"));
+  homes.push(home);
+  return home;
+}
+afterAll(() => {
+  for (const home of homes) rmSync(home, { recursive: true, force: true });
+});
+
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+const day = (n: number) => new Date(T0 + n * 86_400_000).toISOString();
+
+/** The one service the schedules use: a fighter that is live, as the Ring finds it. */
+function ringOver(store: Store): Pick<RingServices, "fighters"> {
+  return {
+    fighters: {
+      async get(id: string) {
+        const row = await store.fighters.get(id);
+        if (!row) throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${id}"`);
+        return { id: row.id, name: row.name };
+      },
+    } as unknown as RingServices["fighters"],
+  };
+}
+
+function schedulesOver(store: Store): Schedules {
+  return createSchedules(pluginData("moves-schedule", store), ringOver(store));
+}
+
+let serial = 0;
+async function newFighter(store: Store): Promise<FighterRow> {
+  serial += 1;
+  const name = `sched-${serial}-${randomUUID().slice(0, 6)}`;
+  const row: FighterRow = {
+    id: randomUUID(),
+    name,
+    manifest: { name, description: name, system_prompt: "Be brief." },
+    created_at: new Date(T0 + serial * 1000).toISOString(),
+  };
+  await store.fighters.insert(row);
+  return row;
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await expect(promise).rejects.toMatchObject({ code });
+}
+
+const schedule = (
+  fighter: FighterRow,
+  next: string,
+  extra: Partial<ScheduleRecord> = {},
+): ScheduleRecord => ({
+  id: randomUUID(),
+  fighter_id: fighter.id,
+  message: `wake up at ${next}`,
+  next_run_at: next,
+  created_at: day(0),
+  ...extra,
+});
+
+describe.each(testStores().map((s) => [s.name, s] as const))("schedules on %s", (_name, factory) => {
+  let store: Store;
+  let schedules: Schedules;
+  const home = tempHome();
+
+  beforeAll(async () => {
+    if (factory.skip) return;
+    store = await factory.open(home);
+    schedules = schedulesOver(store);
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+    await factory.close();
+  });
+
+  it.skipIf(factory.skip)("adds, lists soonest first per fighter, records runs, and removes", async () => {
+    const [ada, bo] = [await newFighter(store), await newFighter(store)];
+    const later = schedule(ada, day(3), { cron: "0 9 * * *", timezone: "Europe/Paris" });
+    const sooner = schedule(ada, day(1));
+    const theirs = schedule(bo, day(2));
+    for (const s of [later, sooner, theirs]) await schedules.add(s);
+
+    expect(await schedules.list(ada.id)).toEqual([sooner, later]);
+    const everyone = (await schedules.list()).map((s) => s.id);
+    expect(everyone.indexOf(sooner.id)).toBeLessThan(everyone.indexOf(theirs.id));
+    expect(everyone.indexOf(theirs.id)).toBeLessThan(everyone.indexOf(later.id));
+    expect(await schedules.get(theirs.id)).toEqual(theirs);
+
+    await schedules.ran(later.id, { at: day(3), status: "completed", next_run_at: day(4) });
+    expect((await schedules.list(ada.id)).find((s) => s.id === later.id)).toEqual({
+      ...later,
+      next_run_at: day(4),
+      last_run_at: day(3),
+      last_status: "completed",
+    });
+    // A run with no next time ends the schedule.
+    await schedules.ran(sooner.id, { at: day(1), status: "completed" });
+    expect((await schedules.list(ada.id)).map((s) => s.id)).toEqual([later.id]);
+
+    expect(await schedules.remove(theirs.id, ada.id)).toBe(false); // not ada's
+    expect(await schedules.remove(theirs.id, bo.id)).toBe(true);
+    expect(await schedules.remove(theirs.id)).toBe(false);
+    expect(await schedules.list(bo.id)).toEqual([]);
+  });
+
+  it.skipIf(factory.skip)("keeps schedules due at one time in the order they were added", async () => {
+    const cy = await newFighter(store);
+    const at = day(-400); // before every other test's: the soonest of all
+    const added = [schedule(cy, at), schedule(cy, at), schedule(cy, at)];
+    for (const s of added) await schedules.add(s);
+    expect((await schedules.list(cy.id)).map((s) => s.id)).toEqual(added.map((s) => s.id));
+    expect((await schedules.soonest())?.id).toBe(added[0]?.id);
+    const due = (await schedules.due(day(-399))).map((s) => s.id);
+    expect(due).toEqual(added.map((s) => s.id));
+    for (const s of added) await schedules.remove(s.id);
+  });
+
+  it.skipIf(factory.skip)(
+    "refuses a schedule for an unknown or killed fighter (FIGHTER_NOT_FOUND)",
+    async () => {
+      const cy = await newFighter(store);
+      await store.fighters.kill(cy.id);
+      await expectCode(schedules.add(schedule(cy, day(1))), "FIGHTER_NOT_FOUND");
+      await expectCode(
+        schedules.add({ ...schedule(cy, day(1)), fighter_id: randomUUID() }),
+        "FIGHTER_NOT_FOUND",
+      );
+    },
+  );
+
+  it.skipIf(factory.skip)(
+    `holds at most ${MAX_PER_FIGHTER} schedules a fighter (CONFLICT), however many are added at once`,
+    async () => {
+      const dee = await newFighter(store);
+      const first = Array.from({ length: MAX_PER_FIGHTER - 2 }, (_, i) => schedule(dee, day(10 + i)));
+      for (const s of first) await schedules.add(s);
+      const racing = Array.from({ length: 4 }, () => schedules.add(schedule(dee, day(500))));
+      const settled = await Promise.allSettled(racing);
+      expect(settled.filter((r) => r.status === "fulfilled")).toHaveLength(2);
+      for (const r of settled) {
+        if (r.status === "rejected") expect(r.reason).toMatchObject({ code: "CONFLICT" });
+      }
+      expect(await schedules.list(dee.id)).toHaveLength(MAX_PER_FIGHTER);
+    },
+    60_000,
+  );
+
+  it.skipIf(factory.skip)("keeps every schedule when the store is closed and opened again", async () => {
+    const again = tempHome();
+    let first: Store | undefined = await factory.open(again);
+    const eve = await newFighter(first);
+    const kept = schedule(eve, day(2), { cron: "0 16 * * *" });
+    await schedulesOver(first).add(kept);
+    await schedulesOver(first).ran(kept.id, { at: day(1), status: "PROVIDER_ERROR", next_run_at: day(2) });
+    await first.close();
+    first = undefined;
+    const reopened = await factory.open(again);
+    try {
+      expect(await schedulesOver(reopened).list(eve.id)).toEqual([
+        { ...kept, last_run_at: day(1), last_status: "PROVIDER_ERROR" },
+      ]);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe("schedules an older Spar kept in the Store (store-sqlite, migration 16)", () => {
+  it("are found in moves-schedule's collection, in the same order, the old table gone", async () => {
+    const home = tempHome();
+    const old = await legacySqlite(home, 16);
+    const ada = { id: "id-ada", name: "ada" };
+    old
+      .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, ?, ?, ?)")
+      .run(ada.id, ada.name, JSON.stringify({ name: "ada" }), day(0));
+    const records: ScheduleRecord[] = [
+      {
+        id: "s-cron",
+        fighter_id: ada.id,
+        message: "tea",
+        cron: "0 16 * * *",
+        timezone: "Europe/Paris",
+        next_run_at: day(2),
+        created_at: day(0),
+        last_run_at: day(1),
+        last_status: "completed",
+      },
+      { id: "s-once", fighter_id: ada.id, message: "wake", next_run_at: day(1), created_at: day(0) },
+      { id: "s-tie", fighter_id: ada.id, message: "also", next_run_at: day(1), created_at: day(0) },
+    ];
+    const insert = old.prepare(
+      `INSERT INTO schedules (id, fighter_id, message, cron, timezone, next_run_at, created_at, last_run_at, last_status)
+       VALUES (@id, @fighter_id, @message, @cron, @timezone, @next_run_at, @created_at, @last_run_at, @last_status)`,
+    );
+    for (const r of records) {
+      insert.run({ cron: null, timezone: null, last_run_at: null, last_status: null, ...r });
+    }
+    old.close();
+
+    const store = await testStores()[0]?.open(home);
+    if (!store) throw new Error("no store-sqlite");
+    try {
+      const schedules = schedulesOver(store);
+      expect(await schedules.list(ada.id)).toEqual([records[1], records[2], records[0]]);
+      expect(await schedules.get("s-cron")).toEqual(records[0]);
+      // Still the plugin's to change: a run recorded, one removed.
+      await schedules.ran("s-once", { at: day(1), status: "completed" });
+      expect((await schedules.list()).map((s) => s.id)).toEqual(["s-tie", "s-cron"]);
+    } finally {
+      await store.close();
+    }
+    const left = "SELECT count(*) FROM sqlite_master WHERE name = 'schedules'";
+    expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
+  });
+});
