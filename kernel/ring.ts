@@ -19,8 +19,10 @@ import { fighterServices } from "./fighters/fighter-services.js";
 import { createHooks } from "./hooks.js";
 import { createPluginHost, type PluginHost } from "./host/plugin-host.js";
 import type { DiscoveredPlugin } from "./host/plugin-manifest.js";
+import { phaseStage } from "./host/tap-rules.js";
 import { storeServices } from "./store-services.js";
 import { createTunnelService } from "./tunnel-service.js";
+import { contextWindows } from "./turns/compaction.js";
 import { createMessagePath } from "./turns/message-path.js";
 
 /** Idempotency keys older than a day are forgotten this often. */
@@ -93,7 +95,7 @@ export function createRing(options: RingOptions): Ring {
 
   // The kernel's own tap: a move runs only when the fighter holds a grant its declaration matches,
   // and so does every fighter waiting on the turn (callers.ts).
-  hooks.move.beforeCall.tapPromise({ name: "ring", stage: -100 }, async (info) =>
+  hooks.move.beforeCall.tapPromise({ name: "ring", stage: phaseStage("first") }, async (info) =>
     matchGrants(info.fighter.manifest.capabilities ?? [], info).length > 0
       ? callerRefusal(info)
       : {
@@ -144,6 +146,7 @@ export function createRing(options: RingOptions): Ring {
     fighters,
     declaredMoves,
     credentialFor,
+    contextWindow: contextWindows(providers),
   });
 
   // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.

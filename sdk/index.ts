@@ -76,13 +76,26 @@ export type {
   RingServices,
 } from "./services.js";
 export type * from "./store-types.js";
+export { contextTokens, estimateTokens, messageTokens, promptTokens } from "./tokens.js";
 export type * from "./types.js";
 export { OPEN_CAPABILITY } from "./types.js";
 export { PACKAGE_ROOT } from "./version.js";
 
-/** Options a tap may give: a lower `stage` runs earlier; equal stages keep activation order. */
+/** Where a tap runs among a hook's taps: phases run in this order. */
+export type TapPhase = "first" | "early" | "normal" | "late" | "last";
+
+/**
+ * Where a tap runs, declared: its phase (default "normal"), then, within the phase, before or after
+ * the taps of the plugins named (ids), then by plugin id. Never by the order plugins were imported,
+ * so a prompt's stable prefix (what providers' caches reuse) is the same on every start.
+ *
+ * @example
+ * hooks.turn.prepare.tap(addCreed, { phase: "early", before: ["moves-skills"] });
+ */
 export interface TapOptions {
-  stage?: number;
+  phase?: TapPhase;
+  before?: string | readonly string[];
+  after?: string | readonly string[];
 }
 
 /** One hook as a plugin sees it: `tap` registers a handler under the plugin's id. */

@@ -182,6 +182,11 @@ export interface ProviderDeclaration {
   key_env?: string[];
   /** Whether a model setting must give `base_url` (e.g. openai_compatible). */
   requires_base_url?: boolean;
+  /**
+   * Context windows of its models, for settings that give no `context_window`: the first whose
+   * `match` (a regular expression) matches the lowercased model name without a `vendor/` prefix.
+   */
+  context_windows?: { match: string; tokens: number }[];
 }
 
 /** What the agent loop tells a move about the call it is running. */

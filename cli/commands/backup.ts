@@ -316,7 +316,7 @@ async function withOfflineStore<T>(
 
 async function openRing(home: string, dataDir: string, config: SparConfig, env: NodeJS.ProcessEnv) {
   const [{ createLogger }, { discoverPlugins, pluginRoots }, { createRing }] = await Promise.all([
-    import("../../kernel/logger.js"),
+    import("../../lib/logger.js"),
     import("../../kernel/host/plugin-manifest.js"),
     import("../../kernel/ring.js"),
   ]);

@@ -1,6 +1,6 @@
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { createLogger } from "../../kernel/logger.js";
 import { createRing } from "../../kernel/ring.js";
+import { createLogger } from "../../lib/logger.js";
 import { createProviderPolicy, resolveCredential } from "../../lib/provider-keys.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError } from "../../sdk/errors.js";

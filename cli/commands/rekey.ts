@@ -11,7 +11,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { createLogger } from "../../kernel/logger.js";
 import { createRing } from "../../kernel/ring.js";
 import {
   keepOldMasterSecret,
@@ -22,6 +21,7 @@ import {
   withDotEnv,
   writeNextMasterSecret,
 } from "../../lib/home.js";
+import { createLogger } from "../../lib/logger.js";
 import { SparError } from "../../sdk/errors.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
 import { type GlobalOptions, printJson } from "../output.js";

@@ -6,9 +6,9 @@
  */
 
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { createLogger } from "../../kernel/logger.js";
 import { createRing } from "../../kernel/ring.js";
 import { readMasterSecret, withDotEnv } from "../../lib/home.js";
+import { createLogger } from "../../lib/logger.js";
 import type { SparConfig } from "../../sdk/config.js";
 import type { StoreCheck } from "../../sdk/store-types.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";

@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../lib/logger.js";
 import { createEventBus } from "../../plugins/bus-local/events.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { RingServices } from "../../sdk/services.js";
 import { createHooks } from "../hooks.js";
-import { createLogger } from "../logger.js";
 import { loadConfig } from "./config.js";
 import { createPluginHost } from "./plugin-host.js";
 import { discoverPlugins } from "./plugin-manifest.js";
@@ -150,6 +150,7 @@ describe("plugin host", () => {
       {
         id: "provider-broken",
         activation: ["onProvider:broken"],
+        manifest: { contributes: { providers: [{ id: "broken" }] } },
         apply: "api.hooks.provider.resolve.tap(() => { throw new Error('boom'); });",
       },
     ]);
@@ -218,6 +219,27 @@ describe("plugin host", () => {
     expect(existsSync(join(root, "moves-conf.imported"))).toBe(false);
   });
 
+  it("hands a nested table config.toml leaves out with its schema's defaults", async () => {
+    const root = fixtureRoot([
+      ...slots,
+      {
+        id: "moves-nested",
+        manifest: {
+          sections: {
+            "moves.nested": {
+              type: "object",
+              properties: { limit: { type: "integer", default: 7 }, names: { type: "array", default: [] } },
+            },
+          },
+        },
+        apply: "globalThis.__nested = config['moves.nested'];",
+      },
+    ]);
+    const { host } = hostFor(root);
+    await host.activate("onStartup");
+    expect((globalThis as { __nested?: unknown }).__nested).toEqual({ limit: 7, names: [] });
+  });
+
   it("passes the validated config tables it owns to apply, by path", async () => {
     const schema = { type: "object", properties: { level: { type: "integer" } } };
     const root = fixtureRoot([
@@ -227,6 +249,78 @@ describe("plugin host", () => {
     const { host } = hostFor(root, '["moves-conf"]\nlevel = 7\n');
     await host.activate("onStartup");
     expect((globalThis as { __level?: number }).__level).toBe(7);
+  });
+});
+
+describe("tap rules", () => {
+  const answering = (id: string, names: Record<string, unknown>, apply: string): FixturePlugin => ({
+    id,
+    activation: [`onProvider:${id}`],
+    manifest: { contributes: names },
+    apply,
+  });
+
+  it("asks a routing hook's tap only for the names its plugin's manifest contributes", async () => {
+    const any = (id: string) => `api.hooks.provider.resolve.tap(() => "${id}");`;
+    const root = fixtureRoot([
+      ...slots,
+      answering("provider-first", { providers: [{ id: "ant" }] }, any("provider-first")),
+      answering("provider-second", { providers: [{ id: "bee" }] }, any("provider-second")),
+    ]);
+    const { host, hooks } = hostFor(root);
+    // The first imported answers everything it is asked; it is not asked for "bee".
+    await host.activate("onProvider:provider-first");
+    await host.activate("onProvider:provider-second");
+    expect(await hooks.provider.resolve.promise({ provider: "bee", model: "m" }, {})).toBe("provider-second");
+    expect(await hooks.provider.resolve.promise({ provider: "ant", model: "m" }, {})).toBe("provider-first");
+    expect(await hooks.provider.resolve.promise({ provider: "wasp", model: "m" }, {})).toBeUndefined();
+  });
+
+  it("refuses two plugins contributing one name at start, naming both", () => {
+    const root = fixtureRoot([
+      ...slots,
+      answering("strategy-one", { strategies: ["vote"] }, ""),
+      answering("strategy-two", { strategies: ["vote"] }, ""),
+    ]);
+    expect(() => hostFor(root)).toThrow(
+      'plugins strategy-one and strategy-two both contribute the strategy "vote": disable one ([plugins] disable)',
+    );
+  });
+
+  it("runs taps in declared order (phase, before/after, plugin id), whatever the import order", async () => {
+    const add = (id: string, options: string) =>
+      `api.hooks.turn.prepare.tap((p) => ({ ...p, system: p.system + " ${id}" }), ${options});`;
+    const root = fixtureRoot([
+      ...slots,
+      answering("moves-a", {}, add("moves-a", "{}")),
+      answering("moves-b", {}, add("moves-b", '{ before: "moves-a" }')),
+      answering("moves-c", {}, add("moves-c", '{ phase: "early" }')),
+      answering("moves-d", {}, add("moves-d", "{}")),
+      answering("moves-z", {}, add("moves-z", '{ phase: "last" }')),
+    ]);
+    const { host, hooks } = hostFor(root);
+    for (const id of ["moves-z", "moves-d", "moves-a", "moves-c", "moves-b"]) {
+      await host.activate(`onProvider:${id}`);
+    }
+    const prompt = await hooks.turn.prepare.promise(
+      { system: "", messages: [], tools: [] },
+      { fighter: {} as never, bout_id: "b" },
+    );
+    expect(prompt.system).toBe(" moves-c moves-b moves-a moves-d moves-z");
+  });
+
+  it("refuses taps that order each other in a cycle", async () => {
+    const tap = (other: string) => `api.hooks.turn.end.tap(() => undefined, { after: "${other}" });`;
+    const root = fixtureRoot([
+      ...slots,
+      answering("moves-x", {}, tap("moves-y")),
+      answering("moves-y", {}, tap("moves-x")),
+    ]);
+    const { host } = hostFor(root);
+    await host.activate("onProvider:moves-x");
+    await expect(host.activate("onProvider:moves-y")).rejects.toThrow(
+      "the taps of moves-x, moves-y order each other in a cycle (before/after)",
+    );
   });
 });
 

@@ -10,9 +10,11 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../../sdk/index.js";
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import { validatorWithDefaults } from "../../sdk/schema.js";
 import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
 import type { DiscoveredPlugin } from "./plugin-manifest.js";
+import { reorder, type TapRouting, tapOptions, tapRouting } from "./tap-rules.js";
 
 export interface PluginHostOptions {
   plugins: DiscoveredPlugin[];
@@ -70,6 +72,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     }
   }
 
+  const routing = tapRouting(eligible.map((p) => p.manifest));
   checkNamespaces(eligible.map((p) => ({ id: p.manifest.id, source: p.source, data: p.manifest.data })));
 
   const activations = new Map<string, Promise<void>>();
@@ -114,7 +117,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     }
     const api: PluginApi = {
       id: manifest.id,
-      hooks: scopeHooks(hooks, manifest.id),
+      hooks: scopeHooks(hooks, manifest.id, routing),
       ring: options.services(),
       events: scopeEvents(options.events, manifest),
       config,
@@ -130,7 +133,12 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       }),
     };
     try {
-      const own = Object.keys(manifest.sections ?? {}).map((path) => [path, config.sections[path] ?? {}]);
+      // A table config.toml leaves out (a nested one such as [moves.shell]) still gets its defaults.
+      const own = Object.entries(manifest.sections ?? {}).map(([path, schema]) => {
+        const table = config.sections[path] ?? {};
+        validatorWithDefaults(schema)(table);
+        return [path, table];
+      });
       await plugin_.apply(api, Object.fromEntries(own));
     } catch (err) {
       throw wrapPluginError(manifest.id, "apply", err);
@@ -198,24 +206,28 @@ async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise
 }
 
 /**
- * Wraps every hook so that a plugin's taps carry its id as their name and any error escaping them
- * is rethrown with the plugin id and the hook's path (e.g. "provider.resolve").
+ * Wraps every hook so that a plugin's taps carry its id as their name, run in declared order
+ * (tap-rules.ts), are asked only for the names the plugin contributes (routed bail hooks), and any
+ * error escaping them is rethrown with the plugin id and the hook's path (e.g. "provider.resolve").
  */
-export function scopeHooks(hooks: RingHooks, pluginId: string): PluginHooks {
+export function scopeHooks(hooks: RingHooks, pluginId: string, routing: TapRouting): PluginHooks {
   const scoped: Record<string, Record<string, unknown>> = {};
   for (const [group, members] of Object.entries(hooks)) {
     const groupScoped: Record<string, unknown> = {};
     for (const [name, hook] of Object.entries(members as Record<string, TappableHook>)) {
       const path = `${group}.${name}`;
       groupScoped[name] = Object.freeze({
-        tap(fn: (...args: unknown[]) => unknown, tapOptions?: TapOptions) {
-          hook.tapPromise({ name: pluginId, stage: tapOptions?.stage ?? 0 }, async (...args: unknown[]) => {
+        tap(fn: (...args: unknown[]) => unknown, options?: TapOptions) {
+          if (path === "move.list") routing.offersMoves(pluginId);
+          hook.tapPromise(tapOptions(pluginId, options), async (...args: unknown[]) => {
+            if (!routing.asks(path, pluginId, args)) return undefined;
             try {
               return await fn(...args);
             } catch (err) {
               throw wrapPluginError(pluginId, path, err);
             }
           });
+          reorder(hook);
         },
       });
     }
@@ -224,6 +236,6 @@ export function scopeHooks(hooks: RingHooks, pluginId: string): PluginHooks {
   return Object.freeze(scoped) as unknown as PluginHooks;
 }
 
-interface TappableHook {
-  tapPromise(options: { name: string; stage: number }, fn: (...args: unknown[]) => Promise<unknown>): void;
-}
+type TappableHook = Parameters<typeof reorder>[0] & {
+  tapPromise(options: ReturnType<typeof tapOptions>, fn: (...args: unknown[]) => Promise<unknown>): void;
+};

@@ -1,9 +1,9 @@
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
+import { estimateTokens } from "../../sdk/tokens.js";
 import type { ModelSettings } from "../../sdk/types.js";
 import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
-import { contextWindowFor, estimateTokens } from "./compaction.js";
 
 /** The share of a model's context window one message may take. */
 const MAX_MESSAGE_SHARE = 0.5;
@@ -19,6 +19,7 @@ export function createAdmission(deps: {
   config: SparConfig;
   fighters: FighterRegistry;
   credentialFor: (settings: ModelSettings) => CredentialCheck;
+  contextWindow: (model: ModelSettings) => number;
 }) {
   const { config, fighters } = deps;
 
@@ -46,7 +47,7 @@ export function createAdmission(deps: {
    * every later turn and push everything else out, so it is refused before anything is stored.
    */
   function refuseOversized(live: LiveFighter, text: string, model: ModelSettings): void {
-    const window = contextWindowFor(model);
+    const window = deps.contextWindow(model);
     const limit = Math.floor(window * MAX_MESSAGE_SHARE);
     const tokens = estimateTokens(text);
     if (tokens <= limit) return;

@@ -4,8 +4,10 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { Store } from "../../sdk/store-types.js";
-import type { FighterRow } from "../../sdk/types.js";
-import { compactionBoundary, contextTokens, contextWindowFor, estimateTokens } from "./compaction.js";
+import { contextTokens, estimateTokens } from "../../sdk/tokens.js";
+import type { FighterRow, ModelSettings } from "../../sdk/types.js";
+import { phaseStage } from "../host/tap-rules.js";
+import { compactionBoundary } from "./compaction.js";
 import type { HistoryCache } from "./history-cache.js";
 
 export interface AftercareDeps {
@@ -17,6 +19,7 @@ export interface AftercareDeps {
   config: SparConfig;
   log: Logger;
   activate: (event: string) => Promise<void>;
+  contextWindow: (model: ModelSettings) => number;
 }
 
 /**
@@ -28,7 +31,7 @@ export function createAftercare(deps: AftercareDeps) {
   const { events, config } = deps;
 
   // Last in line, after plugins' additions (the Creed): what compaction replaced, summarized.
-  deps.hooks.turn.prepare.tapPromise({ name: "ring", stage: 100 }, async (prompt, context) => {
+  deps.hooks.turn.prepare.tapPromise({ name: "ring", stage: phaseStage("late") }, async (prompt, context) => {
     const summary = (await deps.store().summaries.get(context.bout_id))?.summary;
     return summary
       ? { ...prompt, system: `${prompt.system}\n\n## Earlier in this conversation (summary)\n${summary}` }
@@ -50,7 +53,7 @@ export function createAftercare(deps: AftercareDeps) {
   async function compact(turn: TurnSummary): Promise<void> {
     const store = deps.store();
     const { strategy: name, threshold_percent, keep_recent } = config.memory.compaction;
-    const window = contextWindowFor(turn.model);
+    const window = deps.contextWindow(turn.model);
     const threshold = (window * threshold_percent) / 100;
     // The turn's own estimate first: most turns are far below, and need no second look.
     if (turn.context_tokens <= threshold) return;

@@ -2,6 +2,7 @@ import { cancelledError } from "../../sdk/cancel.js";
 import type { EventBus } from "../../sdk/events.js";
 import type { MoveOutcome, RingHooks } from "../../sdk/hooks.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
+import { contextTokens, messageTokens } from "../../sdk/tokens.js";
 import type {
   ChatMessage,
   FighterRow,
@@ -13,7 +14,6 @@ import type {
   Usage,
 } from "../../sdk/types.js";
 import { callProvider, policyFor } from "../provider-call.js";
-import { contextTokens, messageTokens } from "./compaction.js";
 import { runMove } from "./move-call.js";
 
 export interface TurnInput {

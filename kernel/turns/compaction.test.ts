@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
-import { compactionBoundary, contextTokens, contextWindowFor, FALLBACK_WINDOW } from "./compaction.js";
+import { contextTokens } from "../../sdk/tokens.js";
+import type { ChatMessage, ProviderDeclaration, StoredMessage } from "../../sdk/types.js";
+import { compactionBoundary, contextWindows, FALLBACK_WINDOW } from "./compaction.js";
 
 function stored(messages: ChatMessage[]): StoredMessage[] {
   return messages.map((m, i) => ({ ...m, id: `m${i + 1}`, bout_id: "b", seq: i + 1, created_at: "" }));
@@ -63,7 +65,21 @@ describe("context estimates", () => {
     expect(contextTokens("x".repeat(400), [user("y".repeat(40))])).toBe(100 + 4 + 10);
   });
 
-  it("knows the windows of common models and falls back for the rest", () => {
+  it("takes the windows of common models from the provider manifests, and falls back for the rest", () => {
+    const providers = new Map(
+      ["openai", "anthropic", "google", "ollama"].flatMap((p) =>
+        (
+          JSON.parse(
+            readFileSync(new URL(`../../plugins/provider-${p}/plugin.json`, import.meta.url), "utf8"),
+          ) as {
+            contributes: { providers: ProviderDeclaration[] };
+          }
+        ).contributes.providers.map((d) => [d.id, d] as const),
+      ),
+    );
+    const contextWindowFor = contextWindows(providers);
+    expect(contextWindowFor({ provider: "google", model: "gemini-2.5-flash" })).toBe(1_000_000);
+    expect(contextWindowFor({ provider: "unknown", model: "claude-3" })).toBe(FALLBACK_WINDOW);
     expect(contextWindowFor({ provider: "openai", model: "gpt-4o-mini" })).toBe(128_000);
     expect(contextWindowFor({ provider: "anthropic", model: "claude-sonnet-4-5" })).toBe(200_000);
     expect(contextWindowFor({ provider: "openrouter", model: "anthropic/claude-3.5-haiku" })).toBe(200_000);

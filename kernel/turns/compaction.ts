@@ -1,39 +1,28 @@
-import type { ChatMessage, ModelSettings, StoredMessage } from "../../sdk/types.js";
+import { contextTokens } from "../../sdk/tokens.js";
+import type { ModelSettings, ProviderDeclaration, StoredMessage } from "../../sdk/types.js";
 
-/** Context windows of well-known model families, for settings that give no `context_window`. */
-const KNOWN_WINDOWS: [RegExp, number][] = [
-  [/^gpt-4\.1|^gpt-5/, 1_000_000],
-  [/^gpt-4o|^o[134]/, 128_000],
-  [/^gpt-4-turbo/, 128_000],
-  [/^gpt-3\.5/, 16_385],
-  [/^claude/, 200_000],
-  [/^gemini-1\.5-pro|^gemini-(2|3)/, 1_000_000],
-  [/^gemini/, 1_000_000],
-  [/llama-?3\.[123]|llama3\.[123]/, 128_000],
-  [/llama-?3|llama3/, 8_192],
-  [/qwen|mistral|mixtral|deepseek/, 32_768],
-];
+/** A model with no `context_window` whose provider's manifest names no window for it. */
 export const FALLBACK_WINDOW = 8_192;
 
-export function contextWindowFor(model: ModelSettings): number {
-  if (model.context_window) return model.context_window;
-  const name = model.model.toLowerCase().replace(/^[\w.-]+\//, "");
-  return KNOWN_WINDOWS.find(([pattern]) => pattern.test(name))?.[1] ?? FALLBACK_WINDOW;
-}
-
-/** A rough, provider-neutral estimate: four characters a token, plus a little per message. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
-export function messageTokens(message: ChatMessage): number {
-  const calls = message.role === "assistant" && message.tool_calls ? JSON.stringify(message.tool_calls) : "";
-  return 4 + estimateTokens(message.content) + estimateTokens(calls);
-}
-
-/** The estimated context of a prompt: system prompt (Creed and summary included) and messages. */
-export function contextTokens(system: string, messages: readonly ChatMessage[]): number {
-  return estimateTokens(system) + messages.reduce((n, m) => n + messageTokens(m), 0);
+/**
+ * The context window of a model setting: its own `context_window`, else the first of its provider's
+ * declared `context_windows` (plugin.json) whose pattern matches the model name (without a
+ * `vendor/` prefix), else FALLBACK_WINDOW.
+ */
+export function contextWindows(
+  providers: ReadonlyMap<string, ProviderDeclaration>,
+): (model: ModelSettings) => number {
+  const patterns = new Map(
+    [...providers].map(([id, d]) => [
+      id,
+      (d.context_windows ?? []).map((w) => [new RegExp(w.match), w.tokens] as const),
+    ]),
+  );
+  return (model) => {
+    if (model.context_window) return model.context_window;
+    const name = model.model.toLowerCase().replace(/^[\w.-]+\//, "");
+    return patterns.get(model.provider)?.find(([pattern]) => pattern.test(name))?.[1] ?? FALLBACK_WINDOW;
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
+import { messageTokens } from "../../sdk/tokens.js";
 import type { ChatMessage } from "../../sdk/types.js";
-import { messageTokens } from "./compaction.js";
 
 /**
  * The prompt histories of recently active bouts, so a turn that follows the last one in its bout

@@ -34,6 +34,8 @@ export interface MessagePathDeps {
   fighters: FighterRegistry;
   declaredMoves: ReadonlyMap<string, MoveListing>;
   credentialFor: (settings: ModelSettings) => CredentialCheck;
+  /** The model's context window (its setting, else its provider's manifest). */
+  contextWindow: (model: ModelSettings) => number;
 }
 
 /** A turn that has begun: what cancelling the fighter's turn aborts. */
@@ -80,6 +82,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     config,
     log: deps.log,
     activate: (event) => host.activate(event),
+    contextWindow: deps.contextWindow,
   });
 
   const runner = createTurnRunner({
@@ -102,6 +105,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     config,
     fighters,
     credentialFor: deps.credentialFor,
+    contextWindow: deps.contextWindow,
   });
   const idempotency = createIdempotency(deps.store);
   const leases = createTurnLeases(deps.bus, deps.store);

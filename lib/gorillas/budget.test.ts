@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../sdk/index.js";
-import { createCycleBudget, messageTokens, promptTokens } from "./budget.js";
+import { messageTokens, promptTokens } from "../../sdk/index.js";
+import { createCycleBudget } from "./budget.js";
 
 const user: ChatMessage = { role: "user", content: "u".repeat(400) };
 const system = "s".repeat(400);

@@ -8,35 +8,7 @@
  * what a call is certain to cost, so the budget is never knowingly overspent; the reply of the last
  * call allowed is the only part that can go past it.
  */
-import type { ChatMessage, MoveDeclaration } from "../../sdk/index.js";
-
-/** Tokens in a text, as the kernel estimates them (kernel/turns/compaction.ts). */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
-export function messageTokens(message: ChatMessage): number {
-  const calls = message.role === "assistant" && message.tool_calls ? JSON.stringify(message.tool_calls) : "";
-  return 4 + estimateTokens(message.content) + estimateTokens(calls);
-}
-
-/** The prompt one model call sends: system prompt, messages and the tools' definitions. */
-export function promptTokens(prompt: {
-  system: string;
-  messages: readonly ChatMessage[];
-  tools: readonly Pick<MoveDeclaration, "name" | "description" | "input_schema">[];
-}): number {
-  const tools = prompt.tools.map((t) => ({
-    name: t.name,
-    description: t.description,
-    input_schema: t.input_schema,
-  }));
-  return (
-    estimateTokens(prompt.system) +
-    prompt.messages.reduce((n, m) => n + messageTokens(m), 0) +
-    (tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0)
-  );
-}
+import { messageTokens, promptTokens } from "../../sdk/index.js";
 
 export interface BudgetLimits {
   max_iterations: number;

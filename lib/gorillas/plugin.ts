@@ -98,7 +98,7 @@ export function installGorillas(
           : prompt.system;
       return { ...prompt, system, tools: prompt.tools.filter((t) => gorilla.moves.includes(t.name)) };
     },
-    { stage: -100 },
+    { phase: "early" },
   );
 
   // Last, on the prompt as it will be sent: the cycle's budgets, before the model call starts.
@@ -116,7 +116,7 @@ export function installGorillas(
       }
       return prompt;
     },
-    { stage: 1000 },
+    { phase: "last" },
   );
 
   hooks.move.beforeCall.tap((info) => {

@@ -106,7 +106,7 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
       }
     }
 
-    // After the Arena's tap (stage 0), so the webhook listener answers Discord's check of the endpoint;
+    // After the Arena's tap (phase "normal"), so the webhook listener answers Discord's check of the endpoint;
     // not awaited, so a slow or unreachable Discord never holds up the daemon's start.
     hooks.daemon.ready.tap(
       () => {
@@ -115,7 +115,7 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
           .catch((err: unknown) => log.error("discord gateway not connected", { error: String(err) }));
         void register();
       },
-      { stage: 100 },
+      { phase: "late" },
     );
 
     hooks.daemon.close.tap(async () => {

@@ -169,7 +169,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
         connecting = connect();
         publishing = publish();
       },
-      { stage: -100 },
+      { phase: "early" },
     );
     hooks.daemon.close.tap(async () => {
       await Promise.all([connecting, publishing]);

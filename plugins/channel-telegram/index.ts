@@ -108,7 +108,7 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
           signal: stopping.signal,
         });
       },
-      { stage: 100 },
+      { phase: "late" },
     );
     hooks.daemon.close.tap(async () => {
       stopping.abort();

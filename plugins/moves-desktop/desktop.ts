@@ -38,8 +38,6 @@ export interface DesktopSettings {
   keep_screenshots: number;
 }
 
-export const DEFAULT_SETTINGS = { timeout_s: 15, type_delay_ms: 12, keep_screenshots: 50 } as const;
-
 /**
  * The variables a desktop command sees besides PATH and LANG: where the session is and how to reach
  * it (display, authority, runtime and D-Bus sockets, where desktop entries live). Nothing else of

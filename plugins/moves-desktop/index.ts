@@ -1,6 +1,6 @@
 import { createSandbox } from "../../lib/sandbox/index.js";
 import { definePlugin } from "../../sdk/index.js";
-import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./desktop.js";
+import { createDesktopMoves, type DesktopSettings } from "./desktop.js";
 
 /**
  * The desktop moves (`desktop_screenshot`, `desktop_type`, `desktop_click`, `desktop_open_app`),
@@ -8,11 +8,10 @@ import { createDesktopMoves, DEFAULT_SETTINGS, type DesktopSettings } from "./de
  * runs. The session (X11, Wayland, macOS) is chosen per call from `[moves.desktop] display` or the
  * daemon's environment, so a display that comes up after the daemon started is found.
  */
-export default definePlugin<{ "moves.desktop": Partial<DesktopSettings> }>({
+export default definePlugin<{ "moves.desktop": DesktopSettings }>({
   id: "moves-desktop",
   apply({ hooks, config, home }, sections) {
-    // The kernel fills in a dotted table's defaults only when the table is in config.toml.
-    const settings: DesktopSettings = { ...DEFAULT_SETTINGS, ...sections["moves.desktop"] };
+    const settings = sections["moves.desktop"];
     const sandbox = createSandbox(config.sandbox, home);
     const handlers = createDesktopMoves(settings, process.env, process.platform, sandbox);
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));

@@ -1,6 +1,4 @@
-import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
 import {
   type Capability,
   definePlugin,
@@ -28,10 +26,10 @@ export interface FilesSettings {
  * grants that allow this move, as far as every fighter waiting on the turn grants them too) and
  * every path goes through it (confine.ts says how).
  */
-export default definePlugin<{ "moves.files": Partial<FilesSettings> }>({
+export default definePlugin<{ "moves.files": FilesSettings }>({
   id: "moves-files",
-  apply({ hooks, home, dir, config }, sections) {
-    const settings = withDefaults(sections["moves.files"], dir);
+  apply({ hooks, home, config }, sections) {
+    const settings = sections["moves.files"];
     const resultChars = config.agent.max_tool_result_chars;
 
     const confined =
@@ -142,25 +140,4 @@ export function scopeRefusal(
     }
   }
   return undefined;
-}
-
-/**
- * The table with the manifest's defaults for what it leaves out: a nested table such as
- * `[moves.files]` that config.toml does not mention reaches the plugin empty.
- */
-export function withDefaults(table: Partial<FilesSettings> | undefined, pluginDir: string): FilesSettings {
-  const manifest = JSON.parse(readFileSync(join(pluginDir, "plugin.json"), "utf8")) as {
-    sections: {
-      "moves.files": {
-        properties: Record<Exclude<keyof FilesSettings, "allowed_scopes">, { default: number }>;
-      };
-    };
-  };
-  const properties = manifest.sections["moves.files"].properties;
-  return {
-    max_read_bytes: table?.max_read_bytes ?? properties.max_read_bytes.default,
-    max_write_bytes: table?.max_write_bytes ?? properties.max_write_bytes.default,
-    max_list_entries: table?.max_list_entries ?? properties.max_list_entries.default,
-    allowed_scopes: table?.allowed_scopes ?? [],
-  };
 }

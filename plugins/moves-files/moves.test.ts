@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
 import { type Access, Confinement } from "./confine.js";
-import { scopeRefusal, withDefaults } from "./index.js";
+import { scopeRefusal } from "./index.js";
 import { listFolder } from "./list.js";
 import { page, readText, wholeCharacters } from "./read.js";
 import { editFile, occurrences, readAtMost, writeFile } from "./write.js";
@@ -378,18 +378,6 @@ describe("file_list", () => {
 });
 
 describe("settings", () => {
-  it("fills what [moves.files] leaves out from plugin.json's defaults", () => {
-    const dir = import.meta.dirname;
-    expect(withDefaults({}, dir)).toEqual({
-      max_read_bytes: 262_144,
-      max_write_bytes: 1_048_576,
-      max_list_entries: 500,
-      allowed_scopes: [],
-    });
-    expect(withDefaults({ max_read_bytes: 4096 }, dir).max_read_bytes).toBe(4096);
-    expect(withDefaults({ allowed_scopes: ["/srv"] }, dir).allowed_scopes).toEqual(["/srv"]);
-  });
-
   it("refuses a spawn whose file grant names a scope the operator does not allow, pointing at it", () => {
     const grants: Capability[] = [
       { type: "memory" },

@@ -4,7 +4,7 @@ import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../.
 import { commandFolder } from "./cwd.js";
 import { policyOf, refusal } from "./patterns.js";
 import { maskSecrets, secretValues } from "./secrets.js";
-import { type ShellSettings, withDefaults } from "./settings.js";
+import type { ShellSettings } from "./settings.js";
 
 /** What `command` runs through: the move checks `[SHELL, "-c", command]` against the grant like any argv. */
 const SHELL = "/bin/sh";
@@ -16,10 +16,10 @@ const SHELL = "/bin/sh";
  * cleared environment, stopped by its timeout or the call's signal together with everything it
  * started, its output capped and the daemon's secrets masked in it (secrets.ts).
  */
-export default definePlugin<{ "moves.shell": Partial<ShellSettings> }>({
+export default definePlugin<{ "moves.shell": ShellSettings }>({
   id: "moves-shell",
-  apply({ hooks, config, dir, home, env }, sections) {
-    const settings = withDefaults(dir, sections["moves.shell"]);
+  apply({ hooks, config, home, env }, sections) {
+    const settings = sections["moves.shell"];
     const keyNames = configuredKeyNames(config);
     let sandbox: Sandbox | undefined;
 

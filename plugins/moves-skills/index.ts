@@ -21,7 +21,7 @@ import {
 } from "../../sdk/index.js";
 import { installRoutes } from "./install-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
-import { type SkillsSettings, withDefaults } from "./settings.js";
+import type { SkillsSettings } from "./settings.js";
 
 declare module "../../sdk/index.js" {
   interface SparEventMap {
@@ -41,10 +41,10 @@ const MAX_BOUTS = 1000;
  * `skill_load` reads one (and offers the moves it needs). When a fighter may use many moves, only a
  * core set is offered; `move_search` finds the rest and offers them from then on in the bout.
  */
-export default definePlugin<{ "moves.skills": Partial<SkillsSettings> }>({
+export default definePlugin<{ "moves.skills": SkillsSettings }>({
   id: "moves-skills",
   apply({ hooks, ring, home, log, events }, sections) {
-    const settings = withDefaults(sections["moves.skills"]);
+    const settings = sections["moves.skills"];
 
     interface Catalog {
       /** Every skill a fighter may be offered: enabled bundled ones and installed ones. */

@@ -14,18 +14,3 @@ export interface SkillsSettings {
   max_download_bytes: number;
   download_timeout_s: number;
 }
-
-export const DEFAULTS: SkillsSettings = {
-  relevant: 3,
-  min_score: 3,
-  defer_above: 12,
-  core: ["memory_store", "memory_recall"],
-  allow_private: [],
-  max_download_bytes: 2 * 1024 * 1024,
-  download_timeout_s: 30,
-};
-
-/** The kernel fills in a dotted table's defaults only when the table is in config.toml. */
-export function withDefaults(table: Partial<SkillsSettings> | undefined): SkillsSettings {
-  return { ...DEFAULTS, ...table };
-}

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
-import { BOUT_ORIGINS, CHANNEL_DELIVERIES, SCHEMA_V1, SEALED_NAMES } from "./schema.js";
+import { BOUT_ORIGINS, CHANNEL_DELIVERIES, COLLECTIONS, SCHEMA_V1, SEALED_NAMES } from "./schema.js";
 
 export interface Migration {
   version: number;
@@ -22,6 +22,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "bout origins", sql: BOUT_ORIGINS },
   { version: 3, name: "channel deliveries and chats", sql: CHANNEL_DELIVERIES },
   { version: 4, name: "sealed names and idempotency keys", sql: SEALED_NAMES },
+  { version: 5, name: "plugin collections", sql: COLLECTIONS },
 ];
 
 /** The newest schema version this code knows. */

@@ -7,9 +7,14 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CreedDocument, Store } from "../../sdk/index.js";
+import { createPluginData } from "../../sdk/collection-engine.js";
+import type { Collection, CollectionDeclaration, CreedDocument, Store } from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { importDocs } from "./collections.js";
+import { inTransaction } from "./connection.js";
+import { openCipher } from "./keys.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
@@ -98,6 +103,63 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect((await after.knowledge.query(fighter.id, ["tea"], 5))[0]?.relations).toEqual([
         { from: "Tea", to: "Cup", type: "in" },
       ]);
+      await after.close();
+    });
+
+    it("re-encrypts plugins' collections: documents open, keys and indexed strings are found under the new key", async () => {
+      const home = mkdtempSync(join(tmpdir(), "spar-pg-rekey-"));
+      homes.push(home);
+      const store = await open(home, OLD);
+      const collections: Record<string, CollectionDeclaration> = {
+        notes: {
+          version: 1,
+          key: "id",
+          fields: {
+            id: { type: "string" },
+            who: { type: "string" },
+            tag: { type: "string", optional: true },
+          },
+          indexes: [["who"]],
+          unique: [["tag"]],
+        },
+      };
+      const data = (s: Store) =>
+        createPluginData({ plugin: "moves-rekeyed", data: { collections }, store: () => s.collections })
+          .notes as Collection;
+      const notes = data(store);
+      await notes.insert({ id: "n1", who: "ann", tag: "red" });
+      await notes.insert({ id: "n2", who: "bob" });
+      // A row imported after the collection was made: not yet slotted when the rekey comes.
+      const pool = new pg.Pool({ connectionString: URL_, options: `-c search_path=${schemaForHome(home)}` });
+      try {
+        const cipher = await openCipher(pool, Buffer.from(OLD), schemaForHome(home));
+        await inTransaction(pool, (client) =>
+          importDocs(client, cipher, "moves-rekeyed", "notes", [
+            { key: "n3", doc: { id: "n3", who: "ann" } },
+          ]),
+        );
+        cipher.wipe();
+      } finally {
+        await pool.end();
+      }
+
+      await store.rekey(Buffer.from(NEW));
+      // The open store goes on under the new key, its collections already made.
+      expect(await notes.get("n1")).toEqual({ id: "n1", who: "ann", tag: "red" });
+      expect((await notes.find({ where: { who: "bob" } })).map((d) => d.id)).toEqual(["n2"]);
+      expect(await notes.insert({ id: "n1", who: "x" }).catch((e: { code: string }) => e.code)).toBe(
+        "CONFLICT",
+      );
+      expect(
+        await notes.insert({ id: "n4", who: "x", tag: "red" }).catch((e: { code: string }) => e.code),
+      ).toBe("CONFLICT");
+      await store.close();
+
+      const after = await open(home, NEW);
+      const again = data(after);
+      expect(await again.get("n2")).toEqual({ id: "n2", who: "bob" });
+      expect((await again.find({ where: { who: "ann" } })).map((d) => d.id)).toEqual(["n1", "n3"]);
+      expect(await again.add({ id: "n3", who: "y" })).toBe(false);
       await after.close();
     });
 

@@ -15,6 +15,7 @@ import {
   KEY_CHECK_TEXT,
   newSalt,
 } from "./cipher.js";
+import { resealCollections } from "./collections.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
 import { IDEMPOTENCY_MAC, NAME_MAC, OTHER_MAC } from "./names.js";
@@ -108,6 +109,7 @@ export async function rekeySchema(
     await inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
       for (const spec of SEALED) await reseal(client, spec, old, next);
+      await resealCollections(client, old, next);
       await client.query("UPDATE spar_meta SET value = $2 WHERE key = $1", [SALT_ROW, salt]);
       await client.query("UPDATE spar_meta SET value = $2 WHERE key = $1", [
         CHECK_ROW,

@@ -310,3 +310,39 @@ DROP INDEX relationships_recent;
 CREATE UNIQUE INDEX relationships_pair_mac ON relationships(fighter_mac, other_mac);
 CREATE INDEX relationships_recent_mac ON relationships(fighter_mac, last_contact);
 `;
+
+/**
+ * Version 5: every plugin's own data (api.data, collections.ts). A document per row, sealed, found by
+ * an HMAC of its key; `seq` is the write order (kept when a row is replaced). The indexed fields are
+ * copied into slots, by kind: `s` string HMACs (equality only, never the text), `n` numbers and
+ * booleans (0/1), `t` ISO times (compared bytewise, as SQLite does). `layout` is the collection
+ * version whose slot layout the row's slots follow (0: none yet, as `importDocs` writes them). Each
+ * collection's indexes are partial expression indexes over its slots, made by `ensure`.
+ */
+export const COLLECTIONS = `
+CREATE TABLE collection_rows (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  namespace TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  key_mac BYTEA NOT NULL,
+  doc BYTEA NOT NULL,
+  layout INTEGER NOT NULL DEFAULT 0,
+  s BYTEA[],
+  n DOUBLE PRECISION[],
+  t TEXT[] COLLATE "C",
+  CONSTRAINT collection_rows_key UNIQUE (namespace, collection, key_mac)
+);
+CREATE INDEX collection_rows_order ON collection_rows (namespace, collection, seq);
+-- Per collection: the declaration's version and checksum, and the slot layout its rows follow;
+-- reslot marks rows imported after it was recorded, for the next ensure to slot.
+CREATE TABLE collection_schemas (
+  namespace TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  checksum TEXT NOT NULL,
+  layout TEXT NOT NULL,
+  reslot BOOLEAN NOT NULL DEFAULT false,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (namespace, collection)
+);
+`;

@@ -108,7 +108,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     wipe: () => current.wipe(),
   };
   const ctx: StoreContext = { pool, cipher, now: createClock() };
-  const data: StoreData = {
+  const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
     memories: createMemories(ctx),
@@ -117,7 +117,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createRecords(ctx),
     gorillas: createGorillas(ctx),
     troops: createTroops(ctx),
-    collections: createCollections(ctx),
     async close() {
       await pool.end();
       current.wipe();
@@ -125,9 +124,11 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   };
   const check = integrityCheck(pool, settings);
   let closed = false;
-  const guarded = guard(data, "", settings.url) as StoreData;
+  const guarded = guard(data, "", settings.url) as Omit<StoreData, "collections">;
   return {
     ...guarded,
+    // Guarded by itself: a transaction's function is the plugin's, and its errors are the plugin's.
+    collections: createCollections(ctx, (err, doing) => storeError(err, doing, settings.url)),
     // The server answers for its pages; health reports what the store itself has seen: nothing damaged.
     health: () => ({ status: "ok" }),
     integrity: () => check,

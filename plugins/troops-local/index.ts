@@ -47,7 +47,7 @@ export default definePlugin<{ troops: TroopsSettings }>({
       async () => {
         await runtime.start();
       },
-      { stage: -100 },
+      { phase: "early" },
     );
     hooks.daemon.close.tap(async () => {
       await runtime.stop();

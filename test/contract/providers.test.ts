@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { createLogger } from "../../kernel/logger.js";
 import { callProvider } from "../../kernel/provider-call.js";
 import { createRing } from "../../kernel/ring.js";
+import { createLogger } from "../../lib/logger.js";
 import type { LlmDriver, LlmRequest, ModelSettings } from "../../sdk/types.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";

@@ -11,6 +11,7 @@ import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighte
 import { createHooks } from "../../kernel/hooks.js";
 import { loadConfig } from "../../kernel/host/config.js";
 import type { PluginHost } from "../../kernel/host/plugin-host.js";
+import { contextWindows } from "../../kernel/turns/compaction.js";
 import { createMessagePath } from "../../kernel/turns/message-path.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
@@ -257,6 +258,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     fighters,
     declaredMoves,
     credentialFor: () => ({ ok: true, credential: {}, names: [] }),
+    contextWindow: contextWindows(new Map()),
   });
 
   return {
