@@ -14,7 +14,14 @@ import { storeServices } from "../../kernel/store-services.js";
 import { createOpenAiBouts } from "../../plugins/arena-http/openai-bouts.js";
 import type { FighterRow, Store } from "../../sdk/index.js";
 import { queryValue } from "../../test/helpers/db.js";
-import { legacySqlite, pluginData, TEST_MASTER_SECRET, testStores } from "../../test/helpers/plugin-data.js";
+import {
+  legacyPostgres,
+  legacySqlite,
+  pluginData,
+  TEST_MASTER_SECRET,
+  testStores,
+} from "../../test/helpers/plugin-data.js";
+import { SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { type ChannelRecords, createChannelRecords } from "./records.js";
 
 const homes: string[] = [];
@@ -168,72 +175,139 @@ describe.each(testStores().map((s) => [s.name, s] as const))("channel records on
   });
 });
 
+/** What an older Spar held: a Telegram chat's bout, an OpenAI user's, a delivery, a Slack chat. */
+const AT = "2026-01-01T00:00:00.000Z";
+const ADA = "id-ada";
+const LEGACY = {
+  bouts: [
+    { id: "b-tg", origin: "channel:telegram:-10042" },
+    { id: "b-ai", origin: "channel:openai:alice" },
+  ],
+  channel_bouts: [
+    ["telegram", "-10042", ADA, "b-tg", AT],
+    ["openai", "alice", ADA, "b-ai", AT],
+  ],
+  /** Seen an hour before the test: within the two days deliveries are kept. */
+  channel_deliveries: [["telegram", "1001", new Date(Date.now() - 3_600_000).toISOString()]],
+  channel_chats: [["slack", "C42", ADA, AT, AT]],
+};
+const INSERT = {
+  channel_bouts: "INSERT INTO channel_bouts (platform, chat, fighter_id, bout_id, updated_at) VALUES",
+  channel_deliveries: "INSERT INTO channel_deliveries (platform, delivery_id, seen_at) VALUES",
+  channel_chats: "INSERT INTO channel_chats (platform, chat, fighter_id, first_at, last_at) VALUES",
+};
+const TABLES = ["channel_bouts", "channel_deliveries", "channel_chats"] as const;
+
+/** The legacy records, found through the kit's records and the Arena's, as the plugins read them. */
+async function expectMoved(store: Store): Promise<void> {
+  const records = recordsOver(store);
+  expect(await records.bouts.get("telegram", "-10042", ADA)).toBe("b-tg");
+  expect(await records.bouts.get("openai", "alice", ADA)).toBeUndefined();
+  expect(await records.deliveries.claim("telegram", "1001", new Date().toISOString())).toBe(false);
+  expect(await records.chats.reached("slack", "C42", ADA)).toBe(true);
+  const chat = JSON.stringify(["slack", "C42", ADA]);
+  expect(await pluginData("moves-channels", store).chats?.get(chat)).toEqual({
+    id: chat,
+    platform: "slack",
+    chat: "C42",
+    fighter_id: ADA,
+    first_at: AT,
+    last_at: AT,
+  });
+  // The Arena finds alice's bout and continues it.
+  const chosen: unknown[] = [];
+  await createOpenAiBouts(pluginData("arena-http", store)).run(
+    { fighterId: ADA, user: "alice" },
+    async (options, started) => {
+      chosen.push(options);
+      started(options.bout_id ?? "");
+    },
+  );
+  expect(chosen).toEqual([{ bout_id: "b-ai" }]);
+}
+
 describe("channel records an older Spar kept in the Store (store-sqlite, migration 17)", () => {
   it("are found in the kit's collections, OpenAI users' bouts in the Arena's, the old tables gone", async () => {
     const home = tempHome();
     const old = await legacySqlite(home, 17);
-    const at = "2026-01-01T00:00:00.000Z";
-    const fighter = "id-ada";
     old
       .prepare(
         "INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, 'ada', '{\"name\":\"ada\"}', ?)",
       )
-      .run(fighter, at);
+      .run(ADA, AT);
     const bout = old.prepare(
       "INSERT INTO bouts (id, fighter_id, created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?)",
     );
-    bout.run("b-tg", fighter, at, at, "channel:telegram:-10042");
-    bout.run("b-ai", fighter, at, at, "channel:openai:alice");
-    const chatBout = old.prepare(
-      "INSERT INTO channel_bouts (platform, chat, fighter_id, bout_id, updated_at) VALUES (?, ?, ?, ?, ?)",
-    );
-    chatBout.run("telegram", "-10042", fighter, "b-tg", at);
-    chatBout.run("openai", "alice", fighter, "b-ai", at);
-    const recent = new Date(Date.now() - 3_600_000).toISOString();
-    old
-      .prepare("INSERT INTO channel_deliveries (platform, delivery_id, seen_at) VALUES (?, ?, ?)")
-      .run("telegram", "1001", recent);
-    old
-      .prepare(
-        "INSERT INTO channel_chats (platform, chat, fighter_id, first_at, last_at) VALUES (?, ?, ?, ?, ?)",
-      )
-      .run("slack", "C42", fighter, at, at);
+    for (const b of LEGACY.bouts) bout.run(b.id, ADA, AT, AT, b.origin);
+    for (const table of TABLES) {
+      for (const row of LEGACY[table]) {
+        old.prepare(`${INSERT[table]} (${row.map(() => "?").join(", ")})`).run(...row);
+      }
+    }
     old.close();
 
     const store = await testStores()[0]?.open(home);
     if (!store) throw new Error("no store-sqlite");
     try {
-      const records = recordsOver(store);
-      expect(await records.bouts.get("telegram", "-10042", fighter)).toBe("b-tg");
-      expect(await records.bouts.get("openai", "alice", fighter)).toBeUndefined();
-      expect(await records.deliveries.claim("telegram", "1001", new Date().toISOString())).toBe(false);
-      expect(await records.chats.reached("slack", "C42", fighter)).toBe(true);
-      expect(
-        await pluginData("channel-telegram", store).chats?.get(JSON.stringify(["slack", "C42", fighter])),
-      ).toEqual({
-        id: JSON.stringify(["slack", "C42", fighter]),
-        platform: "slack",
-        chat: "C42",
-        fighter_id: fighter,
-        first_at: at,
-        last_at: at,
-      });
-      // The Arena finds alice's bout and continues it.
-      const chosen: unknown[] = [];
-      await createOpenAiBouts(pluginData("arena-http", store)).run(
-        { fighterId: fighter, user: "alice" },
-        async (options, started) => {
-          chosen.push(options);
-          started(options.bout_id ?? "");
-        },
-      );
-      expect(chosen).toEqual([{ bout_id: "b-ai" }]);
+      await expectMoved(store);
     } finally {
       await store.close();
     }
-    for (const table of ["channel_bouts", "channel_deliveries", "channel_chats"]) {
+    for (const table of TABLES) {
       const left = `SELECT count(*) FROM sqlite_master WHERE name = '${table}'`;
       expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
     }
   });
 });
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `channel records an older Spar kept in the Store (store-postgres, at open)${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    const factory = testStores()[1];
+    afterAll(() => factory?.close());
+
+    it("are found in the kit's collections, OpenAI users' bouts in the Arena's, the old tables gone", async () => {
+      const home = tempHome();
+      const old = await legacyPostgres(home);
+      await old.db.query(
+        "INSERT INTO fighters (id, name_mac, name_sealed, manifest, created_at) VALUES ($1, $2, $3, $4, $5)",
+        [
+          ADA,
+          old.cipher.mac("fighters.name", "ada"),
+          old.cipher.seal("fighters.name_sealed", "ada"),
+          old.cipher.seal("fighters.manifest", JSON.stringify({ name: "ada" })),
+          AT,
+        ],
+      );
+      for (const b of LEGACY.bouts) {
+        await old.db.query(
+          "INSERT INTO bouts (id, fighter_id, created_at, updated_at, origin) VALUES ($1, $2, $3, $4, $5)",
+          [b.id, ADA, AT, AT, b.origin],
+        );
+      }
+      for (const table of TABLES) {
+        for (const row of LEGACY[table]) {
+          await old.db.query(`${INSERT[table]} (${row.map((_, i) => `$${i + 1}`).join(", ")})`, row);
+        }
+      }
+      await old.close();
+
+      const store = await factory?.open(home);
+      if (!store) throw new Error("no store-postgres");
+      try {
+        await expectMoved(store);
+      } finally {
+        await store.close();
+      }
+      const again = await legacyPostgres(home);
+      try {
+        const left = await again.db.query("SELECT to_regclass(name) AS t FROM unnest($1::text[]) AS name", [
+          TABLES,
+        ]);
+        expect(left.rows).toEqual(TABLES.map(() => ({ t: null })));
+      } finally {
+        await again.close();
+      }
+    });
+  },
+);

@@ -12,7 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FighterRow, RingServices, Store } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
 import { queryValue } from "../../test/helpers/db.js";
-import { legacySqlite, pluginData, TEST_MASTER_SECRET, testStores } from "../../test/helpers/plugin-data.js";
+import {
+  legacyPostgres,
+  legacySqlite,
+  pluginData,
+  TEST_MASTER_SECRET,
+  testStores,
+} from "../../test/helpers/plugin-data.js";
+import { SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createSchedules, MAX_PER_FIGHTER, type ScheduleRecord, type Schedules } from "./schedules.js";
 
 const homes: string[] = [];
@@ -183,47 +190,59 @@ describe.each(testStores().map((s) => [s.name, s] as const))("schedules on %s", 
   });
 });
 
+/** What an older Spar held: ada's three schedules, in the order it added them. */
+const LEGACY_FIGHTER = { id: "id-ada", name: "ada" };
+const LEGACY: ScheduleRecord[] = [
+  {
+    id: "s-cron",
+    fighter_id: LEGACY_FIGHTER.id,
+    message: "tea",
+    cron: "0 16 * * *",
+    timezone: "Europe/Paris",
+    next_run_at: day(2),
+    created_at: day(0),
+    last_run_at: day(1),
+    last_status: "completed",
+  },
+  { id: "s-once", fighter_id: LEGACY_FIGHTER.id, message: "wake", next_run_at: day(1), created_at: day(0) },
+  { id: "s-tie", fighter_id: LEGACY_FIGHTER.id, message: "also", next_run_at: day(1), created_at: day(0) },
+];
+const COLUMNS = "id, fighter_id, message, cron, timezone, next_run_at, created_at, last_run_at, last_status";
+const asRow = (r: ScheduleRecord) => ({
+  cron: null,
+  timezone: null,
+  last_run_at: null,
+  last_status: null,
+  ...r,
+});
+
+/** The legacy schedules, found through the collection in their order, and still the plugin's to change. */
+async function expectMoved(store: Store): Promise<void> {
+  const schedules = schedulesOver(store);
+  expect(await schedules.list(LEGACY_FIGHTER.id)).toEqual([LEGACY[1], LEGACY[2], LEGACY[0]]);
+  expect(await schedules.get("s-cron")).toEqual(LEGACY[0]);
+  await schedules.ran("s-once", { at: day(1), status: "completed" });
+  expect((await schedules.list(LEGACY_FIGHTER.id)).map((s) => s.id)).toEqual(["s-tie", "s-cron"]);
+}
+
 describe("schedules an older Spar kept in the Store (store-sqlite, migration 16)", () => {
   it("are found in moves-schedule's collection, in the same order, the old table gone", async () => {
     const home = tempHome();
     const old = await legacySqlite(home, 16);
-    const ada = { id: "id-ada", name: "ada" };
+    const ada = LEGACY_FIGHTER;
     old
       .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, ?, ?, ?)")
       .run(ada.id, ada.name, JSON.stringify({ name: "ada" }), day(0));
-    const records: ScheduleRecord[] = [
-      {
-        id: "s-cron",
-        fighter_id: ada.id,
-        message: "tea",
-        cron: "0 16 * * *",
-        timezone: "Europe/Paris",
-        next_run_at: day(2),
-        created_at: day(0),
-        last_run_at: day(1),
-        last_status: "completed",
-      },
-      { id: "s-once", fighter_id: ada.id, message: "wake", next_run_at: day(1), created_at: day(0) },
-      { id: "s-tie", fighter_id: ada.id, message: "also", next_run_at: day(1), created_at: day(0) },
-    ];
     const insert = old.prepare(
-      `INSERT INTO schedules (id, fighter_id, message, cron, timezone, next_run_at, created_at, last_run_at, last_status)
-       VALUES (@id, @fighter_id, @message, @cron, @timezone, @next_run_at, @created_at, @last_run_at, @last_status)`,
+      `INSERT INTO schedules (${COLUMNS}) VALUES (@id, @fighter_id, @message, @cron, @timezone, @next_run_at, @created_at, @last_run_at, @last_status)`,
     );
-    for (const r of records) {
-      insert.run({ cron: null, timezone: null, last_run_at: null, last_status: null, ...r });
-    }
+    for (const r of LEGACY) insert.run(asRow(r));
     old.close();
 
     const store = await testStores()[0]?.open(home);
     if (!store) throw new Error("no store-sqlite");
     try {
-      const schedules = schedulesOver(store);
-      expect(await schedules.list(ada.id)).toEqual([records[1], records[2], records[0]]);
-      expect(await schedules.get("s-cron")).toEqual(records[0]);
-      // Still the plugin's to change: a run recorded, one removed.
-      await schedules.ran("s-once", { at: day(1), status: "completed" });
-      expect((await schedules.list()).map((s) => s.id)).toEqual(["s-tie", "s-cron"]);
+      await expectMoved(store);
     } finally {
       await store.close();
     }
@@ -231,3 +250,56 @@ describe("schedules an older Spar kept in the Store (store-sqlite, migration 16)
     expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
   });
 });
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `schedules an older Spar kept in the Store (store-postgres, at open)${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    const factory = testStores()[1];
+    afterAll(() => factory?.close());
+
+    it("are found in moves-schedule's collection, in the same order, the old table gone", async () => {
+      const home = tempHome();
+      const old = await legacyPostgres(home);
+      await old.db.query(
+        "INSERT INTO fighters (id, name_mac, name_sealed, manifest, created_at) VALUES ($1, $2, $3, $4, $5)",
+        [
+          LEGACY_FIGHTER.id,
+          old.cipher.mac("fighters.name", LEGACY_FIGHTER.name),
+          old.cipher.seal("fighters.name_sealed", LEGACY_FIGHTER.name),
+          old.cipher.seal("fighters.manifest", JSON.stringify({ name: "ada" })),
+          day(0),
+        ],
+      );
+      for (const r of LEGACY) {
+        const row = asRow(r);
+        await old.db.query(`INSERT INTO schedules (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+          row.id,
+          row.fighter_id,
+          old.cipher.seal("schedules.message", row.message),
+          row.cron,
+          row.timezone,
+          row.next_run_at,
+          row.created_at,
+          row.last_run_at,
+          row.last_status,
+        ]);
+      }
+      await old.close();
+
+      const store = await factory?.open(home);
+      if (!store) throw new Error("no store-postgres");
+      try {
+        await expectMoved(store);
+      } finally {
+        await store.close();
+      }
+      const again = await legacyPostgres(home);
+      try {
+        const left = await again.db.query("SELECT to_regclass('schedules') AS t");
+        expect(left.rows[0]).toEqual({ t: null });
+      } finally {
+        await again.close();
+      }
+    });
+  },
+);

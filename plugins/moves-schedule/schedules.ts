@@ -67,16 +67,18 @@ export function createSchedules(data: PluginData, ring: Pick<RingServices, "figh
     async add(record) {
       await ring.fighters.get(record.fighter_id); // FIGHTER_NOT_FOUND for one unknown or killed
       await data.transaction(async (tx) => {
-        const held = await (tx.schedules as TxCollection<ScheduleRecord>).count({
-          fighter_id: record.fighter_id,
-        });
+        const own = tx.schedules as TxCollection<ScheduleRecord>;
+        // A key no schedule has, read first: a transaction holds what it reads, an absent key too,
+        // so one fighter's adds take turns and two at once cannot both see room for one more.
+        await own.get(`fighter:${record.fighter_id}`);
+        const held = await own.count({ fighter_id: record.fighter_id });
         if (held >= MAX_PER_FIGHTER) {
           throw new SparError(
             "CONFLICT",
             `you have ${held} schedules already, the most a fighter may hold; remove one first`,
           );
         }
-        (tx.schedules as TxCollection<ScheduleRecord>).insert(record);
+        own.insert(record);
       });
     },
     get: (id) => rows.get(id),

@@ -62,7 +62,8 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        `SELECT row_to_json(t)::text AS row FROM "${schema}"."${table_name}" t`,
+        // Aliased by a name no table has as a column (collection_rows has a column "t").
+        `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
     }

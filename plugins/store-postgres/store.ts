@@ -19,6 +19,8 @@ import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { createKnowledge } from "./knowledge.js";
+import { moveLegacyChannels } from "./legacy-channels.js";
+import { moveLegacySchedules } from "./legacy-schedules.js";
 import { createMemories } from "./memories.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
@@ -58,6 +60,12 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+      // Records that became plugins' collections, moved once from the Store's own tables.
+      const schedules = await moveLegacySchedules(pool, settings.schema, cipher);
+      if (schedules > 0) log.info("moved the schedules to moves-schedule's collection", { moved: schedules });
+      const channels = await moveLegacyChannels(pool, settings.schema, cipher);
+      if (channels > 0)
+        log.info("moved the channel records to the channel kit's collections", { moved: channels });
     } catch (err) {
       cipher.wipe();
       throw err;

@@ -5,6 +5,11 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
+import type pg from "pg";
+import type { Cipher } from "../../plugins/store-postgres/cipher.js";
+import { createPool } from "../../plugins/store-postgres/connection.js";
+import { openCipher } from "../../plugins/store-postgres/keys.js";
+import { migrate as migratePostgres } from "../../plugins/store-postgres/migrations.js";
 import { openPostgresStore } from "../../plugins/store-postgres/store.js";
 import { deriveKey, rawKeyLiteral } from "../../plugins/store-sqlite/key.js";
 import { MIGRATIONS, migrate } from "../../plugins/store-sqlite/migrations.js";
@@ -91,4 +96,27 @@ export async function legacySqlite(home: string, before: number): Promise<Databa
     MIGRATIONS.filter((m) => m.version < before),
   );
   return db;
+}
+
+/**
+ * The PostgreSQL schema `testStores()` opens for `home`, as an older Spar left it: made by the
+ * migrations, keyed with TEST_MASTER_SECRET, but never opened by this code, so the Store's old
+ * tables are still there to insert rows into (sealing with `cipher` what that Spar sealed). Close
+ * it, then open the store: the records move on first start.
+ */
+export async function legacyPostgres(
+  home: string,
+): Promise<{ db: pg.Pool; cipher: Cipher; close(): Promise<void> }> {
+  const schema = schemaForHome(home);
+  const db = createPool({ url: TEST_DATABASE_URL ?? "", schema, poolMax: 2 });
+  await migratePostgres(db, schema);
+  const cipher = await openCipher(db, Buffer.from(TEST_MASTER_SECRET), schema);
+  return {
+    db,
+    cipher,
+    async close() {
+      cipher.wipe();
+      await db.end();
+    },
+  };
 }
