@@ -10,18 +10,11 @@ import type {
   GorillaRunRecord,
   GorillaRunTrigger,
   GorillaState,
-  RecordedError,
-  TroopRecord,
-  TroopTaskRecord,
 } from "./store-records.js";
 import type {
   BoutSummary,
   CreedDocument,
   IdempotencyRecord,
-  KgEntity,
-  KgRelation,
-  MemoryMatch,
-  MemoryRecord,
   Relationship,
   StoreCheck,
   StoreHealth,
@@ -131,17 +124,6 @@ export interface Store {
     /** Forgets records created before `before` (ISO time); returns how many. */
     purge(before: string): Promise<number>;
   };
-  readonly memories: {
-    /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
-    put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
-    /** Memories containing any of `words` in key or value (all of them when `words` is empty). */
-    candidates(fighterId: string, words: string[]): Promise<MemoryMatch[]>;
-    /**
-     * Sets each memory's score0 and scored_at (reinforcement on access). Decay is computed when
-     * read, from score0 and scored_at, so nothing rewrites scores as time passes.
-     */
-    rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
-  };
   readonly creeds: {
     get(fighterName: string): Promise<CreedDocument | undefined>;
     put(fighterName: string, creed: CreedDocument): Promise<void>;
@@ -155,20 +137,6 @@ export interface Store {
       note: string,
       at: string,
     ): Promise<void>;
-  };
-  readonly knowledge: {
-    /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
-    add(
-      fighterId: string,
-      entities: KgEntity[],
-      relations: KgRelation[],
-    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
-    /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
-    query(
-      fighterId: string,
-      words: string[],
-      limit: number,
-    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   readonly nonces: {
     /**
@@ -225,37 +193,6 @@ export interface Store {
       abandon(now: string): Promise<number>;
       /** Keeps the gorilla's newest `keep` runs (and any still running), deletes the rest; returns how many went. */
       prune(gorilla: string, keep: number): Promise<number>;
-    };
-  };
-  readonly troops: {
-    /** CONFLICT when the name is taken. */
-    create(troop: Omit<TroopRecord, "id" | "created_at">): Promise<TroopRecord>;
-    /** By id, or by name. */
-    get(idOrName: string): Promise<TroopRecord | undefined>;
-    /** Every troop, by name. */
-    list(): Promise<TroopRecord[]>;
-    /**
-     * Changes a troop's name, leader, members or strategy (those given; its id, tasks and rotation
-     * stay): TROOP_NOT_FOUND for an unknown id, CONFLICT for a name another troop has.
-     */
-    update(
-      id: string,
-      changes: Partial<Pick<TroopRecord, "name" | "leader" | "members" | "strategy">>,
-    ): Promise<TroopRecord>;
-    /** Deletes the troop with its tasks; false when there was none. */
-    remove(id: string): Promise<boolean>;
-    /** The troop's rotation counter (round robin), advanced by one at once: the value before. */
-    rotate(id: string): Promise<number>;
-    readonly tasks: {
-      /** Records a task `pending` (TROOP_NOT_FOUND for an unknown troop). */
-      create(task: { troop_id: string; task: string; strategy: string }): Promise<TroopTaskRecord>;
-      /** Writes a task's state as it stands (everything but its id, troop, task, strategy and created_at); NOT_FOUND when gone. */
-      save(task: TroopTaskRecord): Promise<void>;
-      get(id: string): Promise<TroopTaskRecord | undefined>;
-      /** A troop's tasks, newest first, at most `limit`; `before` is a task id of that troop (the page after it). */
-      list(troopId: string, page: { limit: number; before?: string }): Promise<TroopTaskRecord[]>;
-      /** At start: tasks a stopped daemon left pending or running become `failed` with `error`, at `now`. How many. */
-      abandon(error: RecordedError, now: string): Promise<number>;
     };
   };
   readonly usage: {

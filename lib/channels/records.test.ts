@@ -6,8 +6,6 @@
  * found after the upgrade (the OpenAI users' bouts in the Arena's own collection).
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storeServices } from "../../kernel/store-services.js";
@@ -15,47 +13,32 @@ import { createOpenAiBouts } from "../../plugins/arena-http/openai-bouts.js";
 import type { FighterRow, Store } from "../../sdk/index.js";
 import { queryValue } from "../../test/helpers/db.js";
 import {
+  cleanUp,
   legacyPostgres,
   legacySqlite,
+  MASTER_SECRET,
+  newFighter,
   pluginData,
-  TEST_MASTER_SECRET,
-  testStores,
+  STORE_KINDS,
+  tempHome,
 } from "../../test/helpers/plugin-data.js";
 import { SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { type ChannelRecords, createChannelRecords } from "./records.js";
 
-const homes: string[] = [];
-function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), "spar-channel-records-"));
-  homes.push(home);
-  return home;
-}
-afterAll(() => {
-  for (const home of homes) rmSync(home, { recursive: true, force: true });
-});
+afterAll(cleanUp);
 
 const DAY_MS = 86_400_000;
+const PLUGINS = join(import.meta.dirname, "..", "..", "plugins");
+/** A bundled plugin's `api.data` over `store`. */
+const dataOf = (store: Store, plugin: string, now?: () => number) =>
+  pluginData(store, join(PLUGINS, plugin), now);
 
 /** The records as a channel plugin has them: its `api.data`, the Ring's bouts over the same store. */
 function recordsOver(store: Store, plugin = "channel-telegram", now?: () => number): ChannelRecords {
   return createChannelRecords(
-    pluginData(plugin, store, now),
+    dataOf(store, plugin, now),
     storeServices(() => store),
   );
-}
-
-let serial = 0;
-async function newFighter(store: Store): Promise<FighterRow> {
-  serial += 1;
-  const name = `chan-${serial}-${randomUUID().slice(0, 6)}`;
-  const row: FighterRow = {
-    id: randomUUID(),
-    name,
-    manifest: { name, description: name, system_prompt: "Be brief." },
-    created_at: new Date().toISOString(),
-  };
-  await store.fighters.insert(row);
-  return row;
 }
 
 /** A new bout of `fighter`: its first turn, begun. */
@@ -71,7 +54,7 @@ async function expectCode(promise: Promise<unknown>, code: string): Promise<void
   await expect(promise).rejects.toMatchObject({ code });
 }
 
-describe.each(testStores().map((s) => [s.name, s] as const))("channel records on %s", (_name, factory) => {
+describe.each(STORE_KINDS.map((s) => [s.name, s] as const))("channel records on %s", (_name, factory) => {
   let store: Store;
   let records: ChannelRecords;
 
@@ -82,7 +65,6 @@ describe.each(testStores().map((s) => [s.name, s] as const))("channel records on
   }, 60_000);
   afterAll(async () => {
     await store?.close();
-    await factory.close();
   });
 
   it.skipIf(factory.skip)("keeps one bout per platform, chat and fighter, replaced on set", async () => {
@@ -168,7 +150,7 @@ describe.each(testStores().map((s) => [s.name, s] as const))("channel records on
     expect(await notify.chats.reached("slack", "42", fighter.id)).toBe(false);
     expect(await notify.chats.reached("telegram", "43", fighter.id)).toBe(false);
     await expectCode(notify.chats.reached("telegram", "", fighter.id), "VALIDATION_FAILED");
-    const doc = await pluginData("moves-channels", store).chats?.get(
+    const doc = await dataOf(store, "moves-channels").chats?.get(
       JSON.stringify(["telegram", "42", fighter.id]),
     );
     expect(doc).toMatchObject({ first_at: "2030-01-01T00:00:00.000Z", last_at: "2030-01-02T00:00:00.000Z" });
@@ -206,7 +188,7 @@ async function expectMoved(store: Store): Promise<void> {
   expect(await records.deliveries.claim("telegram", "1001", new Date().toISOString())).toBe(false);
   expect(await records.chats.reached("slack", "C42", ADA)).toBe(true);
   const chat = JSON.stringify(["slack", "C42", ADA]);
-  expect(await pluginData("moves-channels", store).chats?.get(chat)).toEqual({
+  expect(await dataOf(store, "moves-channels").chats?.get(chat)).toEqual({
     id: chat,
     platform: "slack",
     chat: "C42",
@@ -216,7 +198,7 @@ async function expectMoved(store: Store): Promise<void> {
   });
   // The Arena finds alice's bout and continues it.
   const chosen: unknown[] = [];
-  await createOpenAiBouts(pluginData("arena-http", store)).run(
+  await createOpenAiBouts(dataOf(store, "arena-http")).run(
     { fighterId: ADA, user: "alice" },
     async (options, started) => {
       chosen.push(options);
@@ -246,7 +228,7 @@ describe("channel records an older Spar kept in the Store (store-sqlite, migrati
     }
     old.close();
 
-    const store = await testStores()[0]?.open(home);
+    const store = await STORE_KINDS[0]?.open(home);
     if (!store) throw new Error("no store-sqlite");
     try {
       await expectMoved(store);
@@ -255,7 +237,7 @@ describe("channel records an older Spar kept in the Store (store-sqlite, migrati
     }
     for (const table of TABLES) {
       const left = `SELECT count(*) FROM sqlite_master WHERE name = '${table}'`;
-      expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
+      expect(await queryValue(home, left, Buffer.from(MASTER_SECRET))).toBe(0);
     }
   });
 });
@@ -263,8 +245,7 @@ describe("channel records an older Spar kept in the Store (store-sqlite, migrati
 describe.skipIf(!TEST_DATABASE_URL)(
   `channel records an older Spar kept in the Store (store-postgres, at open)${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
   () => {
-    const factory = testStores()[1];
-    afterAll(() => factory?.close());
+    const factory = STORE_KINDS[1];
 
     it("are found in the kit's collections, OpenAI users' bouts in the Arena's, the old tables gone", async () => {
       const home = tempHome();

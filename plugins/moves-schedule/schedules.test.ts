@@ -5,65 +5,31 @@
  * older Spar kept in the Store's own table, found after the upgrade.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterRow, RingServices, Store } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import type { FighterRow, Store } from "../../sdk/index.js";
 import { queryValue } from "../../test/helpers/db.js";
 import {
+  cleanUp,
   legacyPostgres,
   legacySqlite,
+  MASTER_SECRET,
+  newFighter,
   pluginData,
-  TEST_MASTER_SECRET,
-  testStores,
+  STORE_KINDS,
+  storeFighters,
+  tempHome,
 } from "../../test/helpers/plugin-data.js";
 import { SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createSchedules, MAX_PER_FIGHTER, type ScheduleRecord, type Schedules } from "./schedules.js";
 
-const homes: string[] = [];
-function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), "spar-schedules-"));
-  homes.push(home);
-  return home;
-}
-afterAll(() => {
-  for (const home of homes) rmSync(home, { recursive: true, force: true });
-});
+afterAll(cleanUp);
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const day = (n: number) => new Date(T0 + n * 86_400_000).toISOString();
 
-/** The one service the schedules use: a fighter that is live, as the Ring finds it. */
-function ringOver(store: Store): Pick<RingServices, "fighters"> {
-  return {
-    fighters: {
-      async get(id: string) {
-        const row = await store.fighters.get(id);
-        if (!row) throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${id}"`);
-        return { id: row.id, name: row.name };
-      },
-    } as unknown as RingServices["fighters"],
-  };
-}
-
+/** moves-schedule's schedules over `store`: its `api.data`, and live fighters as the Ring finds them. */
 function schedulesOver(store: Store): Schedules {
-  return createSchedules(pluginData("moves-schedule", store), ringOver(store));
-}
-
-let serial = 0;
-async function newFighter(store: Store): Promise<FighterRow> {
-  serial += 1;
-  const name = `sched-${serial}-${randomUUID().slice(0, 6)}`;
-  const row: FighterRow = {
-    id: randomUUID(),
-    name,
-    manifest: { name, description: name, system_prompt: "Be brief." },
-    created_at: new Date(T0 + serial * 1000).toISOString(),
-  };
-  await store.fighters.insert(row);
-  return row;
+  return createSchedules(pluginData(store, import.meta.dirname), { fighters: storeFighters(store) });
 }
 
 async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
@@ -83,7 +49,7 @@ const schedule = (
   ...extra,
 });
 
-describe.each(testStores().map((s) => [s.name, s] as const))("schedules on %s", (_name, factory) => {
+describe.each(STORE_KINDS.map((s) => [s.name, s] as const))("schedules on %s", (_name, factory) => {
   let store: Store;
   let schedules: Schedules;
   const home = tempHome();
@@ -95,7 +61,6 @@ describe.each(testStores().map((s) => [s.name, s] as const))("schedules on %s", 
   }, 60_000);
   afterAll(async () => {
     await store?.close();
-    await factory.close();
   });
 
   it.skipIf(factory.skip)("adds, lists soonest first per fighter, records runs, and removes", async () => {
@@ -239,7 +204,7 @@ describe("schedules an older Spar kept in the Store (store-sqlite, migration 16)
     for (const r of LEGACY) insert.run(asRow(r));
     old.close();
 
-    const store = await testStores()[0]?.open(home);
+    const store = await STORE_KINDS[0]?.open(home);
     if (!store) throw new Error("no store-sqlite");
     try {
       await expectMoved(store);
@@ -247,15 +212,14 @@ describe("schedules an older Spar kept in the Store (store-sqlite, migration 16)
       await store.close();
     }
     const left = "SELECT count(*) FROM sqlite_master WHERE name = 'schedules'";
-    expect(await queryValue(home, left, Buffer.from(TEST_MASTER_SECRET))).toBe(0);
+    expect(await queryValue(home, left, Buffer.from(MASTER_SECRET))).toBe(0);
   });
 });
 
 describe.skipIf(!TEST_DATABASE_URL)(
   `schedules an older Spar kept in the Store (store-postgres, at open)${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
   () => {
-    const factory = testStores()[1];
-    afterAll(() => factory?.close());
+    const factory = STORE_KINDS[1];
 
     it("are found in moves-schedule's collection, in the same order, the old table gone", async () => {
       const home = tempHome();

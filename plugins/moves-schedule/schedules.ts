@@ -49,7 +49,10 @@ export interface Schedules {
   remove(id: string, fighterId?: string): Promise<boolean>;
 }
 
-export function createSchedules(data: PluginData, ring: Pick<RingServices, "fighters">): Schedules {
+export function createSchedules(
+  data: PluginData,
+  ring: { fighters: Pick<RingServices["fighters"], "get"> },
+): Schedules {
   const rows = data.schedules as Collection<ScheduleRecord>;
 
   /** Every row `where` selects, soonest first, a page at a time (a page holds at most 10,000). */

@@ -3,38 +3,22 @@
  * `channel_deliveries`, `channel_chats`), moved once into the channel kit's collections (namespace
  * `channels`, each keyed by the JSON array of what names it, as lib/channels/records.ts writes them;
  * the OpenAI users' bouts, platform `openai`, into the Arena's `openai_bouts`), and the tables
- * dropped. At open, in one transaction under the migration lock; a database without them costs one
- * query.
+ * dropped: at open, through `moveLegacy` (legacy.ts).
  */
 import type pg from "pg";
 import type { Cipher } from "./cipher.js";
 import { importDocs } from "./collections.js";
-import { type Db, inTransaction } from "./connection.js";
+import { moveLegacy } from "./legacy.js";
 
 const TABLES = ["channel_bouts", "channel_deliveries", "channel_chats"] as const;
-
-/**
- * The legacy tables still there, read from the catalog as of this statement (`to_regclass` may answer
- * from a cache that has not yet seen another daemon's DROP committed while this one waited).
- */
-async function present(db: Db): Promise<string[]> {
-  const { rows } = await db.query<{ tablename: string }>(
-    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY($1::text[])",
-    [TABLES],
-  );
-  return TABLES.filter((table) => rows.some((r) => r.tablename === table));
-}
 
 const key = (...parts: string[]) => JSON.stringify(parts);
 
 /** Moves the legacy channel records, if their tables are still there; how many. */
-export async function moveLegacyChannels(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
-  if ((await present(pool)).length === 0) return 0;
-  return inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
-    const tables = await present(client); // another daemon may have moved them while this one waited
+export function moveLegacyChannels(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
+  return moveLegacy(pool, schema, TABLES, async (client, tables) => {
     const read = async <R extends object>(table: string, sql: string) =>
-      tables.includes(table) ? (await client.query<R>(sql)).rows : [];
+      tables.has(table) ? (await client.query<R>(sql)).rows : [];
 
     const bouts = await read<{
       platform: string;

@@ -1,13 +1,12 @@
 /**
  * The schedules an older Spar kept in the Store's own table (`schedules`, the message sealed), moved
- * once into moves-schedule's collection, in the order they were added, and the table dropped. At
- * open, after the names are sealed, in one transaction under the migration lock; a database without
- * the table (moved already, by this daemon or another) costs one catalog query.
+ * once into moves-schedule's collection, in the order they were added, and the table dropped: at
+ * open, after the names are sealed, through `moveLegacy` (legacy.ts).
  */
 import type pg from "pg";
 import type { Cipher } from "./cipher.js";
 import { importDocs } from "./collections.js";
-import { type Db, inTransaction } from "./connection.js";
+import { moveLegacy } from "./legacy.js";
 
 interface ScheduleDbRow {
   id: string;
@@ -21,20 +20,9 @@ interface ScheduleDbRow {
   last_status: string | null;
 }
 
-/**
- * Whether the table is still there, read from the catalog as of this statement: `to_regclass` may
- * answer from a cache that has not yet seen another daemon's DROP committed while this one waited.
- */
-const present = async (db: Db) =>
-  ((await db.query("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schedules'"))
-    .rowCount ?? 0) > 0;
-
 /** Moves the legacy schedules, if the table is still there; how many. */
-export async function moveLegacySchedules(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
-  if (!(await present(pool))) return 0;
-  return inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
-    if (!(await present(client))) return 0; // another daemon moved them while this one waited
+export function moveLegacySchedules(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
+  return moveLegacy(pool, schema, ["schedules"], async (client) => {
     const { rows } = await client.query<ScheduleDbRow>(
       `SELECT id, fighter_id, message, cron, timezone, next_run_at, created_at, last_run_at, last_status
        FROM schedules ORDER BY seq`,

@@ -10,15 +10,26 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
-import type { Collection, Store } from "../../sdk/index.js";
-import { pluginData } from "../../test/helpers/plugin-data.js";
+import type { Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
+import { createSchedules } from "../moves-schedule/schedules.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
 const SECRET = "a1".repeat(32);
 const CANARY = `canary-${randomUUID()}`;
+const PLUGINS = join(import.meta.dirname, "..");
+/** The memory and knowledge plugins' data (their own collections) over `store`. */
+const memoriesOf = (store: Store) =>
+  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
+const graphOf = (store: Store) =>
+  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
+const schedulesOf = (store: Store) =>
+  createSchedules(pluginData(store, join(PLUGINS, "moves-schedule")), { fighters: storeFighters(store) });
 
 const homes: string[] = [];
 const schemas = new Set<string>();
@@ -62,7 +73,7 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        // Aliased by a name no table has as a column (collection_rows has a column "t").
+        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
         `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
@@ -76,7 +87,7 @@ async function dump(schema: string): Promise<string> {
 describe.skipIf(!TEST_DATABASE_URL)(
   `store-postgres security${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
   () => {
-    it("keeps no plaintext of a conversation, a creed, a memory or a troop task in a dump", async () => {
+    it("keeps no plaintext of a conversation, a creed, or a memory in a dump", async () => {
       const at = home();
       const store = await open(at);
       const fighter = { id: randomUUID(), name: "canary-keeper", created_at: new Date().toISOString() };
@@ -113,8 +124,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         counters: { bouts: 1, conversations: 1, messages: 1 },
         updated_at: fighter.created_at,
       });
-      await store.memories.put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
-      await store.knowledge.add(
+      await memoriesOf(store).put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
+      await graphOf(store).add(
         fighter.id,
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
@@ -125,8 +136,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         CANARY,
         fighter.created_at,
       );
-      // A plugin's collection too (moves-schedule's): its documents are sealed like the Ring's rows.
-      await (pluginData("moves-schedule", store).schedules as Collection).insert({
+      await schedulesOf(store).add({
         id: randomUUID(),
         fighter_id: fighter.id,
         message: CANARY,
@@ -139,24 +149,11 @@ describe.skipIf(!TEST_DATABASE_URL)(
         usage: { input_tokens: 0, output_tokens: 0 },
         output: CANARY,
       });
-      const troop = await store.troops.create({
-        name: "canary-troop",
-        leader: fighter.id,
-        members: [fighter.id],
-        strategy: "broadcast",
-      });
-      const task = await store.troops.tasks.create({
-        troop_id: troop.id,
-        task: `do ${CANARY}`,
-        strategy: "broadcast",
-      });
-      await store.troops.tasks.save({ ...task, status: "completed", result: CANARY });
 
       // Everything reads back through the store...
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
-      expect((await store.memories.candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
-      expect((await store.knowledge.query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
-      expect((await store.troops.tasks.get(task.id))?.result).toBe(CANARY);
+      expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
+      expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
       await store.close();
 
       // ...and the dump holds ids and names, but the canary nowhere, as text or as bytea hex.

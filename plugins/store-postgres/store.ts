@@ -18,15 +18,14 @@ import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
-import { createKnowledge } from "./knowledge.js";
 import { moveLegacyChannels } from "./legacy-channels.js";
+import { moveLegacyMemory } from "./legacy-memory.js";
 import { moveLegacySchedules } from "./legacy-schedules.js";
-import { createMemories } from "./memories.js";
+import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
 import { rekeySchema } from "./rekey.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 
 export interface PostgresStoreOptions extends PostgresSettings {
@@ -60,7 +59,13 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
-      // Records that became plugins' collections, moved once from the Store's own tables.
+      // Tables of records plugins now own (issue 29): their rows go to the plugins' collections.
+      const memories = await moveLegacyMemory(pool, settings.schema, cipher);
+      if (memories > 0)
+        log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
+      const troops = await moveLegacyTroops(pool, settings.schema, cipher);
+      if (troops > 0)
+        log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
       const schedules = await moveLegacySchedules(pool, settings.schema, cipher);
       if (schedules > 0) log.info("moved the schedules to moves-schedule's collection", { moved: schedules });
       const channels = await moveLegacyChannels(pool, settings.schema, cipher);
@@ -119,12 +124,9 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    memories: createMemories(ctx),
     ...createIdentity(ctx),
-    knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     gorillas: createGorillas(ctx),
-    troops: createTroops(ctx),
     async close() {
       await pool.end();
       current.wipe();

@@ -388,6 +388,43 @@ CREATE TABLE collection_schemas (
 `,
   },
   {
+    version: 14,
+    name: "memories and knowledge to their plugins' collections",
+    sql: `
+-- Memories (moves-memory) and the knowledge graph (moves-knowledge) become their plugins' own
+-- collections (plugin.json), in the order they were written. An entity's identity is its name and
+-- type under lower() (ASCII), as their unique index had it; a relation keeps its endpoints' names,
+-- and gets a key of its own (it had only a rowid). The legacy tables go, their indexes with them.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-memory', 'memories', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'key', key, 'value', value, 'score0', score0,
+  'scored_at', coalesce(scored_at, accessed_at, created_at), 'created_at', created_at)
+FROM memories ORDER BY rowid;
+
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-knowledge', 'entities', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'name', name, 'type', type,
+  'name_folded', lower(name), 'type_folded', lower(type), 'created_at', created_at)
+FROM kg_entities ORDER BY rowid;
+
+-- MATERIALIZED: each relation's random key is drawn once, for its key and its document alike.
+WITH moved AS MATERIALIZED (
+  SELECT lower(hex(randomblob(16))) AS id, r.rowid AS written, r.fighter_id, r.from_id, r.to_id,
+    f.name AS from_name, t.name AS to_name, r.type, r.created_at
+  FROM kg_relations r JOIN kg_entities f ON f.id = r.from_id JOIN kg_entities t ON t.id = r.to_id
+)
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-knowledge', 'relations', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'from_id', from_id, 'to_id', to_id, 'from', from_name,
+  'to', to_name, 'type', type, 'type_folded', lower(type), 'created_at', created_at)
+FROM moved ORDER BY written;
+
+DROP TABLE memories;
+DROP TABLE kg_relations;
+DROP TABLE kg_entities;
+`,
+  },
+  {
     version: 16,
     name: "schedules to moves-schedule",
     sql: `
@@ -432,6 +469,34 @@ FROM channel_chats ORDER BY first_at;
 DROP TABLE channel_bouts;
 DROP TABLE channel_deliveries;
 DROP TABLE channel_chats;
+`,
+  },
+  {
+    version: 19,
+    name: "troops to troops-local collections",
+    sql: `
+-- Troops and their tasks become troops-local's own collections (plugin.json data): each row a
+-- document in collection_rows, in the order it was written, and the tables go.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'troops', id, json_object(
+  'id', id, 'name', name, 'leader', leader, 'members', json(members), 'strategy', strategy,
+  'rotation', rotation, 'created_at', created_at)
+FROM troops ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'tasks', id, json_object(
+  'id', id, 'troop_id', troop_id, 'task', task, 'strategy', strategy, 'status', status,
+  'result', json_extract(body, '$.result'),
+  'steps', json(json_extract(body, '$.steps')),
+  'votes', json(json_extract(body, '$.votes')),
+  'reason', json(json_extract(body, '$.reason')),
+  'error', CASE WHEN error_code IS NULL THEN NULL
+    ELSE json_object('code', error_code, 'message', error_message) END,
+  'partial', json(CASE WHEN partial = 1 THEN 'true' ELSE 'false' END),
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'created_at', created_at, 'started_at', started_at, 'finished_at', finished_at)
+FROM troop_tasks ORDER BY seq;
+DROP TABLE troop_tasks;
+DROP TABLE troops;
 `,
   },
 ];

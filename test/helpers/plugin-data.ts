@@ -1,8 +1,11 @@
 /**
- * For tests: a bundled plugin's `api.data` over an opened store, built from its plugin.json as the
- * plugin host builds it, so a plugin's records can be tested on every store without a daemon.
+ * For plugins' own tests of their data: each store plugin, opened in a fresh home (store-sqlite
+ * always, store-postgres when SPAR_TEST_DATABASE_URL names a server), and a plugin's `api.data` over
+ * it, built from the plugin's manifest as the host builds it.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import type pg from "pg";
@@ -16,72 +19,105 @@ import { MIGRATIONS, migrate } from "../../plugins/store-sqlite/migrations.js";
 import { openRetained } from "../../plugins/store-sqlite/retain.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "../../plugins/store-sqlite/store.js";
 import { createPluginData } from "../../sdk/collection-engine.js";
-import type { DataDeclaration, PluginData } from "../../sdk/collections.js";
+import type { PluginData } from "../../sdk/collections.js";
+import { SparError } from "../../sdk/errors.js";
+import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import type { RingServices } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
+import type { FighterRow } from "../../sdk/types.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "./postgres.js";
 
-/** The `data` a bundled plugin's manifest declares. */
-export function declaredData(pluginId: string): DataDeclaration {
-  const manifest = JSON.parse(
-    readFileSync(new URL(`../../plugins/${pluginId}/plugin.json`, import.meta.url), "utf8"),
-  ) as { data?: DataDeclaration };
-  if (!manifest.data) throw new Error(`plugin ${pluginId} declares no data`);
-  return manifest.data;
+/** The master secret every store here is opened with. */
+export const MASTER_SECRET = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+export interface StoreKind {
+  name: "store-sqlite" | "store-postgres";
+  /** Why it cannot be tested here; absent to run it. */
+  skip?: string;
+  /** Opens the store kept under `home` (made by `tempHome`); again for the same home, the same data. */
+  open(home: string): Promise<Store>;
 }
 
-/** `api.data` of the bundled plugin `pluginId` over `store`; `now` is its clock (retention sweeps). */
-export function pluginData(pluginId: string, store: Store, now?: () => number): PluginData {
+const homes: string[] = [];
+const schemas = new Set<string>();
+
+export const STORE_KINDS: readonly StoreKind[] = [
+  {
+    name: "store-sqlite",
+    open: (home) => openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) }),
+  },
+  {
+    name: "store-postgres",
+    ...(TEST_DATABASE_URL ? {} : { skip: SKIP_REASON }),
+    open(home) {
+      const schema = schemaForHome(home);
+      schemas.add(schema);
+      return openPostgresStore(
+        { home, masterSecret: Buffer.from(MASTER_SECRET) },
+        { url: TEST_DATABASE_URL ?? "", schema, poolMax: 5 },
+      );
+    },
+  },
+];
+
+/** A fresh home, removed (with its PostgreSQL schema) by `cleanUp`. */
+export function tempHome(): string {
+  const home = mkdtempSync(join(tmpdir(), "spar-plugin-data-"));
+  homes.push(home);
+  return home;
+}
+
+/** Call from afterAll: removes the homes and schemas the tests made. */
+export async function cleanUp(): Promise<void> {
+  for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+  if (TEST_DATABASE_URL && schemas.size > 0) await dropSchemas(TEST_DATABASE_URL, schemas);
+  schemas.clear();
+}
+
+/**
+ * The plugin's `api.data` over `store`'s collections, from `<pluginDir>/plugin.json`; `now` is its
+ * clock (when retention sweeps).
+ */
+export function pluginData(store: Store, pluginDir: string, now?: () => number): PluginData {
+  const manifest = JSON.parse(readFileSync(join(pluginDir, "plugin.json"), "utf8")) as PluginManifest;
   return createPluginData({
-    plugin: pluginId,
-    data: declaredData(pluginId),
+    plugin: manifest.id,
+    data: manifest.data ?? { collections: {} },
     store: () => store.collections,
     ...(now ? { now } : {}),
   });
 }
 
-export interface TestStore {
-  /** Shown in the suite's name. */
-  name: string;
-  /** Opens the store kept under `home`: a fresh directory, or one opened (and closed) before. */
-  open(home: string): Promise<Store>;
-  /** Once the suite is done: drops what `open` made outside the homes (a server's schemas). */
-  close(): Promise<void>;
-  /** Why this store cannot be tested here; absent to run it. */
-  skip?: string;
+/** `ring.fighters.get` as a plugin sees it, over the store: FIGHTER_NOT_FOUND unless live. */
+export function storeFighters(store: Store): Pick<RingServices["fighters"], "get"> {
+  return {
+    async get(id) {
+      const row = await store.fighters.get(id);
+      if (!row) throw new SparError("FIGHTER_NOT_FOUND", `no fighter with id or name "${id}"`);
+      return { id: row.id, name: row.name } as Awaited<ReturnType<RingServices["fighters"]["get"]>>;
+    },
+  };
 }
 
-export const TEST_MASTER_SECRET = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+let serial = 0;
 
-/** Both store plugins, as test/contract/store.test.ts opens them (PostgreSQL when a server is set). */
-export function testStores(): TestStore[] {
-  const schemas = new Set<string>();
-  return [
-    {
-      name: "store-sqlite",
-      open: (home) => openSqliteStore({ home, masterSecret: Buffer.from(TEST_MASTER_SECRET) }),
-      close: async () => undefined,
-    },
-    {
-      name: "store-postgres",
-      ...(TEST_DATABASE_URL ? {} : { skip: SKIP_REASON }),
-      open: (home) => {
-        const schema = schemaForHome(home);
-        schemas.add(schema);
-        return openPostgresStore(
-          { home, masterSecret: Buffer.from(TEST_MASTER_SECRET) },
-          { url: TEST_DATABASE_URL ?? "", schema, poolMax: 3 },
-        );
-      },
-      close: async () => {
-        if (TEST_DATABASE_URL) await dropSchemas(TEST_DATABASE_URL, schemas);
-      },
-    },
-  ];
+/** A live fighter nobody else uses. */
+export async function newFighter(store: Store, prefix = "fighter"): Promise<FighterRow> {
+  serial += 1;
+  const name = `${prefix}-${serial}-${randomUUID().slice(0, 6)}`;
+  const row: FighterRow = {
+    id: randomUUID(),
+    name,
+    manifest: { name, description: `${name} fights`, system_prompt: "Be brief." },
+    created_at: new Date().toISOString(),
+  };
+  await store.fighters.insert(row);
+  return row;
 }
 
 /**
- * A data dir as an older Spar left it: its SQLite database made by the migrations numbered below
- * `before` alone, opened behind the store's back (keyed with TEST_MASTER_SECRET) to insert rows as
+ * A home as an older Spar left it on store-sqlite: its database made by the migrations numbered
+ * below `before` alone, opened behind the store's back (keyed with MASTER_SECRET) to insert rows as
  * that Spar's code did. Close it, then open the store: the newer migrations run on first start.
  */
 export async function legacySqlite(home: string, before: number): Promise<Database.Database> {
@@ -89,7 +125,7 @@ export async function legacySqlite(home: string, before: number): Promise<Databa
   writeFileSync(join(home, SALT_FILE), salt, { mode: 0o600 });
   const db = openRetained(join(home, DB_FILE), {});
   db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
-  db.key(rawKeyLiteral(await deriveKey(Buffer.from(TEST_MASTER_SECRET), salt)));
+  db.key(rawKeyLiteral(await deriveKey(Buffer.from(MASTER_SECRET), salt)));
   migrate(
     db,
     "legacy",
@@ -99,18 +135,19 @@ export async function legacySqlite(home: string, before: number): Promise<Databa
 }
 
 /**
- * The PostgreSQL schema `testStores()` opens for `home`, as an older Spar left it: made by the
- * migrations, keyed with TEST_MASTER_SECRET, but never opened by this code, so the Store's old
- * tables are still there to insert rows into (sealing with `cipher` what that Spar sealed). Close
- * it, then open the store: the records move on first start.
+ * The PostgreSQL schema STORE_KINDS opens for `home`, as an older Spar left it: migrated and keyed
+ * with MASTER_SECRET but never opened by this code, so the Store's old tables are still there to
+ * insert rows into (sealing with `cipher` what that Spar sealed). Close it, then open the store:
+ * the records move on first start.
  */
 export async function legacyPostgres(
   home: string,
 ): Promise<{ db: pg.Pool; cipher: Cipher; close(): Promise<void> }> {
   const schema = schemaForHome(home);
+  schemas.add(schema);
   const db = createPool({ url: TEST_DATABASE_URL ?? "", schema, poolMax: 2 });
   await migratePostgres(db, schema);
-  const cipher = await openCipher(db, Buffer.from(TEST_MASTER_SECRET), schema);
+  const cipher = await openCipher(db, Buffer.from(MASTER_SECRET), schema);
   return {
     db,
     cipher,
