@@ -3,11 +3,11 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, Creeds, the store itself).
- * Each looks the store up on use: it opens after the plugins holding these services are applied.
- * (No getters here: the Ring spreads this object into its services.)
+ * The Ring's services that hand a call to the store as it is (bouts, the store itself). Each looks
+ * the store up on use: it opens after the plugins holding these services are applied. (No getters
+ * here: the Ring spreads this object into its services.)
  */
-export function storeServices(requireStore: () => Store): Pick<RingServices, "bouts" | "creeds" | "store"> {
+export function storeServices(requireStore: () => Store): Pick<RingServices, "bouts" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -22,10 +22,6 @@ export function storeServices(requireStore: () => Store): Pick<RingServices, "bo
           throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
         return db.turns.list(boutId);
       },
-    },
-    creeds: {
-      get: (name) => requireStore().creeds.get(name),
-      put: (name, creed) => requireStore().creeds.put(name, creed),
     },
     store: {
       health: () => requireStore().health(),

@@ -15,10 +15,10 @@ import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
-import { createGorillas } from "./gorillas.js";
-import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { moveLegacyChannels } from "./legacy-channels.js";
+import { importLegacyGorillas } from "./legacy-gorillas.js";
+import { moveLegacyIdentity } from "./legacy-identity.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
 import { moveLegacySchedules } from "./legacy-schedules.js";
 import { moveLegacyTroops } from "./legacy-troops.js";
@@ -66,6 +66,11 @@ export async function openPostgresStore(
       const troops = await moveLegacyTroops(pool, settings.schema, cipher);
       if (troops > 0)
         log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
+      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
+      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
+      const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
+      if (identity > 0)
+        log.info("moved creeds and relationships into identity-creed's collections", { identity });
       const schedules = await moveLegacySchedules(pool, settings.schema, cipher);
       if (schedules > 0) log.info("moved the schedules to moves-schedule's collection", { moved: schedules });
       const channels = await moveLegacyChannels(pool, settings.schema, cipher);
@@ -124,9 +129,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    ...createIdentity(ctx),
     ...createRecords(ctx),
-    gorillas: createGorillas(ctx),
     async close() {
       await pool.end();
       current.wipe();

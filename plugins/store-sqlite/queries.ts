@@ -7,8 +7,6 @@ import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
 import { createCollectionRows } from "./collections.js";
-import { createGorillas } from "./gorillas.js";
-import { createCreeds, createRelationships } from "./identity.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
 import type { StoreData } from "./sync-store.js";
@@ -151,9 +149,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     summaries: {
       get: (boutId) => s.summary.get(boutId),
     },
-    creeds: createCreeds(db, now),
-    relationships: createRelationships(db),
-    gorillas: createGorillas(db, { now, requireBout }),
     ...turns,
     usage,
     nonces: createNonces(db),
