@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { Store, StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
+import type { StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
