@@ -1,7 +1,7 @@
 /**
- * The SDK: the package entry `spar/sdk`, and the only module a plugin imports besides lib/. Types,
- * `definePlugin`, the error catalog, the hook and event declarations; the Ring that implements
- * them (`kernel/`) is internal, and nothing under `sdk/` imports it.
+ * The SDK: the package entry `spar/sdk`, and with the kits (`spar/sdk/<kit>`, sdk/kits/) all a
+ * plugin imports. Types, `definePlugin`, the error catalog, the hook and event declarations; the
+ * Ring that implements them (`kernel/`) is internal, and nothing under `sdk/` imports it.
  */
 import type { PluginData } from "./collections.js";
 import type { SparConfig } from "./config.js";
@@ -11,7 +11,9 @@ import type { RingServices } from "./services.js";
 
 export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
+export { refuseLasting } from "../lib/fighter-chain.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
+export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
 export {
   checkDataDeclaration,

@@ -1,7 +1,7 @@
 /**
  * The boundaries DESIGN §2 draws, checked on the source: the kernel never imports a plugin (or the
- * CLI); a plugin imports only the SDK's entry, shared code from lib/, and its own files, never another
- * plugin's nor the kernel; the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports
+ * CLI); a plugin imports only the SDK's published entries (sdk/index.ts and the kits of sdk/kits/,
+ * `spar/sdk` and `spar/sdk/<kit>`) and its own files, never lib/, the kernel nor another plugin's; the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports
  * no plugin and no CLI code. The kernel stays within its size budget, and the plugin manifest
  * schema's kinds are the TypeScript ones.
  */
@@ -37,13 +37,23 @@ describe("import boundaries", () => {
     expect(offending).toEqual([]);
   });
 
-  it("lets a plugin import the SDK, lib/ and its own files only", () => {
+  it("lets a plugin import the SDK's published entries and its own files only", () => {
+    // What a third party's plugin can import (spar/sdk, spar/sdk/<kit>), a bundled one imports: no
+    // lib/ file, no kernel file, no other plugin's. The plugins whose data is moving out of the
+    // Store (issue 29) are held to it once they have moved.
+    const moving =
+      /^plugins\/(moves-memory|moves-knowledge|identity-creed|moves-schedule|channel-[a-z]+|moves-channels|scheduler-[a-z]+|troops-local|strategy-[a-z-]+|store-[a-z]+)\//;
     const offending = sources("plugins").flatMap((file) => {
       const own = file.split("/").slice(0, 2).join("/");
       return imports(file)
         .filter(
           (target) =>
-            !(target === "sdk/index.js" || target.startsWith("lib/") || target.startsWith(`${own}/`)),
+            !(
+              target === "sdk/index.js" ||
+              /^sdk\/kits\/[a-z-]+\.js$/.test(target) ||
+              target.startsWith(`${own}/`) ||
+              (moving.test(file) && /^(lib|sdk)\//.test(target))
+            ),
         )
         .map((target) => `${file} imports ${target}`);
     });
