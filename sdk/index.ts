@@ -68,6 +68,7 @@ export type {
   TunnelInfo,
 } from "./plugin-contracts.js";
 export type { PluginManifest } from "./plugin-manifest.js";
+export { RING_GROUPS, type RingGroup } from "./ring-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type {
@@ -124,8 +125,18 @@ export interface Logger {
 export interface PluginApi {
   readonly id: string;
   readonly hooks: PluginHooks;
+  /**
+   * The Ring's services: the groups the manifest declares in `uses` (plugin.json), and `version`,
+   * `startedAt`, `clustered`. Reaching for another group throws PLUGIN_INVALID naming the plugin
+   * and the group.
+   *
+   * @example
+   * // plugin.json: "uses": ["fighters"]
+   * const fighter = await api.ring.fighters.get("scribe");
+   */
   readonly ring: RingServices;
   readonly events: EventBus;
+  /** The daemon's configuration; `sections` holds only this plugin's own tables (its manifest's `sections`). */
   readonly config: Readonly<SparConfig>;
   /** The data dir (`$SPAR_HOME` or `~/.spar`). */
   readonly home: string;

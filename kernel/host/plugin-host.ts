@@ -115,12 +115,20 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
         `plugin ${manifest.id}: ${manifest.entry} must default-export definePlugin({ id: "${manifest.id}", apply })`,
       );
     }
+    // Its own tables only; one config.toml leaves out (such as [moves.shell]) still gets its defaults.
+    const sections = Object.fromEntries(
+      Object.entries(manifest.sections ?? {}).map(([path, schema]) => {
+        const table = config.sections[path] ?? {};
+        validatorWithDefaults(schema)(table);
+        return [path, table];
+      }),
+    );
     const api: PluginApi = {
       id: manifest.id,
       hooks: scopeHooks(hooks, manifest.id, routing),
       ring: options.services(),
       events: scopeEvents(options.events, manifest),
-      config,
+      config: { ...config, sections },
       home: options.home,
       env: options.env,
       dir,
@@ -133,13 +141,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       }),
     };
     try {
-      // A table config.toml leaves out (a nested one such as [moves.shell]) still gets its defaults.
-      const own = Object.entries(manifest.sections ?? {}).map(([path, schema]) => {
-        const table = config.sections[path] ?? {};
-        validatorWithDefaults(schema)(table);
-        return [path, table];
-      });
-      await plugin_.apply(api, Object.fromEntries(own));
+      await plugin_.apply(api, sections);
     } catch (err) {
       throw wrapPluginError(manifest.id, "apply", err);
     }
