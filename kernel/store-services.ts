@@ -3,13 +3,13 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, memory, Creeds, schedules,
- * knowledge, the store itself). Each looks the store up on use: it opens after the plugins holding
- * these services are applied. (No getters here: the Ring spreads this object into its services.)
+ * The Ring's services that hand a call to the store as it is (bouts, Creeds, schedules, the store
+ * itself). Each looks the store up on use: it opens after the plugins holding these services are
+ * applied. (No getters here: the Ring spreads this object into its services.)
  */
 export function storeServices(
   requireStore: () => Store,
-): Pick<RingServices, "bouts" | "memory" | "creeds" | "schedules" | "knowledge" | "store"> {
+): Pick<RingServices, "bouts" | "creeds" | "schedules" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -25,11 +25,6 @@ export function storeServices(
         return db.turns.list(boutId);
       },
     },
-    memory: {
-      put: (fighterId, key, value) => requireStore().memories.put(fighterId, key, value),
-      candidates: (fighterId, words) => requireStore().memories.candidates(fighterId, words),
-      rescore: (updates, at) => requireStore().memories.rescore(updates, at),
-    },
     creeds: {
       get: (name) => requireStore().creeds.get(name),
       put: (name, creed) => requireStore().creeds.put(name, creed),
@@ -39,10 +34,6 @@ export function storeServices(
       list: (fighterId) => requireStore().schedules.list(fighterId),
       ran: (id, run) => requireStore().schedules.ran(id, run),
       remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
-    },
-    knowledge: {
-      add: (fighterId, entities, relations) => requireStore().knowledge.add(fighterId, entities, relations),
-      query: (fighterId, words, limit) => requireStore().knowledge.query(fighterId, words, limit),
     },
     store: {
       health: () => requireStore().health(),

@@ -19,7 +19,9 @@ export {
   checkDataDeclaration,
   createPluginData,
   declarationChecksum,
+  indexedFields,
   MAX_QUERY_ROWS,
+  TRANSACTION_TIMEOUT_MS,
 } from "./collection-engine.js";
 export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";

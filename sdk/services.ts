@@ -2,8 +2,6 @@ import type { KeyObject } from "node:crypto";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type {
-  KgEntity,
-  KgRelation,
   Relationship,
   Store,
   StoreCheck,
@@ -135,8 +133,6 @@ export interface RingServices {
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
     turns(boutId: string): Promise<TurnRecord[]>;
   };
-  /** Each fighter's long-term memory, as stored: the memory moves rank it by its decayed score and reinforce it. */
-  readonly memory: Store["memories"];
   /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
   readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
@@ -168,20 +164,6 @@ export interface RingServices {
   /** The public URL forwarding to the webhook listener, opened on first use by the `[plugins] tunnel` plugin. */
   readonly tunnel: {
     open(): Promise<TunnelInfo>;
-  };
-  /** Each fighter's knowledge graph (the knowledge moves' substrate). */
-  readonly knowledge: {
-    add(
-      fighterId: string,
-      entities: KgEntity[],
-      relations: KgRelation[],
-    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
-    /** Entities whose name or type contains any of `words`, each with its relations. */
-    query(
-      fighterId: string,
-      words: string[],
-      limit: number,
-    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   /** One model call under the provider policy (timeouts, retries), e.g. for a summary. */
   readonly llm: {

@@ -1,16 +1,5 @@
-/** The records the Store hands back and takes: memories, Creeds, knowledge, usage, turns, health. */
+/** The records the Store hands back and takes: Creeds, usage, turns, health. */
 import type { ChatMessage, Usage } from "./types.js";
-
-export interface MemoryRecord {
-  id: string;
-  fighter_id: string;
-  key: string;
-  value: string;
-  /** Relevance at `scored_at`; decays as score0 · e^(−rate · days since scored_at). */
-  score0: number;
-  scored_at: string;
-  created_at: string;
-}
 
 /**
  * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
@@ -31,9 +20,6 @@ export interface ScheduleRecord {
   /** How the last run went: "completed", or the error code it failed with. */
   last_status?: string;
 }
-
-/** A memory candidate for a query, with how many query words it contains. */
-export type MemoryMatch = MemoryRecord & { matches: number };
 
 /** Something a fighter learned, held with a confidence that decays and is reinforced on repetition. */
 export interface CreedObservation {
@@ -68,17 +54,6 @@ export interface Relationship {
   exchanges: number;
   last_contact: string;
   note: string;
-}
-
-export interface KgEntity {
-  name: string;
-  type: string;
-}
-
-export interface KgRelation {
-  from: string;
-  to: string;
-  type: string;
 }
 
 export interface BoutSummary {

@@ -18,10 +18,6 @@ import type {
   BoutSummary,
   CreedDocument,
   IdempotencyRecord,
-  KgEntity,
-  KgRelation,
-  MemoryMatch,
-  MemoryRecord,
   Relationship,
   ScheduleRecord,
   StoreCheck,
@@ -132,17 +128,6 @@ export interface Store {
     /** Forgets records created before `before` (ISO time); returns how many. */
     purge(before: string): Promise<number>;
   };
-  readonly memories: {
-    /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
-    put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
-    /** Memories containing any of `words` in key or value (all of them when `words` is empty). */
-    candidates(fighterId: string, words: string[]): Promise<MemoryMatch[]>;
-    /**
-     * Sets each memory's score0 and scored_at (reinforcement on access). Decay is computed when
-     * read, from score0 and scored_at, so nothing rewrites scores as time passes.
-     */
-    rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
-  };
   readonly creeds: {
     get(fighterName: string): Promise<CreedDocument | undefined>;
     put(fighterName: string, creed: CreedDocument): Promise<void>;
@@ -156,20 +141,6 @@ export interface Store {
       note: string,
       at: string,
     ): Promise<void>;
-  };
-  readonly knowledge: {
-    /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
-    add(
-      fighterId: string,
-      entities: KgEntity[],
-      relations: KgRelation[],
-    ): Promise<{ entities_added: number; entities_merged: number; relations_added: number }>;
-    /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
-    query(
-      fighterId: string,
-      words: string[],
-      limit: number,
-    ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
   };
   readonly nonces: {
     /**

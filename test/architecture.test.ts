@@ -62,6 +62,30 @@ describe("import boundaries", () => {
     expect(offending).toEqual([]);
   });
 
+  it("lets an example (third-party) plugin run on Node's modules and its own files, typed by spar/sdk", () => {
+    // Installed in <data dir>/plugins/, it cannot resolve the daemon's files: `spar/sdk` is for its
+    // types (JSDoc, .d.ts), and everything it does at run time goes through the `api` it is handed.
+    const offending = sources("examples/plugins").flatMap((file) => {
+      const own = file.split("/").slice(0, 3).join("/");
+      const text = readFileSync(join(ROOT, file), "utf8");
+      const specifiers = [
+        ...text.matchAll(/^\s*(?:import|export)\s(?:[^;"']*?\sfrom\s*)?["']([^"']+)["']/gm),
+      ].map((m) => m[1] as string);
+      return specifiers
+        .filter(
+          (s) =>
+            !(
+              s.startsWith("node:") ||
+              (s === "spar/sdk" && file.endsWith(".d.ts")) ||
+              (s.startsWith(".") && relative(ROOT, resolve(ROOT, dirname(file), s)).startsWith(`${own}/`))
+            ),
+        )
+        .map((s) => `${file} imports ${s}`);
+    });
+    expect(sources("examples/plugins")).toContain("examples/plugins/moves-notes/index.js");
+    expect(offending).toEqual([]);
+  });
+
   it("keeps the SDK free of the kernel, the plugins and the CLI", () => {
     const offending = sources("sdk").flatMap((file) =>
       imports(file)

@@ -50,7 +50,8 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   checks.push(...(await daemonChecks(home, config, models)));
 
   // The provider check builds the plugin host, which a wrong [plugins] entry stops.
-  const providers = pluginChoices?.ok !== false ? await checkProviders(home, config, models, env) : [];
+  const providers =
+    pluginChoices?.ok !== false ? await providerChecks(home, config, models, env, checks) : [];
   const mcp = await checkMcpServers(config);
   const gorillas = await gorillaProblems(home, config);
   const failed =
@@ -120,6 +121,27 @@ function builtInConfig(): SparConfig {
 }
 
 /**
+ * The providers, unless the plugin host cannot be built: a plugin.json that does not load (the
+ * config line already says so) or a plugin the host refuses (a FAIL line here).
+ */
+async function providerChecks(
+  home: string,
+  config: SparConfig,
+  models: { settings: ModelSettings; used_by: string }[],
+  env: NodeJS.ProcessEnv,
+  checks: Check[],
+): Promise<Awaited<ReturnType<typeof checkProviders>>> {
+  try {
+    return await checkProviders(home, config, models, env);
+  } catch (err) {
+    if (!isSparError(err, "PLUGIN_INVALID")) throw err;
+    if (!checks.some((c) => !c.ok && c.detail.includes(err.message)))
+      checks.push({ name: "plugins", ok: false, detail: `${err.message} (PLUGIN_INVALID)` });
+    return [];
+  }
+}
+
+/**
  * GORILLA.toml files that do not load (the daemon skips them): as the running daemon reports them,
  * else read here against the moves the plugins' manifests declare.
  */
@@ -132,8 +154,16 @@ async function gorillaProblems(home: string, config: SparConfig): Promise<{ file
   const { loadGorillas } = await import("../../lib/gorillas/manifest.js");
   const { discoverPlugins, pluginRoots } = await import("../../kernel/host/plugin-manifest.js");
   const { KERNEL_VERSION, PACKAGE_ROOT } = await import("../../sdk/version.js");
+  let plugins: DiscoveredPlugin[];
+  try {
+    plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+  } catch (err) {
+    // A plugin.json that does not load: the config FAIL line names it, and gorillas wait for the fix.
+    if (isSparError(err, "PLUGIN_INVALID")) return [];
+    throw err;
+  }
   const moves = new Map(
-    discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION).flatMap(({ manifest }) =>
+    plugins.flatMap(({ manifest }) =>
       (manifest.contributes?.moves ?? []).map((m) => [m.name, m.capability] as const),
     ),
   );

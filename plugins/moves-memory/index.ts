@@ -1,4 +1,5 @@
 import { definePlugin, type MoveHandler } from "../../sdk/index.js";
+import { createMemories } from "./memories.js";
 import { recallMemories } from "./recall.js";
 
 /**
@@ -6,17 +7,18 @@ import { recallMemories } from "./recall.js";
  * handlers only narrow types; capability checks happen in the kernel before they run. A memory fades
  * by `[memory.decay] rate_per_day` from when it was last scored: recall computes its score as of now
  * (decay is exponential, so nothing needs rewriting as time passes), ranks by it and reinforces what
- * it returns.
+ * it returns. Memories live in this plugin's own `memories` collection (plugin.json).
  */
 export default definePlugin({
   id: "moves-memory",
-  apply({ hooks, ring, config }) {
+  apply({ hooks, ring, config, data }) {
     const decay = config.memory.decay;
+    const memories = createMemories(data, ring.fighters);
     const handlers: Record<string, MoveHandler> = {
       memory_store: {
         name: "memory_store",
         async run(input, { fighter }) {
-          const record = await ring.memory.put(fighter.id, String(input.key), String(input.value));
+          const record = await memories.put(fighter.id, String(input.key), String(input.value));
           return { stored: record.key };
         },
       },
@@ -25,7 +27,7 @@ export default definePlugin({
         async run(input, { fighter }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
           return {
-            memories: await recallMemories(ring.memory, fighter.id, String(input.query), limit, decay),
+            memories: await recallMemories(memories, fighter.id, String(input.query), limit, decay),
           };
         },
       },

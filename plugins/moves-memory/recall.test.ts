@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decayedScore } from "../../lib/decay.js";
 import { queryWords } from "../../lib/words.js";
-import type { MemoryMatch, RingServices } from "../../sdk/index.js";
+import type { Memories, MemoryMatch } from "./memories.js";
 import { recallMemories } from "./recall.js";
 
 const DAY = 86_400_000;
@@ -41,7 +41,7 @@ function fakeStore(memories: MemoryMatch[]) {
     rescore: async (updates: { id: string; score0: number }[]) => {
       rescored.push(...updates);
     },
-  } as unknown as RingServices["memory"];
+  } as unknown as Memories;
   return { store, rescored };
 }
 

@@ -1,6 +1,7 @@
 import { decayedScore } from "../../lib/decay.js";
 import { queryWords } from "../../lib/words.js";
-import type { DecayConfig, MemoryMatch, RingServices } from "../../sdk/index.js";
+import type { DecayConfig } from "../../sdk/index.js";
+import type { Memories, MemoryMatch } from "./memories.js";
 
 export interface RecalledMemory {
   key: string;
@@ -15,7 +16,7 @@ export interface RecalledMemory {
  * `reinforce_on_access` and its decay starts again from now.
  */
 export async function recallMemories(
-  memory: RingServices["memory"],
+  memory: Pick<Memories, "candidates" | "rescore">,
   fighterId: string,
   query: string,
   limit: number,

@@ -2,8 +2,8 @@
  * Encryption in the application: PostgreSQL only ever sees ciphertext for what users and models
  * wrote. Each value is AES-256-GCM under the store key with a fresh 96-bit nonce, stored as
  * nonce ‖ ciphertext ‖ tag, and bound to its table and column by the AAD, so a value copied into
- * another column does not decrypt. Lookups that need equality (a memory's key, an entity's name)
- * use an HMAC-SHA256 of the folded text under a second key, derived from the first.
+ * another column does not decrypt. Lookups that need equality (a fighter's name, an Idempotency-Key)
+ * use an HMAC-SHA256 of the text under a second key, derived from the first.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { type Algorithm, hashRaw } from "@node-rs/argon2";
@@ -100,8 +100,8 @@ export function newSalt(): Buffer {
 }
 
 /**
- * ASCII-only lowercase, as SQLite's lower() (store-sqlite's entity identity): "Café" and "CAFÉ"
- * stay two entities in both stores.
+ * ASCII-only lowercase, as SQLite's lower(): the knowledge graph's entity identity, which the legacy
+ * move (legacy-memory.ts) writes into moves-knowledge's folded fields. "Café" and "CAFÉ" stay two.
  */
 export function asciiFold(text: string): string {
   return text.replace(/[A-Z]/g, (c) => c.toLowerCase());

@@ -10,7 +10,6 @@
  * and values are bound.
  */
 import { createHash } from "node:crypto";
-import { indexedFields, TRANSACTION_TIMEOUT_MS } from "../../sdk/collection-engine.js";
 import type {
   CollectionDeclaration,
   CollectionReader,
@@ -22,7 +21,7 @@ import type {
   StoredQuery,
   StoredRow,
 } from "../../sdk/index.js";
-import { isSparError, SparError } from "../../sdk/index.js";
+import { indexedFields, isSparError, SparError, TRANSACTION_TIMEOUT_MS } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
 import { type Db, inTransaction, isUniqueViolation } from "./connection.js";
 import type { StoreContext } from "./context.js";

@@ -1,7 +1,7 @@
 /**
  * Master key rotation against a real server: after `rekey` only the new secret opens the schema,
  * every sealed value reads back, and the lookups that go through HMACs (a memory's key, an entity's
- * name) still find what they found.
+ * name, in the plugins' collections) still find what they found.
  */
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +11,10 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createPluginData } from "../../sdk/collection-engine.js";
 import type { Collection, CollectionDeclaration, CreedDocument, Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { importDocs } from "./collections.js";
 import { inTransaction } from "./connection.js";
 import { openCipher } from "./keys.js";
@@ -21,6 +24,12 @@ const URL_ = TEST_DATABASE_URL ?? "";
 const OLD = "e5".repeat(32);
 const NEW = "f6".repeat(32);
 const homes: string[] = [];
+const PLUGINS = join(import.meta.dirname, "..");
+/** The memory and knowledge plugins' data (their own collections) over `store`. */
+const memoriesOf = (store: Store) =>
+  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
+const graphOf = (store: Store) =>
+  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
 afterAll(async () => {
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });
   if (TEST_DATABASE_URL) await dropSchemas(URL_, homes.map(schemaForHome));
@@ -62,8 +71,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         "met",
         "2026-01-01T00:00:00Z",
       );
-      await store.memories.put(fighter.id, "Drink", "green tea");
-      await store.knowledge.add(
+      await memoriesOf(store).put(fighter.id, "Drink", "green tea");
+      await graphOf(store).add(
         fighter.id,
         [{ name: "Tea", type: "drink" }],
         [{ from: "Tea", to: "Cup", type: "in" }],
@@ -85,12 +94,14 @@ describe.skipIf(!TEST_DATABASE_URL)(
         ["ada", "met"],
       ]);
       expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);
-      expect((await after.memories.candidates(fighter.id, ["tea"])).map((m) => m.key)).toEqual(["Drink"]);
+      const memories = memoriesOf(after);
+      expect((await memories.candidates(fighter.id, ["tea"])).map((m) => m.key)).toEqual(["Drink"]);
       // The same key replaces the memory (its HMAC was recomputed), and entities still merge.
-      await after.memories.put(fighter.id, "Drink", "coffee");
-      expect((await after.memories.candidates(fighter.id, [])).map((m) => m.value)).toEqual(["coffee"]);
+      await memories.put(fighter.id, "Drink", "coffee");
+      expect((await memories.candidates(fighter.id, [])).map((m) => m.value)).toEqual(["coffee"]);
+      const graph = graphOf(after);
       expect(
-        await after.knowledge.add(
+        await graph.add(
           fighter.id,
           [{ name: "TEA", type: "Drink" }],
           [{ from: "tea", to: "cup", type: "IN" }],
@@ -100,7 +111,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         entities_merged: 1,
         relations_added: 0,
       });
-      expect((await after.knowledge.query(fighter.id, ["tea"], 5))[0]?.relations).toEqual([
+      expect((await graph.query(fighter.id, ["tea"], 5))[0]?.relations).toEqual([
         { from: "Tea", to: "Cup", type: "in" },
       ]);
       await after.close();

@@ -6,15 +6,7 @@
  * master.key.next, whichever works.
  */
 import type pg from "pg";
-import {
-  asciiFold,
-  type Cipher,
-  createCipher,
-  deriveKey,
-  KEY_CHECK_COLUMN,
-  KEY_CHECK_TEXT,
-  newSalt,
-} from "./cipher.js";
+import { type Cipher, createCipher, deriveKey, KEY_CHECK_COLUMN, KEY_CHECK_TEXT, newSalt } from "./cipher.js";
 import { resealCollections } from "./collections.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
@@ -26,8 +18,6 @@ interface SealedTable {
   table: string;
   /** The sealed columns (nullable ones may be null). */
   sealed: string[];
-  /** Plain columns the HMACs need. */
-  plain?: string[];
   /** The HMAC columns, from the row's plaintext. */
   macs?: (row: Row, cipher: Cipher) => Record<string, Buffer>;
 }
@@ -49,12 +39,6 @@ export const SEALED: readonly SealedTable[] = [
     macs: (row, c) => ({ key_mac: c.mac(IDEMPOTENCY_MAC, str(row.key_sealed)) }),
   },
   {
-    table: "memories",
-    sealed: ["key", "value"],
-    plain: ["fighter_id"],
-    macs: (row, c) => ({ key_mac: c.mac("memories.key", `${str(row.fighter_id)}\0${str(row.key)}`) }),
-  },
-  {
     table: "creeds",
     sealed: ["document", "fighter_sealed"],
     macs: (row, c) => ({ fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)) }),
@@ -65,26 +49,6 @@ export const SEALED: readonly SealedTable[] = [
     macs: (row, c) => ({
       fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)),
       other_mac: c.mac(OTHER_MAC, str(row.other_sealed)),
-    }),
-  },
-  {
-    table: "kg_entities",
-    sealed: ["name", "type"],
-    plain: ["fighter_id"],
-    macs: (row, c) => ({
-      identity_mac: c.mac(
-        "kg.identity",
-        `${str(row.fighter_id)}\0${asciiFold(str(row.name))}\0${asciiFold(str(row.type))}`,
-      ),
-      name_mac: c.mac("kg.name", `${str(row.fighter_id)}\0${asciiFold(str(row.name))}`),
-    }),
-  },
-  {
-    table: "kg_relations",
-    sealed: ["type"],
-    plain: ["fighter_id"],
-    macs: (row, c) => ({
-      type_mac: c.mac("kg.relation", `${str(row.fighter_id)}\0${asciiFold(str(row.type))}`),
     }),
   },
   { table: "schedules", sealed: ["message"] },
@@ -125,7 +89,7 @@ export async function rekeySchema(
 }
 
 async function reseal(client: pg.PoolClient, spec: SealedTable, old: Cipher, next: Cipher): Promise<void> {
-  const columns = [...spec.sealed, ...(spec.plain ?? [])];
+  const columns = spec.sealed;
   // ctid locates each row for its UPDATE; the rows are locked, so it cannot move meanwhile.
   const rows = (
     await client.query<Row>(`SELECT ctid::text AS loc, ${columns.join(", ")} FROM ${spec.table} FOR UPDATE`)

@@ -11,13 +11,22 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
 const SECRET = "a1".repeat(32);
 const CANARY = `canary-${randomUUID()}`;
+const PLUGINS = join(import.meta.dirname, "..");
+/** The memory and knowledge plugins' data (their own collections) over `store`. */
+const memoriesOf = (store: Store) =>
+  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
+const graphOf = (store: Store) =>
+  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
 
 const homes: string[] = [];
 const schemas = new Set<string>();
@@ -61,7 +70,8 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        `SELECT row_to_json(t)::text AS row FROM "${schema}"."${table_name}" t`,
+        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
+        `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
     }
@@ -111,8 +121,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         counters: { bouts: 1, conversations: 1, messages: 1 },
         updated_at: fighter.created_at,
       });
-      await store.memories.put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
-      await store.knowledge.add(
+      await memoriesOf(store).put(fighter.id, `key ${CANARY}`, `value ${CANARY}`);
+      await graphOf(store).add(
         fighter.id,
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
@@ -151,8 +161,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
 
       // Everything reads back through the store...
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
-      expect((await store.memories.candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
-      expect((await store.knowledge.query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
+      expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
+      expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
       expect((await store.troops.tasks.get(task.id))?.result).toBe(CANARY);
       await store.close();
 

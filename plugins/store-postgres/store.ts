@@ -19,8 +19,7 @@ import { createCore } from "./fighters.js";
 import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
-import { createKnowledge } from "./knowledge.js";
-import { createMemories } from "./memories.js";
+import { moveLegacyMemory } from "./legacy-memory.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
@@ -59,6 +58,10 @@ export async function openPostgresStore(
       // Rows an older Spar wrote with names and keys in plaintext: only now is the key known.
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
+      // Tables of records plugins now own (issue 29): their rows go to the plugins' collections.
+      const memories = await moveLegacyMemory(pool, settings.schema, cipher);
+      if (memories > 0)
+        log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
     } catch (err) {
       cipher.wipe();
       throw err;
@@ -112,9 +115,7 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    memories: createMemories(ctx),
     ...createIdentity(ctx),
-    knowledge: createKnowledge(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),

@@ -4,6 +4,9 @@ import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
 import { checksum, MIGRATIONS, type Migration, migrate } from "./migrations.js";
 import { openRetained } from "./retain.js";
@@ -24,6 +27,12 @@ afterAll(() => {
 function open(home: string): Promise<Store> {
   return openSqliteStore({ home, masterSecret: Buffer.from(SECRET) });
 }
+
+const PLUGINS = join(import.meta.dirname, "..");
+const memoriesOf = (store: Store) =>
+  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
+const graphOf = (store: Store) =>
+  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
 
 /**
  * The database opened with the right key behind the store's back, as someone editing it by hand
@@ -65,6 +74,8 @@ describe("migrate", () => {
       [10, "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"],
       [11, "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"],
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
+      [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
+      [14, "75ab8a7818a539998b8b0d24ddbd4c9b958d172b6831c25f44479a54218a103a"],
     ]);
   });
 
@@ -138,7 +149,8 @@ describe("store-sqlite upgrade", () => {
 
     const store = await open(home);
     try {
-      expect(await store.memories.candidates(ada.id, ["tea"])).toEqual([
+      // Moved on by migration 14 into moves-memory's collection, scored from its last access.
+      expect(await memoriesOf(store).candidates(ada.id, ["tea"])).toEqual([
         {
           id: "m1",
           fighter_id: ada.id,
@@ -157,7 +169,7 @@ describe("store-sqlite upgrade", () => {
         "2026-01-01T00:00:00Z",
       );
       expect(await store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
-      expect(await store.knowledge.add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
+      expect(await graphOf(store).add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
         entities_added: 1,
       });
     } finally {
@@ -236,5 +248,132 @@ describe("store-sqlite upgrade", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("applies migration 14 to a database made by migrations 1–13: memories and the knowledge graph move to their plugins' collections", async () => {
+    const { home, old } = await oldDatabase(13);
+    old
+      .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES ('id-bob', 'bob', '{}', ?)")
+      .run(ada.created_at);
+    // As the store wrote them before: memories upserted by key, entities merged by lower(name, type),
+    // relations between entity ids.
+    const memory = old.prepare(
+      `INSERT INTO memories (id, fighter_id, key, value, score0, scored_at, created_at, accessed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    memory.run(
+      "m1",
+      ada.id,
+      "tea",
+      "Green tea",
+      1,
+      "2025-12-05T00:00:00.000Z",
+      "2025-12-01T00:00:00.000Z",
+      "2025-12-05T00:00:00.000Z",
+    );
+    memory.run(
+      "m2",
+      ada.id,
+      "hotel",
+      "Casa do Tejo",
+      2.5,
+      "2025-12-07T00:00:00.000Z",
+      "2025-12-02T00:00:00.000Z",
+      "2025-12-07T00:00:00.000Z",
+    );
+    memory.run(
+      "m3",
+      "id-bob",
+      "tea",
+      "Never",
+      1,
+      "2025-12-03T00:00:00.000Z",
+      "2025-12-03T00:00:00.000Z",
+      "2025-12-03T00:00:00.000Z",
+    );
+    const entity = old.prepare(
+      "INSERT INTO kg_entities (id, fighter_id, name, type, created_at) VALUES (?, ?, ?, ?, ?)",
+    );
+    entity.run("e1", ada.id, "Lovelace", "Person", "2025-12-01T00:00:01.000Z");
+    entity.run("e2", ada.id, "Babbage", "thing", "2025-12-01T00:00:02.000Z");
+    entity.run("e3", ada.id, "Engine", "MACHINE", "2025-12-01T00:00:03.000Z");
+    entity.run("e4", ada.id, "CAFÉ", "place", "2025-12-01T00:00:04.000Z");
+    const relation = old.prepare(
+      "INSERT INTO kg_relations (fighter_id, from_id, to_id, type, created_at) VALUES (?, ?, ?, ?, ?)",
+    );
+    relation.run(ada.id, "e1", "e2", "Knows", "2025-12-01T00:00:05.000Z");
+    relation.run(ada.id, "e3", "e1", "programmed by", "2025-12-01T00:00:06.000Z");
+    old.close();
+
+    const store = await open(home);
+    try {
+      const memories = memoriesOf(store);
+      expect(await memories.candidates(ada.id, [])).toEqual([
+        {
+          id: "m2",
+          fighter_id: ada.id,
+          key: "hotel",
+          value: "Casa do Tejo",
+          score0: 2.5,
+          scored_at: "2025-12-07T00:00:00.000Z",
+          created_at: "2025-12-02T00:00:00.000Z",
+          matches: 0,
+        },
+        {
+          id: "m1",
+          fighter_id: ada.id,
+          key: "tea",
+          value: "Green tea",
+          score0: 1,
+          scored_at: "2025-12-05T00:00:00.000Z",
+          created_at: "2025-12-01T00:00:00.000Z",
+          matches: 0,
+        },
+      ]);
+      expect((await memories.candidates("id-bob", ["tea"])).map((m) => m.id)).toEqual(["m3"]);
+      // The unique key per fighter holds: storing under "tea" again replaces m1.
+      expect(await memories.put(ada.id, "tea", "Oolong")).toMatchObject({ id: "m1", value: "Oolong" });
+
+      const graph = graphOf(store);
+      expect(await graph.query(ada.id, ["lovelace"], 5)).toEqual([
+        {
+          name: "Lovelace",
+          type: "Person",
+          relations: [
+            { from: "Lovelace", to: "Babbage", type: "Knows" },
+            { from: "Engine", to: "Lovelace", type: "programmed by" },
+          ],
+        },
+      ]);
+      expect((await graph.query(ada.id, [], 10)).map((e) => e.name)).toEqual([
+        "CAFÉ",
+        "Engine",
+        "Babbage",
+        "Lovelace",
+      ]);
+      // Identity as it was: names and types in any ASCII case, relations by their folded type.
+      expect(
+        await graph.add(
+          ada.id,
+          [
+            { name: "lovelace", type: "PERSON" },
+            { name: "engine", type: "machine" },
+            { name: "café", type: "place" },
+          ],
+          [{ from: "LOVELACE", to: "babbage", type: "knows" }],
+        ),
+      ).toEqual({ entities_added: 1, entities_merged: 2, relations_added: 0 });
+    } finally {
+      await store.close();
+    }
+    const db = await keyedDb(home, SALT);
+    const left = db
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE name IN ('memories', 'kg_entities', 'kg_relations') OR name LIKE 'memories_%' OR name LIKE 'kg_%'",
+      )
+      .pluck()
+      .all();
+    db.close();
+    expect(left).toEqual([]);
   });
 });

@@ -387,6 +387,43 @@ CREATE TABLE collection_schemas (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 14,
+    name: "memories and knowledge to their plugins' collections",
+    sql: `
+-- Memories (moves-memory) and the knowledge graph (moves-knowledge) become their plugins' own
+-- collections (plugin.json), in the order they were written. An entity's identity is its name and
+-- type under lower() (ASCII), as their unique index had it; a relation keeps its endpoints' names,
+-- and gets a key of its own (it had only a rowid). The legacy tables go, their indexes with them.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-memory', 'memories', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'key', key, 'value', value, 'score0', score0,
+  'scored_at', coalesce(scored_at, accessed_at, created_at), 'created_at', created_at)
+FROM memories ORDER BY rowid;
+
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-knowledge', 'entities', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'name', name, 'type', type,
+  'name_folded', lower(name), 'type_folded', lower(type), 'created_at', created_at)
+FROM kg_entities ORDER BY rowid;
+
+-- MATERIALIZED: each relation's random key is drawn once, for its key and its document alike.
+WITH moved AS MATERIALIZED (
+  SELECT lower(hex(randomblob(16))) AS id, r.rowid AS written, r.fighter_id, r.from_id, r.to_id,
+    f.name AS from_name, t.name AS to_name, r.type, r.created_at
+  FROM kg_relations r JOIN kg_entities f ON f.id = r.from_id JOIN kg_entities t ON t.id = r.to_id
+)
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-knowledge', 'relations', id, json_object(
+  'id', id, 'fighter_id', fighter_id, 'from_id', from_id, 'to_id', to_id, 'from', from_name,
+  'to', to_name, 'type', type, 'type_folded', lower(type), 'created_at', created_at)
+FROM moved ORDER BY written;
+
+DROP TABLE memories;
+DROP TABLE kg_relations;
+DROP TABLE kg_entities;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

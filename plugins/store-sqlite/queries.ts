@@ -1,7 +1,7 @@
 /**
  * The Store over an open, migrated connection: fighters, bouts, messages and summaries here, the
  * rest in a module each. Every statement is prepared once per store, when it is created (or, for
- * the per-word-count searches, on first use), and never again: see retain.ts.
+ * the collections' queries, on first use), and never again: see retain.ts.
  */
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
@@ -10,8 +10,6 @@ import { createChannelBouts, createChannelChats, createChannelDeliveries } from 
 import { createCollectionRows } from "./collections.js";
 import { createGorillas } from "./gorillas.js";
 import { createCreeds, createRelationships } from "./identity.js";
-import { createKnowledge } from "./knowledge.js";
-import { createMemories } from "./memories.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
 import { createSchedules } from "./schedules.js";
@@ -19,7 +17,6 @@ import type { StoreData } from "./sync-store.js";
 import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
-import { registerFold } from "./word-match.js";
 
 interface FighterDbRow {
   id: string;
@@ -44,7 +41,6 @@ function toBout(row: BoutDbRow | undefined): BoutRecord | undefined {
 /** Wraps `db` (open, keyed and migrated) as the Store's data methods; `close()` closes the connection. */
 export function createSqliteStore(db: Database.Database): StoreData {
   const now = createClock();
-  registerFold(db);
   const s = {
     insertFighter: db.prepare<[FighterDbRow], void>(
       "INSERT INTO fighters (id, name, manifest, created_at) VALUES (@id, @name, @manifest, @created_at)",
@@ -158,10 +154,8 @@ export function createSqliteStore(db: Database.Database): StoreData {
     summaries: {
       get: (boutId) => s.summary.get(boutId),
     },
-    memories: createMemories(db, now, requireLiveFighter),
     creeds: createCreeds(db, now),
     relationships: createRelationships(db),
-    knowledge: createKnowledge(db, now, requireLiveFighter),
     schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),
     troops: createTroops(db, { now }),

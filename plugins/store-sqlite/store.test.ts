@@ -5,7 +5,12 @@ import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CreedDocument, FighterRow, Store } from "../../sdk/index.js";
+import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
+import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
+import { createMemories } from "../moves-memory/memories.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
+
+const PLUGINS = join(import.meta.dirname, "..");
 
 // Every open derives an Argon2id key (~300 ms), so the suites below share opens where they can.
 const SECRET = "correct horse battery staple";
@@ -102,7 +107,12 @@ describe("store-sqlite lifecycle", () => {
       provider: { provider: "openai", model: MARKER },
       reply: { ok: true, result: { text: `Done: ${MARKER}` } },
     });
-    await store.memories.put(ada.id, "secret", MARKER);
+    // Plugins' collections are in the same encrypted file.
+    await createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store)).put(
+      ada.id,
+      "secret",
+      MARKER,
+    );
     await store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
     await store.creeds.put("ada", creed(MARKER));
     await store.relationships.record(
@@ -111,7 +121,7 @@ describe("store-sqlite lifecycle", () => {
       MARKER,
       "2026-01-03T00:00:00.000Z",
     );
-    await store.knowledge.add(
+    await createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store)).add(
       ada.id,
       [{ name: MARKER, type: "word" }],
       [{ from: MARKER, to: "bob", type: "said" }],
@@ -134,7 +144,7 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    for (const table of ["fighters", "creeds", "kg_entities", "bout_summaries", "turns", "idempotency"]) {
+    for (const table of ["fighters", "creeds", "collection_rows", "bout_summaries", "turns", "idempotency"]) {
       expect(bytes.includes(table)).toBe(false);
     }
   });

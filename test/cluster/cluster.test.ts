@@ -2,7 +2,8 @@
  * Three daemons as one (issue 21): three real `spar start` processes on loopback ports, each with
  * its own data dir, sharing one PostgreSQL schema (`store-postgres`), one Redis namespace
  * (`bus-redis`, `scheduler-bullmq`) and one master secret. What one node does, the others see:
- * fighters, turn order, events, quotas, gorilla fires, and a node's death.
+ * fighters, turn order, events, a user plugin's data (examples/plugins/moves-notes), quotas, gorilla
+ * fires, and a node's death.
  *
  * Needs SPAR_TEST_DATABASE_URL and SPAR_TEST_REDIS_URL (`.ci/run` starts both servers through
  * scripts/ci-services.sh); without them it is skipped, saying so. `npm run test:cluster` runs the
@@ -10,6 +11,8 @@
  * its figures.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { cpSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { connectRedis } from "../../lib/redis.js";
@@ -37,6 +40,7 @@ const PREFIX = `c${randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const MASTER_KEY = randomBytes(32).toString("hex");
 
 const figure = (line: string) => console.log(`cluster: ${line}`);
+const NOTES_PLUGIN = join(import.meta.dirname, "..", "..", "examples", "plugins", "moves-notes");
 
 interface Node {
   daemon: TestDaemon;
@@ -82,6 +86,8 @@ describe.skipIf(SKIP)(
         );
         // Gorillas are files in each data dir: every node has the same one.
         writeGorilla(home, "tick", gorillaToml("tick", "every 1s", "timeout_s = 120"));
+        // And so are user plugins: the example that keeps data of its own, on every node.
+        cpSync(NOTES_PLUGIN, join(home, "plugins", "moves-notes"), { recursive: true });
         // One after another: the first creates the schema and the default fighter.
         nodes.push({ daemon: await startNode(home, port), home, port });
       }
@@ -105,13 +111,19 @@ describe.skipIf(SKIP)(
       }
     }, 60_000);
 
-    async function spawn(on: Node, name: string, quota?: Record<string, number>) {
+    async function spawn(
+      on: Node,
+      name: string,
+      quota?: Record<string, number>,
+      capabilities?: { type: string }[],
+    ) {
       const { status, body } = await on.daemon.request<{ id: string }>("POST", "/api/v1/fighters", {
         manifest: {
           name,
           description: `${name}, for the cluster test`,
           system_prompt: `You are ${name}.`,
           ...(quota ? { quota } : {}),
+          ...(capabilities ? { capabilities } : {}),
         },
       });
       expect(status).toBe(201);
@@ -232,6 +244,43 @@ describe.skipIf(SKIP)(
       expect(new Set(completed).size).toBe(8);
       figure(
         "WebSocket on node 3: 5 of node 1's completions live, 3 more resumed after a reconnect, in seq order",
+      );
+    });
+
+    it("finds through one node a note a user plugin stored through another, and streams its event to a third", async () => {
+      const id = await spawn(node(0), "notary", undefined, [{ type: "notes" }]);
+      const added: { note_id: string }[] = [];
+      const ws = await new Promise<WebSocket>((done, fail) => {
+        const socket = new WebSocket(`ws://127.0.0.1:${node(2).port}/api/v1/ws`);
+        socket.on("message", (data) => {
+          const frame = JSON.parse(String(data)) as { type: string; kind?: string; note_id?: string };
+          if (frame.type === "subscribed") done(socket);
+          if (frame.type === "event" && frame.kind === "note.added") added.push(frame as { note_id: string });
+        });
+        socket.once("error", fail);
+        socket.once("open", () => socket.send(JSON.stringify({ type: "subscribe", kinds: ["note.added"] })));
+      });
+      fake.enqueue({
+        tool_calls: [{ name: "note_add", arguments: { text: "the vault code is under the third stair" } }],
+      });
+      const stored = await send(node(0), id, "note the vault code");
+      expect(stored.status).toBe(200);
+
+      const listed = await node(1).daemon.request<{ notes: { id: string; text: string }[] }>(
+        "GET",
+        "/api/v1/notes?fighter=notary&q=vault",
+      );
+      expect(listed.status).toBe(200);
+      expect(listed.body.notes.map((n) => n.text)).toEqual(["the vault code is under the third stair"]);
+      fake.enqueue({ tool_calls: [{ name: "note_find", arguments: { words: "stair" } }] });
+      expect((await send(node(2), id, "where is the vault code?")).status).toBe(200);
+      const found = fake.requests.at(-1)?.body?.messages.at(-1);
+      expect(found?.role).toBe("tool");
+      expect(String(found?.content)).toContain(listed.body.notes[0]?.id);
+      await expect.poll(() => added.map((e) => e.note_id)).toEqual([listed.body.notes[0]?.id]);
+      ws.close();
+      figure(
+        "a user plugin's note: stored through node 1, listed through node 2, found by a move and its event seen on node 3",
       );
     });
 

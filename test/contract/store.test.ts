@@ -20,8 +20,6 @@ import type {
   CreedDocument,
   FighterRow,
   GorillaRunRecord,
-  KgEntity,
-  KgRelation,
   ScheduleRecord,
   Store,
   StoredReply,
@@ -178,15 +176,6 @@ function creed(identity: string): CreedDocument {
     counters: { bouts: 2, conversations: 1, messages: 9 },
     updated_at: day(1),
   };
-}
-
-/** Entities with their relations in a fixed order, so stores may list relations in any order. */
-function sorted(entities: (KgEntity & { relations: KgRelation[] })[]) {
-  const key = (r: KgRelation) => `${r.from}>${r.type}>${r.to}`;
-  return entities.map((e) => ({
-    ...e,
-    relations: [...e.relations].sort((a, b) => key(a).localeCompare(key(b))),
-  }));
 }
 
 for (const factory of FACTORIES) {
@@ -663,65 +652,6 @@ for (const factory of FACTORIES) {
       it("refuses an unknown bout (BOUT_NOT_FOUND)", async () => {
         await expectCode(store.messages.compact(randomUUID(), 1, "nothing"), "BOUT_NOT_FOUND");
         expect(await store.summaries.get(randomUUID())).toBeUndefined();
-      });
-    });
-
-    describe("memories", () => {
-      const byKey = async (fighterId: string) =>
-        new Map((await store.memories.candidates(fighterId, [])).map((m) => [m.key, m]));
-
-      it("put stores a memory at score 1 and replaces it by key, restarting its score", async () => {
-        const rue = await newFighter(store);
-        const first = await store.memories.put(rue.id, "plan", "Paris");
-        expect(first).toMatchObject({ fighter_id: rue.id, key: "plan", value: "Paris", score0: 1 });
-        await store.memories.rescore([{ id: first.id, score0: 3 }], day(0));
-
-        const second = await store.memories.put(rue.id, "plan", "Rome");
-        expect(second).toMatchObject({ id: first.id, key: "plan", value: "Rome", score0: 1 });
-        expect(Date.parse(second.scored_at)).toBeGreaterThan(Date.parse(day(0)));
-        expect(await store.memories.candidates(rue.id, [])).toEqual([{ ...second, matches: 0 }]);
-        await expectCode(store.memories.put(randomUUID(), "k", "v"), "FIGHTER_NOT_FOUND");
-      });
-
-      it("finds candidates holding any of the words in key or value, in any case, with how many", async () => {
-        const [sam, tom] = [await newFighter(store), await newFighter(store)];
-        await store.memories.put(sam.id, "coffee", "Likes Espresso in the morning");
-        await store.memories.put(sam.id, "tea", "Drinks green tea at night");
-        await store.memories.put(sam.id, "schedule", "Morning run, then coffee");
-        await store.memories.put(tom.id, "coffee", "Never drinks coffee");
-        const found = async (...words: string[]) =>
-          (await store.memories.candidates(sam.id, words)).map((m) => `${m.key}:${m.matches}`).sort();
-
-        expect(await found("coffee", "morning")).toEqual(["coffee:2", "schedule:2"]);
-        expect(await found("espresso")).toEqual(["coffee:1"]);
-        expect(await found("night", "bicycle")).toEqual(["tea:1"]);
-        expect(await found("bicycle")).toEqual([]);
-        expect(await found()).toEqual(["coffee:0", "schedule:0", "tea:0"]);
-        expect(await store.memories.candidates(randomUUID(), [])).toEqual([]);
-      });
-
-      it("rescores: score0 and scored_at are set per memory, and left alone for other fighters", async () => {
-        const [uma, vic] = [await newFighter(store), await newFighter(store)];
-        const a = await store.memories.put(uma.id, "a", "alpha");
-        const b = await store.memories.put(uma.id, "b", "beta");
-        const c = await store.memories.put(vic.id, "c", "gamma");
-        await store.memories.rescore(
-          [
-            { id: a.id, score0: 2 },
-            { id: c.id, score0: 2 },
-          ],
-          day(0),
-        );
-        await store.memories.rescore([{ id: b.id, score0: 4 }], day(3));
-
-        const memories = await byKey(uma.id);
-        expect(memories.get("a")?.score0).toBe(2);
-        expect(Date.parse(memories.get("a")?.scored_at ?? "")).toBe(Date.parse(day(0)));
-        expect(memories.get("b")?.score0).toBe(4);
-        expect(Date.parse(memories.get("b")?.scored_at ?? "")).toBe(Date.parse(day(3)));
-        const other = (await byKey(vic.id)).get("c");
-        expect(other?.score0).toBe(2);
-        expect(Date.parse(other?.scored_at ?? "")).toBe(Date.parse(day(0)));
       });
     });
 
@@ -1324,85 +1254,6 @@ for (const factory of FACTORIES) {
       });
     });
 
-    describe("knowledge graph", () => {
-      it("merges entities by name and type in any case; each fighter has its own graph", async () => {
-        const [xi, yu] = [await newFighter(store), await newFighter(store)];
-        const entities = [
-          { name: "Lovelace", type: "Person" },
-          { name: "lovelace", type: "PERSON" },
-          { name: "Lovelace", type: "ship" },
-        ];
-        expect(await store.knowledge.add(xi.id, entities, [])).toEqual({
-          entities_added: 2,
-          entities_merged: 1,
-          relations_added: 0,
-        });
-        expect(await store.knowledge.add(xi.id, [{ name: "LOVELACE", type: "person" }], [])).toEqual({
-          entities_added: 0,
-          entities_merged: 1,
-          relations_added: 0,
-        });
-        const found = await store.knowledge.query(xi.id, ["lovelace"], 10);
-        expect(found.map((e) => e.type.toLowerCase()).sort()).toEqual(["person", "ship"]);
-
-        expect(await store.knowledge.query(yu.id, ["lovelace"], 10)).toEqual([]);
-        expect(await store.knowledge.add(yu.id, [{ name: "Lovelace", type: "Person" }], [])).toMatchObject({
-          entities_added: 1,
-        });
-        await expectCode(store.knowledge.add(randomUUID(), [], []), "FIGHTER_NOT_FOUND");
-      });
-
-      it("adds relations once, and returns each entity with every relation it takes part in", async () => {
-        const zed = await newFighter(store);
-        const knows = { from: "Ada", to: "Babbage", type: "knows" };
-        const programmed = { from: "Engine", to: "Ada", type: "programmed by" };
-        const entities = [
-          { name: "Ada", type: "person" },
-          { name: "Babbage", type: "person" },
-          { name: "Engine", type: "machine" },
-        ];
-        expect(await store.knowledge.add(zed.id, entities, [knows, programmed])).toEqual({
-          entities_added: 3,
-          entities_merged: 0,
-          relations_added: 2,
-        });
-        // The same relation again, its names and type in another case: nothing new.
-        expect(
-          await store.knowledge.add(zed.id, [], [{ from: "ada", to: "BABBAGE", type: "Knows" }]),
-        ).toEqual({
-          entities_added: 0,
-          entities_merged: 0,
-          relations_added: 0,
-        });
-
-        expect(sorted(await store.knowledge.query(zed.id, ["ada"], 10))).toEqual(
-          sorted([{ name: "Ada", type: "person", relations: [knows, programmed] }]),
-        );
-        expect(sorted(await store.knowledge.query(zed.id, ["machine"], 10))).toEqual([
-          { name: "Engine", type: "machine", relations: [programmed] },
-        ]);
-      });
-
-      it("answers the entities matching the most words first, at most `limit` of them", async () => {
-        const amy = await newFighter(store);
-        await store.knowledge.add(
-          amy.id,
-          [
-            { name: "Paris", type: "city" },
-            { name: "Lyon", type: "city" },
-            { name: "Paris Hilton", type: "person" },
-          ],
-          [],
-        );
-        expect((await store.knowledge.query(amy.id, ["paris", "city"], 1)).map((e) => e.name)).toEqual([
-          "Paris",
-        ]);
-        expect(await store.knowledge.query(amy.id, ["city"], 5)).toHaveLength(2);
-        expect(await store.knowledge.query(amy.id, ["city"], 1)).toHaveLength(1);
-        expect(await store.knowledge.query(amy.id, ["tokyo"], 5)).toEqual([]);
-      });
-    });
-
     describe("nonces", () => {
       it("accepts a nonce once per key until it expires, then forgets it", async () => {
         const key = `key-${randomUUID()}`;
@@ -1525,10 +1376,8 @@ for (const factory of FACTORIES) {
           turns: await Promise.all(bouts.map((b) => s.turns.list(b.id))),
           summaries: await Promise.all(bouts.map((b) => s.summaries.get(b.id))),
           keys: [await s.idempotency.get(keys.done), await s.idempotency.get(keys.left)],
-          memories: await s.memories.candidates(gus.id, []),
           creed: await s.creeds.get(gus.name),
           relationships: await s.relationships.list(gus.name),
-          knowledge: await s.knowledge.query(gus.id, ["tea"], 10),
           usage: await s.usage.summary(gus.id),
           schedules: await s.schedules.list(gus.id),
           gorilla: await s.gorillas.state(kong),
@@ -1562,14 +1411,8 @@ for (const factory of FACTORIES) {
         const lone = await begin(first, gus, "also interrupted");
         turns = { done: finished, left: left.turn, lone: lone.turn };
         await first.messages.compact(done.bout.id, 2, "asked about tea");
-        await first.memories.put(gus.id, "drink", "tea");
         await first.creeds.put(gus.name, creed("Tea lover"));
         await first.relationships.record(gus.name, { with: "telegram:7", kind: "user" }, "asked", day(1));
-        await first.knowledge.add(
-          gus.id,
-          [{ name: "tea", type: "drink" }],
-          [{ from: "tea", to: "cup", type: "in" }],
-        );
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
         await first.schedules.add({
           id: randomUUID(),

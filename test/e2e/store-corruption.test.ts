@@ -140,7 +140,7 @@ describe("a damaged page no call has read", () => {
     writeConfig(home, port, fake.url);
     daemon = await startDaemon(home, port);
     expect(await daemon.stop()).toBe(0);
-    await damageTablePage(home, "kg_relations");
+    await damageTablePage(home, "bout_summaries");
     daemon = await startDaemon(home, port);
   });
 
