@@ -20,7 +20,6 @@ type RingScalar = "version" | "startedAt" | "clustered";
 export const RING_GROUPS = [
   "fighters",
   "bouts",
-  "memory",
   "creeds",
   "schedules",
   "gorillas",
@@ -28,7 +27,6 @@ export const RING_GROUPS = [
   "strategies",
   "channels",
   "tunnel",
-  "knowledge",
   "llm",
   "moves",
   "auth",
