@@ -1,9 +1,10 @@
 /**
  * The boundaries DESIGN §2 draws, checked on the source: the kernel never imports a plugin (or the
- * CLI); a plugin imports only the SDK's published entries (sdk/index.ts and the kits of sdk/kits/,
- * `spar/sdk` and `spar/sdk/<kit>`) and its own files, never lib/, the kernel nor another plugin's; the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports
- * no plugin and no CLI code. The kernel stays within its size budget, and the plugin manifest
- * schema's kinds and ring groups are the TypeScript ones.
+ * CLI); a plugin imports only the SDK's published entries (sdk/index.ts and sdk/kits/, that is
+ * `spar/sdk` and `spar/sdk/<kit>`) and its own files, never lib/, the kernel nor another plugin's;
+ * the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports no plugin and no CLI
+ * code. The kernel stays within its size budget, and the plugin manifest schema's kinds and ring
+ * groups are the TypeScript ones.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
