@@ -165,9 +165,6 @@ export function createRing(options: RingOptions): Ring {
     get gorillas() {
       return requireStore().gorillas;
     },
-    get troops() {
-      return requireStore().troops;
-    },
     fighters: fighterServices(fighters, path, requireStore),
     channels: channelServices(requireStore, configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);

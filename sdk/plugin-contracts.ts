@@ -1,4 +1,10 @@
-import type { RecordedError, SpecialistReason, TroopRecord, TroopStep, TroopVote } from "./store-types.js";
+import type {
+  RecordedError,
+  SpecialistReason,
+  TroopRecord,
+  TroopStep,
+  TroopVote,
+} from "../lib/troops/records.js";
 
 /*
  * What strategy, channel and tunnel plugins hand the Ring through their hooks

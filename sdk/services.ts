@@ -139,8 +139,6 @@ export interface RingServices {
   readonly schedules: Store["schedules"];
   /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
   readonly gorillas: Store["gorillas"];
-  /** Troops and their tasks, as stored (the troop runtime's substrate). */
-  readonly troops: Store["troops"];
   /** Troop strategies: named by manifests, imported when first used. */
   readonly strategies: {
     /** The names the enabled strategy plugins contribute (no plugin code imported). */

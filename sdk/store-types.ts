@@ -10,9 +10,6 @@ import type {
   GorillaRunRecord,
   GorillaRunTrigger,
   GorillaState,
-  RecordedError,
-  TroopRecord,
-  TroopTaskRecord,
 } from "./store-records.js";
 import type {
   BoutSummary,
@@ -207,37 +204,6 @@ export interface Store {
       abandon(now: string): Promise<number>;
       /** Keeps the gorilla's newest `keep` runs (and any still running), deletes the rest; returns how many went. */
       prune(gorilla: string, keep: number): Promise<number>;
-    };
-  };
-  readonly troops: {
-    /** CONFLICT when the name is taken. */
-    create(troop: Omit<TroopRecord, "id" | "created_at">): Promise<TroopRecord>;
-    /** By id, or by name. */
-    get(idOrName: string): Promise<TroopRecord | undefined>;
-    /** Every troop, by name. */
-    list(): Promise<TroopRecord[]>;
-    /**
-     * Changes a troop's name, leader, members or strategy (those given; its id, tasks and rotation
-     * stay): TROOP_NOT_FOUND for an unknown id, CONFLICT for a name another troop has.
-     */
-    update(
-      id: string,
-      changes: Partial<Pick<TroopRecord, "name" | "leader" | "members" | "strategy">>,
-    ): Promise<TroopRecord>;
-    /** Deletes the troop with its tasks; false when there was none. */
-    remove(id: string): Promise<boolean>;
-    /** The troop's rotation counter (round robin), advanced by one at once: the value before. */
-    rotate(id: string): Promise<number>;
-    readonly tasks: {
-      /** Records a task `pending` (TROOP_NOT_FOUND for an unknown troop). */
-      create(task: { troop_id: string; task: string; strategy: string }): Promise<TroopTaskRecord>;
-      /** Writes a task's state as it stands (everything but its id, troop, task, strategy and created_at); NOT_FOUND when gone. */
-      save(task: TroopTaskRecord): Promise<void>;
-      get(id: string): Promise<TroopTaskRecord | undefined>;
-      /** A troop's tasks, newest first, at most `limit`; `before` is a task id of that troop (the page after it). */
-      list(troopId: string, page: { limit: number; before?: string }): Promise<TroopTaskRecord[]>;
-      /** At start: tasks a stopped daemon left pending or running become `failed` with `error`, at `now`. How many. */
-      abandon(error: RecordedError, now: string): Promise<number>;
     };
   };
   /** The bout each channel chat talks to its fighter in (one conversation per chat). */

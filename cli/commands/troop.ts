@@ -6,8 +6,9 @@
  * and exits 1 unless it completed; `--async` returns at once with the id to follow (`show <troop>
  * <task>` shows it).
  */
+import type { TroopRecord, TroopTaskRecord } from "../../lib/troops/records.js";
 import { SparError } from "../../sdk/errors.js";
-import type { TroopRecord, TroopTaskRecord } from "../../sdk/store-types.js";
+
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 

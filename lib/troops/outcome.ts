@@ -3,7 +3,9 @@
  * it. One wording and one choice of error code for all six strategies, so a task record reads the
  * same whichever strategy ran it.
  */
-import { type ErrorCode, isSparError, type StrategyOutcome, type TroopStep } from "../../sdk/index.js";
+
+import { type ErrorCode, isSparError, type StrategyOutcome } from "../../sdk/index.js";
+import type { TroopStep } from "./records.js";
 
 /** A failed outcome with a catalog code. */
 export function failure(code: ErrorCode, message: string): StrategyOutcome {

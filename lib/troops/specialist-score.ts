@@ -5,9 +5,10 @@
  * task and troop always pick the same member, and the scores are kept on the task as the reason.
  */
 
-import type { SpecialistReason, TroopMember } from "../../sdk/index.js";
+import type { TroopMember } from "../../sdk/index.js";
 import type { CAPABILITY_TYPES } from "../../sdk/schemas.js";
 import { contentWords } from "../words.js";
+import type { SpecialistReason } from "./records.js";
 
 /** Points a task word earns a member, once per kind of match (a word can match all three). */
 export const SPECIALIST_WEIGHTS = { capability: 3, skill: 2, description: 1 } as const;

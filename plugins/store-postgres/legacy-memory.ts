@@ -3,14 +3,14 @@
  * 29): the `memories`, `kg_entities` and `kg_relations` tables of migration 1, sealed. SQL alone
  * cannot move them (it has no key), so at open, once the key is known, their rows are opened and
  * handed to the plugins' collections (moves-memory's `memories`, moves-knowledge's `entities` and
- * `relations`) in the order they were written, and the tables dropped: in one transaction under the
- * migration lock, so daemons opening together move them once. Cheap once done: one probe.
+ * `relations`) in the order they were written, and the tables dropped (legacy.ts).
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { asciiFold, type Cipher } from "./cipher.js";
 import { importDocs } from "./collections.js";
-import { type Db, inTransaction } from "./connection.js";
+import type { Db } from "./connection.js";
+import { moveLegacy } from "./legacy.js";
 
 interface MemoryRow {
   id: string;
@@ -40,27 +40,9 @@ interface RelationRow {
 
 const TABLES = ["memories", "kg_entities", "kg_relations"] as const;
 
-/**
- * The legacy tables still there. Read from pg_class under the statement's own snapshot: to_regclass
- * answers from the connection's catalog cache, which can still hold a table another daemon dropped
- * while this one waited for the lock.
- */
-async function present(db: Db): Promise<Set<string>> {
-  const found = await db.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY($1)`,
-    [TABLES],
-  );
-  return new Set(found.rows.map((r) => r.name));
-}
-
 /** Moves the legacy memory and knowledge rows into the plugins' collections; how many rows it moved. */
-export async function moveLegacyMemory(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
-  if ((await present(pool)).size === 0) return 0;
-  return inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
-    // Another daemon may have moved them while this one waited for the lock.
-    const tables = await present(client);
+export function moveLegacyMemory(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
+  return moveLegacy(pool, schema, TABLES, async (client, tables) => {
     let moved = 0;
     if (tables.has("memories")) moved += await moveMemories(client, cipher);
     if (tables.has("kg_entities")) moved += await moveGraph(client, cipher, tables.has("kg_relations"));

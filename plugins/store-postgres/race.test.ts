@@ -119,18 +119,5 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(seqs).toEqual(Array.from({ length: 9 }, (_, i) => i + 1));
       expect((await stores[1].bouts.get(first.bout.id))?.message_count).toBe(9);
     });
-
-    it("advances a troop's rotation once per call from either store", async () => {
-      const troop = await stores[0].troops.create({
-        name: `rot-${randomUUID().slice(0, 8)}`,
-        leader: "l",
-        members: [],
-        strategy: "round_robin",
-      });
-      const values = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => stores[(i % 2) as 0 | 1].troops.rotate(troop.id)),
-      );
-      expect([...values].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    });
   },
 );

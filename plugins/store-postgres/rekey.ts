@@ -53,7 +53,6 @@ export const SEALED: readonly SealedTable[] = [
   },
   { table: "schedules", sealed: ["message"] },
   { table: "gorilla_runs", sealed: ["output"] },
-  { table: "troop_tasks", sealed: ["task", "body"] },
 ];
 
 /**

@@ -20,11 +20,11 @@ import { createGorillas } from "./gorillas.js";
 import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
+import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
 import { rekeySchema } from "./rekey.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 
 export interface PostgresStoreOptions extends PostgresSettings {
@@ -62,6 +62,9 @@ export async function openPostgresStore(
       const memories = await moveLegacyMemory(pool, settings.schema, cipher);
       if (memories > 0)
         log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
+      const troops = await moveLegacyTroops(pool, settings.schema, cipher);
+      if (troops > 0)
+        log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
     } catch (err) {
       cipher.wipe();
       throw err;
@@ -119,7 +122,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
     gorillas: createGorillas(ctx),
-    troops: createTroops(ctx),
     async close() {
       await pool.end();
       current.wipe();

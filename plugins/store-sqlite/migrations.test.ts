@@ -48,7 +48,7 @@ async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
-  const next = MIGRATIONS.length + 1;
+  const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
   it("records each migration with its checksum and applies nothing twice", () => {
     const db = plainDb();
@@ -76,6 +76,7 @@ describe("migrate", () => {
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
       [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
       [14, "75ab8a7818a539998b8b0d24ddbd4c9b958d172b6831c25f44479a54218a103a"],
+      [19, "969223b6fcb5c0a5d5829af154bf2cf1301c73d0cb6fb8406c08f15827533109"],
     ]);
   });
 

@@ -424,6 +424,34 @@ DROP TABLE kg_relations;
 DROP TABLE kg_entities;
 `,
   },
+  {
+    version: 19,
+    name: "troops to troops-local collections",
+    sql: `
+-- Troops and their tasks become troops-local's own collections (plugin.json data): each row a
+-- document in collection_rows, in the order it was written, and the tables go.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'troops', id, json_object(
+  'id', id, 'name', name, 'leader', leader, 'members', json(members), 'strategy', strategy,
+  'rotation', rotation, 'created_at', created_at)
+FROM troops ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'troops-local', 'tasks', id, json_object(
+  'id', id, 'troop_id', troop_id, 'task', task, 'strategy', strategy, 'status', status,
+  'result', json_extract(body, '$.result'),
+  'steps', json(json_extract(body, '$.steps')),
+  'votes', json(json_extract(body, '$.votes')),
+  'reason', json(json_extract(body, '$.reason')),
+  'error', CASE WHEN error_code IS NULL THEN NULL
+    ELSE json_object('code', error_code, 'message', error_message) END,
+  'partial', json(CASE WHEN partial = 1 THEN 'true' ELSE 'false' END),
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'created_at', created_at, 'started_at', started_at, 'finished_at', finished_at)
+FROM troop_tasks ORDER BY seq;
+DROP TABLE troop_tasks;
+DROP TABLE troops;
+`,
+  },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

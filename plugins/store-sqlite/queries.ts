@@ -14,7 +14,6 @@ import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./mes
 import { createNonces } from "./nonces.js";
 import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
-import { createTroops } from "./troops.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
 
@@ -158,7 +157,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     relationships: createRelationships(db),
     schedules: createSchedules(db, requireLiveFighter),
     gorillas: createGorillas(db, { now, requireBout }),
-    troops: createTroops(db, { now }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
     channelDeliveries: createChannelDeliveries(db),
     channelChats: createChannelChats(db),

@@ -13,7 +13,8 @@ import {
   stepError,
   stepFailed,
 } from "../../lib/troops/outcome.js";
-import { definePlugin, type StrategyTask, type TroopStep, type TroopStrategy } from "../../sdk/index.js";
+import type { TroopStep } from "../../lib/troops/records.js";
+import { definePlugin, type StrategyTask, type TroopStrategy } from "../../sdk/index.js";
 
 /** The leader's synthesis prompt: the task and every answer under its member's name. */
 function synthesisPrompt(task: string, answers: { name: string; text: string }[], missing: string[]): string {

@@ -8,15 +8,9 @@
 
 import { mapBounded } from "../../lib/troops/bounded.js";
 import { cancelled, everyStepFailed, noMembers, stepFailed } from "../../lib/troops/outcome.js";
+import type { TroopStep, TroopVote } from "../../lib/troops/records.js";
 import { tallyVotes } from "../../lib/troops/votes.js";
-import {
-  definePlugin,
-  type StrategyTask,
-  type TroopMember,
-  type TroopStep,
-  type TroopStrategy,
-  type TroopVote,
-} from "../../sdk/index.js";
+import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
 
 /** A vote as the model gives it: the 1-based number of the answer it chose, and why. */
 interface Ballot {

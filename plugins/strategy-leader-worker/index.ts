@@ -15,13 +15,8 @@ import {
   stepError,
   stepFailed,
 } from "../../lib/troops/outcome.js";
-import {
-  definePlugin,
-  type StrategyTask,
-  type TroopMember,
-  type TroopStep,
-  type TroopStrategy,
-} from "../../sdk/index.js";
+import type { TroopStep } from "../../lib/troops/records.js";
+import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
 
 /** The most subtasks a decomposition may have. */
 const MAX_SUBTASKS = 8;

@@ -7,6 +7,7 @@
 import { definePlugin, type Usage } from "../../sdk/index.js";
 import { addTroopRoutes } from "./routes.js";
 import { createTroopRuntime, type TroopsSettings } from "./runtime.js";
+import { createTroopData } from "./troop-data.js";
 
 declare module "../../sdk/index.js" {
   interface SparEventMap {
@@ -39,8 +40,9 @@ declare module "../../sdk/index.js" {
 
 export default definePlugin<{ troops: TroopsSettings }>({
   id: "troops-local",
-  apply({ hooks, ring, events, log }, { troops: settings }) {
-    const runtime = createTroopRuntime({ ring, events, log, settings });
+  apply({ hooks, ring, events, log, data }, { troops: settings }) {
+    const troops = createTroopData(data);
+    const runtime = createTroopRuntime({ ring, troops, events, log, settings });
     hooks.arena.routes.tap((routes) => addTroopRoutes(routes, runtime));
     // Before the Arena listens: no task can be sent before the last daemon's unfinished ones are closed.
     hooks.daemon.ready.tap(

@@ -4,16 +4,16 @@
  * start, tasks a stopped daemon left unfinished recorded `failed`.
  */
 
+import type { TroopRecord, TroopTaskRecord } from "../../lib/troops/records.js";
 import {
   type EventBus,
   type Logger,
   type RingServices,
   SparError,
-  type TroopRecord,
   type TroopStrategy,
-  type TroopTaskRecord,
 } from "../../sdk/index.js";
 import { type ActiveTask, cancelTask, runTask } from "./task-run.js";
+import type { TroopData } from "./troop-data.js";
 
 export interface TroopsSettings {
   max_parallel: number;
@@ -39,6 +39,8 @@ export interface TroopChanges {
 
 export interface TroopRuntimeDeps {
   ring: RingServices;
+  /** Troops and their tasks, in the plugin's own collections. */
+  troops: TroopData;
   events: EventBus;
   log: Logger;
   settings: TroopsSettings;
@@ -49,13 +51,13 @@ const strategyKey = (name: string) => name.toLowerCase().replace(/[-_\s]/g, "");
 
 export type TroopRuntime = ReturnType<typeof createTroopRuntime>;
 
-export function createTroopRuntime({ ring, events, log, settings }: TroopRuntimeDeps) {
+export function createTroopRuntime({ ring, troops, events, log, settings }: TroopRuntimeDeps) {
   /** Tasks running in this process, by id. */
   const active = new Map<string, ActiveTask>();
   let stopping = false;
 
   async function troopOf(idOrName: string): Promise<TroopRecord> {
-    const troop = await ring.troops.get(idOrName);
+    const troop = await troops.get(idOrName);
     if (!troop) throw new SparError("TROOP_NOT_FOUND", `no troop with id or name "${idOrName}"`);
     return troop;
   }
@@ -147,7 +149,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
     async create(body: { name: string; leader: string; members: string[]; strategy: string }) {
       const strategy = strategyName(body.strategy);
       const { leader, members } = await fighters(body.leader, body.members);
-      const troop = await ring.troops.create({ name: body.name, leader, members, strategy });
+      const troop = await troops.create({ name: body.name, leader, members, strategy });
       events.publish({
         kind: "troop.created",
         troop_id: troop.id,
@@ -172,7 +174,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
         changes.leader === undefined && changes.members === undefined
           ? undefined
           : await fighters(changes.leader ?? troop.leader, changes.members ?? troop.members);
-      const updated = await ring.troops.update(troop.id, {
+      const updated = await troops.update(troop.id, {
         ...(changes.name !== undefined ? { name: changes.name } : {}),
         ...(strategy !== undefined ? { strategy } : {}),
         ...(changes.leader !== undefined && resolved ? { leader: resolved.leader } : {}),
@@ -190,7 +192,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
     },
 
     async list(): Promise<TroopView[]> {
-      return Promise.all((await ring.troops.list()).map(view));
+      return Promise.all((await troops.list()).map(view));
     },
 
     async get(idOrName: string): Promise<TroopView> {
@@ -203,7 +205,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
       const mine = [...active.values()].filter((t) => t.record.troop_id === troop.id);
       for (const task of mine) cancelTask(task, "its troop was disbanded");
       await Promise.allSettled(mine.map((t) => t.done));
-      await ring.troops.remove(troop.id);
+      await troops.remove(troop.id);
       events.publish({
         kind: "troop.disbanded",
         troop_id: troop.id,
@@ -223,13 +225,14 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
       const troop = await troopOf(idOrName);
       refuseIncomplete(await view(troop));
       const strategy = await strategyFor(troop.strategy);
-      const record = await ring.troops.tasks.create({
+      const record = await troops.tasks.create({
         troop_id: troop.id,
         task: text,
         strategy: troop.strategy,
       });
       const task = runTask(troop, record, strategy, {
         ring,
+        troops,
         events,
         log,
         max_parallel: settings.max_parallel,
@@ -248,14 +251,14 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
 
     async tasks(idOrName: string, page: { limit: number; before?: string }): Promise<TroopTaskRecord[]> {
       const troop = await troopOf(idOrName);
-      return ring.troops.tasks.list(troop.id, page);
+      return troops.tasks.list(troop.id, page);
     },
 
     async task(idOrName: string, taskId: string): Promise<TroopTaskRecord> {
       const troop = await troopOf(idOrName);
       const running = active.get(taskId);
       if (running && running.record.troop_id === troop.id) return structuredClone(running.record);
-      return taskOf(troop, await ring.troops.tasks.get(taskId), taskId);
+      return taskOf(troop, await troops.tasks.get(taskId), taskId);
     },
 
     /** Cancels a running task and answers with its record once it has ended (`cancelled`). */
@@ -263,7 +266,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
       const troop = await troopOf(idOrName);
       const running = active.get(taskId);
       if (!running || running.record.troop_id !== troop.id) {
-        const task = taskOf(troop, await ring.troops.tasks.get(taskId), taskId);
+        const task = taskOf(troop, await troops.tasks.get(taskId), taskId);
         throw new SparError("CONFLICT", `task ${task.id} has already ended (${task.status})`, {
           status: task.status,
         });
@@ -278,7 +281,7 @@ export function createTroopRuntime({ ring, events, log, settings }: TroopRuntime
      */
     async start(): Promise<void> {
       if (ring.clustered) return;
-      const abandoned = await ring.troops.tasks.abandon(
+      const abandoned = await troops.tasks.abandon(
         { code: "INTERRUPTED", message: "daemon restarted before the task ended; its steps so far are kept" },
         new Date().toISOString(),
       );

@@ -6,24 +6,22 @@
  * strategy starts no more, and the task ends `cancelled` with what it had.
  */
 
+import type { RecordedError, TroopRecord, TroopStep, TroopTaskRecord } from "../../lib/troops/records.js";
 import {
   cancellation,
   type EventBus,
   formatSchemaErrors,
   isSparError,
   type Logger,
-  type RecordedError,
   type RingServices,
   type StrategyOutcome,
   type StrategyTask,
   type TroopMember,
-  type TroopRecord,
-  type TroopStep,
   type TroopStrategy,
-  type TroopTaskRecord,
   type Usage,
   validatorFor,
 } from "../../sdk/index.js";
+import type { TroopData } from "./troop-data.js";
 
 /** A task being run in this process. */
 export interface ActiveTask {
@@ -35,6 +33,7 @@ export interface ActiveTask {
 
 export interface TaskRunDeps {
   ring: RingServices;
+  troops: TroopData;
   events: EventBus;
   log: Logger;
   max_parallel: number;
@@ -107,15 +106,15 @@ export function runTask(
   strategy: TroopStrategy,
   deps: TaskRunDeps,
 ): ActiveTask {
-  const { ring, events } = deps;
+  const { ring, troops, events } = deps;
   const controller = new AbortController();
   const signal = controller.signal;
   let saving: Promise<void> = Promise.resolve();
   const save = (): Promise<void> => {
     const snapshot = structuredClone(record);
     saving = saving.then(
-      () => ring.troops.tasks.save(snapshot),
-      () => ring.troops.tasks.save(snapshot),
+      () => troops.tasks.save(snapshot),
+      () => troops.tasks.save(snapshot),
     );
     return saving;
   };
@@ -225,7 +224,7 @@ export function runTask(
         max_parallel: deps.max_parallel,
         step,
         structured,
-        rotate: () => ring.troops.rotate(troop.id),
+        rotate: () => troops.rotate(troop.id),
       };
       outcome = await strategy.run(task);
     } catch (err) {

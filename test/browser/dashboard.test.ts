@@ -8,11 +8,13 @@
  * screenshot goes to the test output, checked non-blank, and the fighters view's to
  * docs/dashboard.png (when missing, or with SPAR_UPDATE_DOCS=1). Any console error fails the test.
  */
+
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Browser, WebSocketRoute } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { FighterRecord, TroopTaskRecord } from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+import type { FighterRecord } from "../../sdk/index.js";
 import type { TurnRecord } from "../../sdk/store-types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { openPage, type WatchedPage } from "../helpers/browser.js";

@@ -23,9 +23,6 @@ import type {
   ScheduleRecord,
   Store,
   StoredReply,
-  TroopRecord,
-  TroopStep,
-  TroopTaskRecord,
   TurnEnd,
   TurnRecord,
   TurnStart,
@@ -1030,193 +1027,6 @@ for (const factory of FACTORIES) {
       });
     });
 
-    describe("troops", () => {
-      const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-      /** A troop of three fresh fighters under a name no other test uses. */
-      async function newTroop(strategy = "broadcast", prefix = "troop") {
-        const [leader, a, b] = [await newFighter(store), await newFighter(store), await newFighter(store)];
-        const name = `${prefix}-${randomUUID().slice(0, 8)}`;
-        return store.troops.create({ name, leader: leader.id, members: [a.id, b.id], strategy });
-      }
-      const newTask = (troop: TroopRecord, task: string) =>
-        store.troops.tasks.create({ troop_id: troop.id, task, strategy: troop.strategy });
-      const step = (fighterId: string, role: string, output: string, at: string): TroopStep => ({
-        fighter_id: fighterId,
-        role,
-        input: "the task",
-        output,
-        error: null,
-        bout_id: null,
-        started_at: at,
-        finished_at: at,
-        usage: { input_tokens: 4, output_tokens: 2 },
-      });
-
-      it("creates troops, finds them by id and by name, and lists them by name", async () => {
-        const zoe = await newTroop("pipeline", "zoe");
-        expect(zoe).toEqual({
-          id: expect.stringMatching(UUID),
-          name: expect.stringMatching(/^zoe-/),
-          leader: expect.any(String),
-          members: [expect.any(String), expect.any(String)],
-          strategy: "pipeline",
-          created_at: expect.any(String),
-        });
-        expect(Date.parse(zoe.created_at)).not.toBeNaN();
-        expect(await store.troops.get(zoe.id)).toEqual(zoe);
-        expect(await store.troops.get(zoe.name)).toEqual(zoe);
-        expect(await store.troops.get(randomUUID())).toBeUndefined();
-
-        const amy = await newTroop("consensus", "amy");
-        const ours = (await store.troops.list()).filter((t) => t.id === zoe.id || t.id === amy.id);
-        expect(ours).toEqual([amy, zoe]);
-        const names = (await store.troops.list()).map((t) => t.name);
-        expect(names).toEqual([...names].sort());
-      });
-
-      it("keeps troop names unique (CONFLICT)", async () => {
-        const troop = await newTroop();
-        await expectCode(
-          store.troops.create({ name: troop.name, leader: troop.leader, members: [], strategy: "pipeline" }),
-          "CONFLICT",
-        );
-        expect(await store.troops.get(troop.name)).toEqual(troop);
-      });
-
-      it("updates a troop's name, leader, members and strategy, keeping its id (CONFLICT, TROOP_NOT_FOUND)", async () => {
-        const troop = await newTroop("broadcast", "edit");
-        const other = await newTroop();
-        const fresh = await newFighter(store);
-        const renamed = `${troop.name}-new`;
-        const updated = await store.troops.update(troop.id, { name: renamed, members: [fresh.id] });
-        expect(updated).toEqual({ ...troop, name: renamed, members: [fresh.id] });
-        expect(await store.troops.get(troop.id)).toEqual(updated);
-        expect(await store.troops.get(troop.name)).toBeUndefined();
-        const again = await store.troops.update(troop.id, { leader: fresh.id, strategy: "pipeline" });
-        expect(again).toEqual({ ...updated, leader: fresh.id, strategy: "pipeline" });
-        await expectCode(store.troops.update(troop.id, { name: other.name }), "CONFLICT");
-        expect(await store.troops.get(troop.id)).toEqual(again);
-        await expectCode(store.troops.update(randomUUID(), { name: "nobody-here" }), "TROOP_NOT_FOUND");
-      });
-
-      it("rotates from 0, advancing by one per call, each troop on its own (TROOP_NOT_FOUND for none)", async () => {
-        const [one, two] = [await newTroop("round_robin"), await newTroop("round_robin")];
-        expect(await store.troops.rotate(one.id)).toBe(0);
-        expect(await store.troops.rotate(one.id)).toBe(1);
-        expect(await store.troops.rotate(two.id)).toBe(0);
-        const together = await Promise.all([0, 1, 2].map(() => store.troops.rotate(one.id)));
-        expect([...together].sort()).toEqual([2, 3, 4]);
-        await expectCode(store.troops.rotate(randomUUID()), "TROOP_NOT_FOUND");
-      });
-
-      it("records a task pending with nothing done yet (TROOP_NOT_FOUND for an unknown troop)", async () => {
-        const troop = await newTroop();
-        const task = await newTask(troop, "Compare three teas");
-        expect(task).toEqual({
-          id: expect.any(String),
-          troop_id: troop.id,
-          task: "Compare three teas",
-          strategy: "broadcast",
-          status: "pending",
-          result: null,
-          steps: [],
-          error: null,
-          partial: false,
-          usage: { input_tokens: 0, output_tokens: 0 },
-          created_at: expect.any(String),
-          started_at: null,
-          finished_at: null,
-        });
-        expect(await store.troops.tasks.get(task.id)).toEqual(task);
-        expect(await store.troops.tasks.get(randomUUID())).toBeUndefined();
-        await expectCode(
-          store.troops.tasks.create({ troop_id: randomUUID(), task: "orphan", strategy: "broadcast" }),
-          "TROOP_NOT_FOUND",
-        );
-      });
-
-      it("saves a task's state as it stands, never its text, strategy or troop (NOT_FOUND when gone)", async () => {
-        const troop = await newTroop("consensus");
-        const [a, b] = troop.members as [string, string];
-        const task = await newTask(troop, "Name the cat");
-        const running: TroopTaskRecord = { ...task, status: "running", started_at: day(1) };
-        await store.troops.tasks.save(running);
-        expect(await store.troops.tasks.get(task.id)).toEqual(running);
-
-        const done: TroopTaskRecord = {
-          ...running,
-          status: "completed",
-          result: "Miso",
-          steps: [
-            step(a, "answer", "Miso", day(1)),
-            step(b, "answer", "Tofu", day(1)),
-            step(a, "vote", "0", day(1)),
-          ],
-          votes: [
-            { fighter_id: a, choice: 0, reason: "short" },
-            { fighter_id: b, choice: null, error: "no valid vote" },
-            { fighter_id: troop.leader, choice: 0, tie_break: true },
-          ],
-          reason: { chosen: a, text: "names", scores: [{ fighter_id: a, score: 2, matched: ["name"] }] },
-          error: { code: "PROVIDER_FAILED", message: "one vote failed" },
-          partial: true,
-          usage: { input_tokens: 12, output_tokens: 6 },
-          finished_at: day(1.5),
-        };
-        await store.troops.tasks.save({
-          ...done,
-          task: "Name the dog",
-          strategy: "pipeline",
-          troop_id: randomUUID(),
-        });
-        expect(await store.troops.tasks.get(task.id)).toEqual(done);
-
-        const { votes: _votes, reason: _reason, ...bare } = done;
-        await store.troops.tasks.save({ ...bare, status: "cancelled" });
-        expect(await store.troops.tasks.get(task.id)).toEqual({ ...bare, status: "cancelled" });
-        await expectCode(store.troops.tasks.save({ ...done, id: randomUUID() }), "NOT_FOUND");
-      });
-
-      it("lists a troop's tasks newest first, a page at a time after a task id", async () => {
-        const [troop, other] = [await newTroop(), await newTroop()];
-        const made: TroopTaskRecord[] = [];
-        for (const n of [1, 2, 3, 4]) made.push(await newTask(troop, `task ${n}`));
-        const theirs = await newTask(other, "theirs");
-        const ids = (tasks: TroopTaskRecord[]) => tasks.map((t) => t.id);
-        const [t1, t2, t3, t4] = made as [TroopTaskRecord, TroopTaskRecord, TroopTaskRecord, TroopTaskRecord];
-
-        expect(await store.troops.tasks.list(troop.id, { limit: 10 })).toEqual([t4, t3, t2, t1]);
-        expect(ids(await store.troops.tasks.list(troop.id, { limit: 2 }))).toEqual(ids([t4, t3]));
-        expect(ids(await store.troops.tasks.list(troop.id, { limit: 2, before: t3.id }))).toEqual(
-          ids([t2, t1]),
-        );
-        expect(await store.troops.tasks.list(troop.id, { limit: 2, before: t1.id })).toEqual([]);
-        expect(await store.troops.tasks.list(other.id, { limit: 10 })).toEqual([theirs]);
-        await expectCode(store.troops.tasks.list(troop.id, { limit: 2, before: theirs.id }), "NOT_FOUND");
-        await expectCode(store.troops.tasks.list(troop.id, { limit: 2, before: randomUUID() }), "NOT_FOUND");
-        await expectCode(store.troops.tasks.list(troop.id, { limit: 0 }), "VALIDATION_FAILED");
-      });
-
-      it("removes a troop with its tasks, leaving other troops' alone", async () => {
-        const [gone, kept] = [await newTroop(), await newTroop()];
-        const goneTask = await newTask(gone, "forget me");
-        const keptTask = await newTask(kept, "keep me");
-        expect(await store.troops.remove(gone.id)).toBe(true);
-        expect(await store.troops.get(gone.id)).toBeUndefined();
-        expect(await store.troops.get(gone.name)).toBeUndefined();
-        expect(await store.troops.tasks.get(goneTask.id)).toBeUndefined();
-        expect(await store.troops.tasks.list(gone.id, { limit: 10 })).toEqual([]);
-        await expectCode(store.troops.tasks.save({ ...goneTask, status: "running" }), "NOT_FOUND");
-        expect(await store.troops.remove(gone.id)).toBe(false);
-        expect(await store.troops.get(kept.id)).toEqual(kept);
-        expect(await store.troops.tasks.get(keptTask.id)).toEqual(keptTask);
-        // The name is free again.
-        const { name, leader, members, strategy } = gone;
-        const again = await store.troops.create({ name, leader, members, strategy });
-        expect(again.id).not.toBe(gone.id);
-      });
-    });
-
     describe("creeds", () => {
       it("round-trips a creed by fighter name, replaces it, and keeps it past a kill", async () => {
         const wes = await newFighter(store);
@@ -1363,8 +1173,6 @@ for (const factory of FACTORIES) {
       let turns: { done: TurnRecord; left: TurnRecord; lone: TurnRecord };
       const kong = `kong-${randomUUID().slice(0, 8)}`;
       let cycles: { done: GorillaRunRecord; left: GorillaRunRecord };
-      const squad = `squad-${randomUUID().slice(0, 8)}`;
-      let troopTasks: Record<"pending" | "running" | "completed", TroopTaskRecord>;
 
       /** Everything the store holds about `gus`, read through the interface. */
       async function everything(s: Store) {
@@ -1382,8 +1190,6 @@ for (const factory of FACTORIES) {
           schedules: await s.schedules.list(gus.id),
           gorilla: await s.gorillas.state(kong),
           runs: await s.gorillas.runs.list(kong, { limit: 10 }),
-          troop: await s.troops.get(squad),
-          troopTasks: await s.troops.tasks.list((await s.troops.get(squad))?.id ?? "", { limit: 10 }),
         };
       }
 
@@ -1444,52 +1250,7 @@ for (const factory of FACTORIES) {
           at: day(2.1),
           reason: "a cycle was still running",
         });
-        const troop = await first.troops.create({
-          name: squad,
-          leader: gus.id,
-          members: [gus.id],
-          strategy: "round_robin",
-        });
-        expect(await first.troops.rotate(troop.id)).toBe(0);
-        expect(await first.troops.rotate(troop.id)).toBe(1);
-        const assign = (task: string) =>
-          first.troops.tasks.create({ troop_id: troop.id, task, strategy: "round_robin" });
-        const queued = await assign("queued");
-        const started = await assign("started");
-        const completed = await assign("finished");
-        const step: TroopStep = {
-          fighter_id: gus.id,
-          role: "answer",
-          input: "finished",
-          output: "all done",
-          error: null,
-          bout_id: done.bout.id,
-          started_at: day(1),
-          finished_at: day(1.1),
-          usage: { input_tokens: 3, output_tokens: 1 },
-        };
-        troopTasks = {
-          pending: queued,
-          running: {
-            ...started,
-            status: "running",
-            started_at: day(1),
-            steps: [{ ...step, output: null, finished_at: null }],
-          },
-          completed: {
-            ...completed,
-            status: "completed",
-            result: "all done",
-            steps: [step],
-            usage: step.usage,
-            started_at: day(1),
-            finished_at: day(1.1),
-          },
-        };
-        await first.troops.tasks.save(troopTasks.running);
-        await first.troops.tasks.save(troopTasks.completed);
         const before = await everything(first);
-        expect(before.troopTasks).toEqual([troopTasks.completed, troopTasks.running, troopTasks.pending]);
         expect(before.schedules).toHaveLength(1);
         expect(before.gorilla).toMatchObject({ desired: "unleashed", last_fire_at: day(2) });
         expect(before.runs.map((r) => r.outcome)).toEqual(["skipped", "running", "ok"]);
@@ -1553,24 +1314,6 @@ for (const factory of FACTORIES) {
         // The gorilla can run again.
         const next = await store.gorillas.runs.begin({ gorilla: kong, trigger: "catch_up" });
         expect(next.outcome).toBe("running");
-      });
-
-      it("troop tasks left pending or running fail at start; the rotation goes on where it was", async () => {
-        const store = reopened as Store;
-        const troop = (await store.troops.get(squad)) as TroopRecord;
-        expect(await store.troops.rotate(troop.id)).toBe(2);
-        const error = { code: "TROOP_TASK_ABANDONED", message: "daemon restarted" };
-        expect(await store.troops.tasks.abandon(error, day(3))).toBe(2);
-        for (const left of [troopTasks.pending, troopTasks.running]) {
-          expect(await store.troops.tasks.get(left.id)).toEqual({
-            ...left,
-            status: "failed",
-            error,
-            finished_at: day(3),
-          });
-        }
-        expect(await store.troops.tasks.get(troopTasks.completed.id)).toEqual(troopTasks.completed);
-        expect(await store.troops.tasks.abandon(error, day(3))).toBe(0);
       });
     });
   });

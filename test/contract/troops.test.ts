@@ -4,8 +4,10 @@
  * answers each fighter by its system prompt ("You are <name>."), so parallel steps get the replies
  * meant for them whatever order they arrive in.
  */
+
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { TroopTaskRecord } from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import type { ScriptedReply } from "../fakes/scripted.js";
 import {

@@ -6,8 +6,10 @@
  * refusals as the CLI reports them, a member that no longer exists, cancelling a running task (and
  * not an ended one), and disbanding.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TroopTaskRecord } from "../../sdk/store-types.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

@@ -5,10 +5,12 @@
  * message-to route and a troop member, every such call comes back CAPABILITY_DENIED naming the
  * chain, the canary reaches no model, and the turns run in a bout of the caller's, never the user's.
  */
+
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { BoutRecord, Capability, FighterMessageResult, TroopTaskRecord } from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+import type { BoutRecord, Capability, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, type ScriptedToolCall, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,

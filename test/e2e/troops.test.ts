@@ -6,7 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import type { TroopTaskRecord } from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { startFakeOllama } from "../fakes/ollama-server.js";
 import { type ChatCompletionRequestBody, type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";

@@ -5,12 +5,14 @@
  * CLI and a scripted model's moves, each record make-fixtures.mjs wrote there. The values asserted
  * are the ones that script wrote; the ids are in each fixture's records.json.
  */
+
 import { randomUUID } from "node:crypto";
 import { chmodSync, cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GorillaRunRecord, StoredMessage, TroopTaskRecord, TurnRecord } from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+import type { GorillaRunRecord, StoredMessage, TurnRecord } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { type FakeTelegram, startFakeTelegram, textUpdate } from "../fakes/telegram-server.js";
 import { underCi } from "../helpers/browser.js";

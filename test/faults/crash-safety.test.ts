@@ -8,15 +8,11 @@
  * and every unanswered one, retried with its key, is answered 200 or 503 `INTERRUPTED` and never
  * stored twice. Short: 50 kills; long (`npm run test:faults`): 1,000, with progress.
  */
+
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type {
-  FighterMessageResult,
-  GorillaRunRecord,
-  StoredMessage,
-  TroopTaskRecord,
-  TurnRecord,
-} from "../../sdk/index.js";
+import type { TroopTaskRecord } from "../../lib/troops/records.js";
+import type { FighterMessageResult, GorillaRunRecord, StoredMessage, TurnRecord } from "../../sdk/index.js";
 import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {

@@ -8,15 +8,8 @@
  */
 
 import { readManifest } from "../../kernel/host/plugin-manifest.js";
-import type {
-  PluginApi,
-  RecordedError,
-  SparPlugin,
-  StrategyTask,
-  TroopMember,
-  TroopStep,
-  TroopStrategy,
-} from "../../sdk/index.js";
+import type { RecordedError, TroopStep } from "../../lib/troops/records.js";
+import type { PluginApi, SparPlugin, StrategyTask, TroopMember, TroopStrategy } from "../../sdk/index.js";
 import { formatSchemaErrors, validatorFor } from "../../sdk/index.js";
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
