@@ -14,9 +14,9 @@ function services(): RingServices {
     },
     fighters: { list: async () => [] },
     // Looked up on each use, as the Ring's store groups are.
-    get troops() {
+    get bouts() {
       opened = true;
-      return { list: async () => [] };
+      return { messages: async () => [] };
     },
     llm: { complete: async () => ({}) },
   } as unknown as RingServices;
@@ -24,12 +24,12 @@ function services(): RingServices {
 
 describe("scopeRing", () => {
   it("hands the declared groups and the scalars through, getters included", async () => {
-    const ring = scopeRing(services(), "moves-dice", ["fighters", "troops"]);
+    const ring = scopeRing(services(), "moves-dice", ["fighters", "bouts"]);
     expect(ring.version).toBe("1.2.3");
     expect(ring.startedAt).toEqual(new Date(0));
     expect(ring.clustered).toBe(false);
     expect(await ring.fighters.list()).toEqual([]);
-    expect(ring.troops).toBeDefined();
+    expect(ring.bouts).toBeDefined();
     expect(ring.clustered).toBe(true);
   });
 

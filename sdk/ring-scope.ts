@@ -23,7 +23,6 @@ export const RING_GROUPS = [
   "creeds",
   "schedules",
   "gorillas",
-  "troops",
   "strategies",
   "channels",
   "tunnel",
