@@ -70,7 +70,7 @@ export type {
   TunnelInfo,
 } from "./plugin-contracts.js";
 export type { PluginManifest } from "./plugin-manifest.js";
-export { RING_GROUPS, type RingGroup } from "./ring-scope.js";
+export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type {

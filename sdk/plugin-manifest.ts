@@ -1,6 +1,6 @@
 /** A plugin's manifest (plugin.json) and the kinds a plugin can be. */
 import type { DataDeclaration } from "./collections.js";
-import type { RingGroup } from "./ring-scope.js";
+import type { RingGroup } from "./plugin-scope.js";
 import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
 
 /** Keep in step with plugin.schema.json's `kind` enum (a test checks they agree). */
@@ -45,7 +45,7 @@ export interface PluginManifest {
     events?: string[];
   };
   requires?: string[];
-  /** The groups of `api.ring` it uses (ring-scope.ts); it is handed those only. None when absent. */
+  /** The groups of `api.ring` it uses (plugin-scope.ts); it is handed those only. None when absent. */
   uses?: RingGroup[];
   /** The config.toml tables it owns, by path, with their JSON Schemas (config-sections.ts). */
   sections?: Record<string, Record<string, unknown>>;

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { PLUGIN_KINDS } from "../sdk/plugin-manifest.js";
-import { RING_GROUPS, type RingGroup } from "../sdk/ring-scope.js";
+import { RING_GROUPS, type RingGroup } from "../sdk/plugin-scope.js";
 import type { RingServices } from "../sdk/services.js";
 
 const ROOT = resolve(import.meta.dirname, "..");

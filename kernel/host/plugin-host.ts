@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPluginChoices } from "../../lib/plugin-choices.js";
 import { whyInactive } from "../../lib/plugin-state.js";
+import { withDeadline } from "../../sdk/cancel.js";
 import { checkNamespaces, createPluginData } from "../../sdk/collection-engine.js";
 import type { CollectionStore } from "../../sdk/collections.js";
 import type { SparConfig } from "../../sdk/config.js";
@@ -10,6 +11,7 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../../sdk/index.js";
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import { scopeEvents } from "../../sdk/plugin-scope.js";
 import { validatorWithDefaults } from "../../sdk/schema.js";
 import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
@@ -91,7 +93,14 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
           const depPlugin = byId.get(dep);
           if (depPlugin) await activateOne(depPlugin, [...chain, id]);
         }
-        await withTimeout(load(plugin), timeoutMs, id);
+        await withDeadline(
+          load(plugin),
+          timeoutMs,
+          () =>
+            new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${timeoutMs} ms`, {
+              plugin: id,
+            }),
+        );
       })();
       activations.set(id, pending);
     }
@@ -127,7 +136,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       id: manifest.id,
       hooks: scopeHooks(hooks, manifest.id, routing),
       ring: options.services(),
-      events: scopeEvents(options.events, manifest),
+      events: scopeEvents(options.events, manifest.id, manifest.contributes?.events),
       config: { ...config, sections },
       home: options.home,
       env: options.env,
@@ -164,47 +173,6 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     isActive: (id) => activations.has(id),
     manifestFor: (id) => byId.get(id)?.manifest,
   };
-}
-
-/** The bus as a plugin sees it: it may publish only the event kinds its manifest declares. */
-function scopeEvents(events: EventBus, manifest: PluginManifest): EventBus {
-  const declared = new Set(manifest.contributes?.events ?? []);
-  return {
-    publish(payload) {
-      if (!declared.has(payload.kind)) {
-        throw new SparError(
-          "PLUGIN_FAILED",
-          `plugin ${manifest.id} published "${payload.kind}", which its plugin.json does not declare in contributes.events`,
-          { plugin: manifest.id },
-        );
-      }
-      return events.publish(payload);
-    },
-    subscribe: (listener) => events.subscribe(listener),
-    since: (seq) => events.since(seq),
-    get lastSeq() {
-      return events.lastSeq;
-    },
-    delivered: () => events.delivered(),
-  };
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${ms} ms`, { plugin: id }),
-        ),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

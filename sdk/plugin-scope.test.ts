@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isSparError } from "./errors.js";
-import { scopeRing } from "./ring-scope.js";
+import type { EventBus } from "./events.js";
+import { scopeEvents, scopeRing } from "./plugin-scope.js";
 import type { RingServices } from "./services.js";
 
 /** Enough of the Ring's services to see which a scoped view lets through. */
@@ -55,5 +56,25 @@ describe("scopeRing", () => {
     const ring = scopeRing(services(), "compaction-truncate");
     expect(ring.version).toBe("1.2.3");
     expect(() => ring.llm).toThrow(/compaction-truncate uses ring\.llm/);
+  });
+});
+
+describe("scopeEvents", () => {
+  it("publishes the kinds the manifest declares, refuses others naming plugin and kind, reads through", () => {
+    const published: unknown[] = [];
+    const bus = {
+      publish: (payload: unknown) => published.push(payload),
+      lastSeq: 7,
+    } as unknown as EventBus;
+    const events = scopeEvents(bus, "moves-dice", ["dice.rolled"]);
+    events.publish({ kind: "dice.rolled" } as unknown as Parameters<EventBus["publish"]>[0]);
+    expect(published).toEqual([{ kind: "dice.rolled" }]);
+    expect(() =>
+      events.publish({ kind: "fighter.spawned" } as unknown as Parameters<EventBus["publish"]>[0]),
+    ).toThrow(
+      'plugin moves-dice published "fighter.spawned", which its plugin.json does not declare in contributes.events',
+    );
+    expect(published).toHaveLength(1);
+    expect(events.lastSeq).toBe(7);
   });
 });

@@ -1,10 +1,12 @@
 /**
- * A plugin's view of the Ring's services: only the groups its manifest declares in `uses`. What a
- * plugin can reach is then read from its plugin.json (as its config tables, events and data are),
- * and a plugin reaching for a group it did not declare fails at that moment, naming itself and the
- * group, instead of quietly depending on more of the daemon than it says.
+ * A plugin's view of the Ring, as its manifest draws it: the groups of the Ring's services it
+ * declares in `uses`, and the event kinds it declares in `contributes.events`. What a plugin can
+ * reach is then read from its plugin.json (as its config tables and data are), and a plugin reaching
+ * past it fails at that moment, naming itself and what it reached for, instead of quietly depending
+ * on more of the daemon than it says.
  */
 import { SparError } from "./errors.js";
+import type { EventBus } from "./events.js";
 import type { RingServices } from "./services.js";
 
 /** RingServices' plain values, which every plugin gets without declaring them. */
@@ -66,4 +68,33 @@ export function scopeRing(
       return Reflect.get(target, key);
     },
   });
+}
+
+/**
+ * The bus as the plugin `plugin` sees it: it may publish only the event kinds in `kinds` (its
+ * manifest's `contributes.events`); another is PLUGIN_FAILED naming the plugin and the kind.
+ *
+ * @example
+ * scopeEvents(bus, "moves-dice", ["dice.rolled"]).publish({ kind: "dice.rolled", … });
+ */
+export function scopeEvents(events: EventBus, plugin: string, kinds: readonly string[] = []): EventBus {
+  const declared = new Set(kinds);
+  return {
+    publish(payload) {
+      if (!declared.has(payload.kind)) {
+        throw new SparError(
+          "PLUGIN_FAILED",
+          `plugin ${plugin} published "${payload.kind}", which its plugin.json does not declare in contributes.events`,
+          { plugin },
+        );
+      }
+      return events.publish(payload);
+    },
+    subscribe: (listener) => events.subscribe(listener),
+    since: (seq) => events.since(seq),
+    get lastSeq() {
+      return events.lastSeq;
+    },
+    delivered: () => events.delivered(),
+  };
 }
