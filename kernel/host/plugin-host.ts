@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPluginChoices } from "../../lib/plugin-choices.js";
-import { whyInactive } from "../../lib/plugin-state.js";
+import { eligiblePlugins } from "../../lib/plugin-state.js";
 import { withDeadline } from "../../sdk/cancel.js";
 import { checkNamespaces, createPluginData } from "../../sdk/collection-engine.js";
 import type { CollectionStore } from "../../sdk/collections.js";
@@ -57,22 +57,11 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
   const byId = new Map(options.plugins.map((p) => [p.manifest.id, p]));
   config.sections = checkSections(config, options.plugins, join(options.home, "config.toml"));
 
-  const eligible = options.plugins.filter((p) => !whyInactive(p.manifest, config.plugins));
-  const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
   checkPluginChoices(
     config.plugins,
     options.plugins.map((p) => p.manifest),
   );
-  for (const p of eligible) {
-    for (const dep of p.manifest.requires ?? []) {
-      if (!eligibleIds.has(dep)) {
-        throw new SparError(
-          "PLUGIN_INVALID",
-          `plugin ${p.manifest.id} requires ${dep}, which is ${byId.has(dep) ? "disabled" : "not installed"}`,
-        );
-      }
-    }
-  }
+  const eligible = eligiblePlugins(options.plugins, config.plugins);
 
   const routing = tapRouting(eligible.map((p) => p.manifest));
   checkNamespaces(eligible.map((p) => ({ id: p.manifest.id, source: p.source, data: p.manifest.data })));
