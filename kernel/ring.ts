@@ -161,10 +161,6 @@ export function createRing(options: RingOptions): Ring {
       return busSlot.shared;
     },
     ...storeServices(requireStore),
-    // Looked up on each use: the store opens after plugins are applied.
-    get gorillas() {
-      return requireStore().gorillas;
-    },
     fighters: fighterServices(fighters, path, requireStore),
     channels: channelServices(requireStore, configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);

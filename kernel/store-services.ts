@@ -3,13 +3,13 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, Creeds, schedules, the store
- * itself). Each looks the store up on use: it opens after the plugins holding these services are
- * applied. (No getters here: the Ring spreads this object into its services.)
+ * The Ring's services that hand a call to the store as it is (bouts, schedules, the store itself).
+ * Each looks the store up on use: it opens after the plugins holding these services are applied.
+ * (No getters here: the Ring spreads this object into its services.)
  */
 export function storeServices(
   requireStore: () => Store,
-): Pick<RingServices, "bouts" | "creeds" | "schedules" | "store"> {
+): Pick<RingServices, "bouts" | "schedules" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -24,10 +24,6 @@ export function storeServices(
           throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
         return db.turns.list(boutId);
       },
-    },
-    creeds: {
-      get: (name) => requireStore().creeds.get(name),
-      put: (name, creed) => requireStore().creeds.put(name, creed),
     },
     schedules: {
       add: (record) => requireStore().schedules.add(record),

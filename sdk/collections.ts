@@ -77,7 +77,8 @@ export type Condition =
 /**
  * What `find` returns, in order. Every field in `where` must be indexed; ranges and `order` take
  * `time`, `integer` and `number` fields only (a store that encrypts may keep strings as digests,
- * which keep equality but not order). Rows that tie are in the order they were first written.
+ * which keep equality but not order). Rows that tie are in the order they were first written
+ * (newest first when `desc`: the write order is the last field of the order).
  */
 export interface Query {
   where?: Record<string, Condition>;
@@ -95,8 +96,9 @@ export interface Collection<T extends Doc = Doc> {
   find(query?: Query): Promise<T[]>;
   count(where?: Query["where"]): Promise<number>;
   /**
-   * Rows of `query` whose text fields hold any of `words` (whole words, any case), most words
-   * first, then in the query's order; reads at most `scan` rows of the query (default 10,000).
+   * Rows of `query` whose text fields hold any of `words` (anywhere in the text, as memories are
+   * matched: "tea" finds "teapot"; any case), most words first, then in the query's order; reads at
+   * most `scan` rows of the query (default 10,000). With no words, the query's rows, none matching.
    */
   search(words: readonly string[], query?: Query & { scan?: number }): Promise<{ doc: T; matches: number }[]>;
   /** Adds a row; CONFLICT when its key or a unique field set is taken. */

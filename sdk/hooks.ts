@@ -10,6 +10,7 @@ import type {
 } from "tapable";
 import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
+import type { MessageSender } from "./services.js";
 import type { Store } from "./store-types.js";
 import type {
   ChatMessage,
@@ -63,6 +64,8 @@ export interface TurnSummary extends TurnContext {
   new_bout: boolean;
   /** The estimated context of the bout's next prompt (system with plugins' additions, and history). */
   context_tokens: number;
+  /** Who sent the turn's message, when not the fighter's own user (`MessageOptions.sender`). */
+  sender?: MessageSender;
 }
 
 /** What `move.list` taps are asked for: the moves to offer one fighter, or all (no fighter: listing). */
@@ -201,7 +204,7 @@ export interface RingHooks {
   readonly turn: {
     /** Waterfall, called before each turn: taps add to the system prompt and context. */
     readonly prepare: AsyncSeriesWaterfallHook<[PromptParts, TurnContext]>;
-    /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters. */
+    /** Series, called once a turn is committed (a failing tap is logged, never fails the reply): Creed counters, relationships. */
     readonly end: AsyncSeriesHook<[TurnSummary]>;
     /** Series, called after the reply, in the fighter's queue before its next turn: slow bookkeeping (reflection). */
     readonly after: AsyncSeriesHook<[TurnSummary]>;

@@ -78,6 +78,7 @@ export type {
   FighterMessageResult,
   KeyScope,
   MessageOptions,
+  MessageSender,
   RingServices,
 } from "./services.js";
 export type * from "./store-types.js";

@@ -22,9 +22,7 @@ type RingScalar = "version" | "startedAt" | "clustered";
 export const RING_GROUPS = [
   "fighters",
   "bouts",
-  "creeds",
   "schedules",
-  "gorillas",
   "strategies",
   "channels",
   "tunnel",

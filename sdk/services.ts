@@ -1,14 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type {
-  Relationship,
-  Store,
-  StoreCheck,
-  StoreHealth,
-  TurnRecord,
-  UsageSummary,
-} from "./store-types.js";
+import type { Store, StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
@@ -37,6 +30,15 @@ export interface FighterMessageResult {
 }
 
 export type SpawnRequest = { manifest: unknown } | { template: string; name?: string };
+
+/**
+ * Who sent a message, when it is not the fighter's own user at the API: another fighter (`messageTo`
+ * sets it, with the words as that fighter wrote them) or a channel's user (`<platform>:<user id>`).
+ * `turn.end` taps see it on the turn (the Creed counts it on the fighter's relationships).
+ */
+export type MessageSender =
+  | { kind: "fighter"; name: string; content: string }
+  | { kind: "user"; user: string; platform: string };
 
 export interface MessageOptions {
   /** Continue this bout; by default the fighter's latest. */
@@ -70,6 +72,8 @@ export interface MessageOptions {
   aftercare?: boolean;
   /** Called once the turn is recorded started, with its ids: a caller learns the bout even if the turn then fails. */
   started?: (turn: { turn_id: string; bout_id: string }) => void;
+  /** Who sent the message (a fighter, a channel's user); absent for the fighter's own user. */
+  sender?: MessageSender;
 }
 
 export interface FighterUsage {
@@ -112,7 +116,7 @@ export interface RingServices {
     get(idOrName: string): Promise<FighterRecord>;
     kill(idOrName: string): Promise<void>;
     message(idOrName: string, text: string, options?: MessageOptions): Promise<FighterMessageResult>;
-    /** A fighter-to-fighter message: the target's turn, with both sides' relationships updated. */
+    /** A fighter-to-fighter message: the target's turn, its `sender` the sending fighter. */
     messageTo(
       fromIdOrName: string,
       toIdOrName: string,
@@ -123,9 +127,6 @@ export interface RingServices {
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
-    relationships(idOrName: string): Promise<Relationship[]>;
-    /** Counts one exchange with a channel user (`telegram:<id>`) on the fighter's relationships. */
-    contact(idOrName: string, user: string, note: string): Promise<void>;
     usage(idOrName: string): Promise<FighterUsage>;
   };
   readonly bouts: {
@@ -133,12 +134,8 @@ export interface RingServices {
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
     turns(boutId: string): Promise<TurnRecord[]>;
   };
-  /** Each fighter's Creed document, kept under its name (the identity plugin's substrate). */
-  readonly creeds: Store["creeds"];
   /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
   readonly schedules: Store["schedules"];
-  /** Gorillas' desired states and their runs (the gorillas themselves are GORILLA.toml files). */
-  readonly gorillas: Store["gorillas"];
   /** Troop strategies: named by manifests, imported when first used. */
   readonly strategies: {
     /** The names the enabled strategy plugins contribute (no plugin code imported). */

@@ -1,4 +1,4 @@
-/** The records the Store hands back and takes: Creeds, usage, turns, health. */
+/** The records the Store hands back and takes: usage, turns, health. */
 import type { ChatMessage, Usage } from "./types.js";
 
 /**
@@ -19,41 +19,6 @@ export interface ScheduleRecord {
   last_run_at?: string;
   /** How the last run went: "completed", or the error code it failed with. */
   last_status?: string;
-}
-
-/** Something a fighter learned, held with a confidence that decays and is reinforced on repetition. */
-export interface CreedObservation {
-  text: string;
-  /** Confidence at `last_seen`. */
-  confidence: number;
-  /** How often it was observed. */
-  seen: number;
-  last_seen: string;
-}
-
-export interface CreedCounters {
-  bouts: number;
-  conversations: number;
-  messages: number;
-}
-
-/** A fighter's living identity, keyed by fighter name so it survives kill and respawn. */
-export interface CreedDocument {
-  identity: string;
-  traits: string[];
-  directives: string[];
-  observations: CreedObservation[];
-  counters: CreedCounters;
-  updated_at: string;
-}
-
-export interface Relationship {
-  /** The other side: a fighter's name, or a channel user (`<platform>:<user id>`). */
-  with: string;
-  kind: "fighter" | "user";
-  exchanges: number;
-  last_contact: string;
-  note: string;
 }
 
 export interface BoutSummary {

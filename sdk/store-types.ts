@@ -5,17 +5,8 @@
 
 import type { CollectionStore } from "./collections.js";
 import type {
-  GorillaDesired,
-  GorillaRunEnd,
-  GorillaRunRecord,
-  GorillaRunTrigger,
-  GorillaState,
-} from "./store-records.js";
-import type {
   BoutSummary,
-  CreedDocument,
   IdempotencyRecord,
-  Relationship,
   ScheduleRecord,
   StoreCheck,
   StoreHealth,
@@ -26,7 +17,6 @@ import type {
 } from "./store-rows.js";
 import type { BoutRecord, ChatMessage, FighterRow, StoredMessage } from "./types.js";
 
-export type * from "./store-records.js";
 export type * from "./store-rows.js";
 
 /**
@@ -125,20 +115,6 @@ export interface Store {
     /** Forgets records created before `before` (ISO time); returns how many. */
     purge(before: string): Promise<number>;
   };
-  readonly creeds: {
-    get(fighterName: string): Promise<CreedDocument | undefined>;
-    put(fighterName: string, creed: CreedDocument): Promise<void>;
-  };
-  readonly relationships: {
-    list(fighterName: string): Promise<Relationship[]>;
-    /** Counts one exchange with `other` (creating the record), at `at`, with a fresh note. */
-    record(
-      fighterName: string,
-      other: { with: string; kind: Relationship["kind"] },
-      note: string,
-      at: string,
-    ): Promise<void>;
-  };
   readonly nonces: {
     /**
      * Records a nonce for a key until `expiresAt` (unix seconds); false when it was already seen and
@@ -155,56 +131,6 @@ export interface Store {
     ran(id: string, run: { at: string; status: string; next_run_at?: string }): Promise<void>;
     /** Removes a schedule (only the fighter's own when `fighterId` is given); false when there was none. */
     remove(id: string, fighterId?: string): Promise<boolean>;
-  };
-  readonly gorillas: {
-    /** The state recorded for a gorilla name; undefined when none was (a gorilla starts caged). */
-    state(name: string): Promise<GorillaState | undefined>;
-    /** Every recorded state, by name. */
-    states(): Promise<GorillaState[]>;
-    /**
-     * Records what the operator asked for; `changed_at` moves only when `desired` changes. Returns
-     * the state.
-     */
-    setDesired(name: string, desired: GorillaDesired): Promise<GorillaState>;
-    /** Records a fire at `at` (a name with no state yet is recorded caged). Returns the state. */
-    recordFire(name: string, at: string): Promise<GorillaState>;
-    readonly runs: {
-      /**
-       * Starts a run (`running`, started now unless told). A gorilla has at most one running run:
-       * a second is CONFLICT (record the fire with `skipped` instead).
-       */
-      begin(start: {
-        gorilla: string;
-        trigger: GorillaRunTrigger;
-        started_at?: string;
-      }): Promise<GorillaRunRecord>;
-      /**
-       * Ends a running run. NOT_FOUND for an unknown id; CONFLICT when it has already ended (an
-       * ended run never changes). `output` and `error` longer than 256 KiB (262,144 bytes) of UTF-8
-       * are cut to fit that, marker included: they end with "\n[cut: N bytes in all]".
-       */
-      finish(id: string, end: GorillaRunEnd): Promise<GorillaRunRecord>;
-      /** Records a fire that ran no cycle: outcome `skipped`, started and finished at `at`, `reason` as its error. */
-      skipped(skip: {
-        gorilla: string;
-        at: string;
-        reason: string;
-        /** Default: "schedule". */
-        trigger?: GorillaRunTrigger;
-      }): Promise<GorillaRunRecord>;
-      get(id: string): Promise<GorillaRunRecord | undefined>;
-      /**
-       * A gorilla's runs, newest first (by started_at; runs started at the same time, the later
-       * recorded first), at most `limit` (an integer ≥ 1). `before` is a run id of that gorilla:
-       * the page after it, with no run skipped or repeated however many share a start time
-       * (NOT_FOUND once that run is gone).
-       */
-      list(gorilla: string, page: { limit: number; before?: string }): Promise<GorillaRunRecord[]>;
-      /** At start: runs a stopped daemon left `running` become `failed`, "daemon restarted", at `now`. Returns how many. */
-      abandon(now: string): Promise<number>;
-      /** Keeps the gorilla's newest `keep` runs (and any still running), deletes the rest; returns how many went. */
-      prune(gorilla: string, keep: number): Promise<number>;
-    };
   };
   /** The bout each channel chat talks to its fighter in (one conversation per chat). */
   readonly channelBouts: {

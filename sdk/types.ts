@@ -299,6 +299,8 @@ export interface PluginRoute {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** `:name` segments are params; a trailing `*` matches the rest. */
   path: string;
+  /** JSON Schema the `:name` params must pass (an object schema); the OpenAPI document shows it. */
+  params?: Record<string, unknown>;
   /** JSON Schema the body must pass (unknown fields refused, as everywhere). */
   body?: Record<string, unknown>;
   /**

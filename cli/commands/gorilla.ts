@@ -1,5 +1,5 @@
+import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import { SparError } from "../../sdk/errors.js";
-import type { GorillaRunRecord } from "../../sdk/store-types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 

@@ -24,14 +24,6 @@ export function fighterServices(
     message: path.message,
     messageTo: path.messageTo,
     cancel: path.cancel,
-    relationships: async (idOrName) => requireStore().relationships.list((await fighterRow(idOrName)).name),
-    contact: async (idOrName, user, note) =>
-      requireStore().relationships.record(
-        (await fighterRow(idOrName)).name,
-        { with: user, kind: "user" },
-        note,
-        new Date().toISOString(),
-      ),
     usage: async (idOrName) => {
       const row = await fighterRow(idOrName);
       const usage = await requireStore().usage.summary(row.id);

@@ -5,7 +5,7 @@ import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { Store } from "../../sdk/store-types.js";
 import { contextTokens, estimateTokens } from "../../sdk/tokens.js";
-import type { FighterRow, ModelSettings } from "../../sdk/types.js";
+import type { ModelSettings } from "../../sdk/types.js";
 import { phaseStage } from "../host/tap-rules.js";
 import { compactionBoundary } from "./compaction.js";
 import type { HistoryCache } from "./history-cache.js";
@@ -25,7 +25,7 @@ export interface AftercareDeps {
 /**
  * What the kernel does around a turn besides the model call: the bout's summary in the prompt; after
  * the reply, `turn.after` (the identity plugin's reflection) and compaction, in the fighter's queue
- * before its next turn; and fighter-to-fighter exchanges on both sides' relationships.
+ * before its next turn.
  */
 export function createAftercare(deps: AftercareDeps) {
   const { events, config } = deps;
@@ -92,17 +92,7 @@ export function createAftercare(deps: AftercareDeps) {
     });
   }
 
-  return {
-    later,
-    /** A fighter-to-fighter exchange, on both sides' relationship records. */
-    async recordExchange(from: FighterRow, to: FighterRow, content: string): Promise<void> {
-      const at = new Date().toISOString();
-      const gist = content.replace(/\s+/g, " ").slice(0, 80);
-      const { relationships } = deps.store();
-      await relationships.record(from.name, { with: to.name, kind: "fighter" }, `last sent: ${gist}`, at);
-      await relationships.record(to.name, { with: from.name, kind: "fighter" }, `last heard: ${gist}`, at);
-    },
-  };
+  return { later };
 }
 
 export type Aftercare = ReturnType<typeof createAftercare>;

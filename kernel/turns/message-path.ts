@@ -248,17 +248,12 @@ export function createMessagePath(deps: MessagePathDeps) {
     const from = await fighters.lookup(fromIdOrName);
     const to = await fighters.lookup(toIdOrName);
     if (from === to) throw new SparError("VALIDATION_FAILED", "a fighter cannot message itself");
-    const result = await message(
-      to.row.id,
-      `[message from fighter "${from.row.name}" (${from.row.id})]\n${content}`,
-      {
-        signal: opts.signal,
-        // The sender waits on the reply, so it is in the chain even when it is not in a turn itself.
-        chain: opts.chain ?? [from.row.id],
-      },
-    );
-    await aftercare.recordExchange(from.row, to.row, content);
-    return result;
+    return message(to.row.id, `[message from fighter "${from.row.name}" (${from.row.id})]\n${content}`, {
+      signal: opts.signal,
+      // The sender waits on the reply, so it is in the chain even when it is not in a turn itself.
+      chain: opts.chain ?? [from.row.id],
+      sender: { kind: "fighter", name: from.row.name, content },
+    });
   }
 
   async function cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }> {
@@ -292,7 +287,6 @@ export function createMessagePath(deps: MessagePathDeps) {
     killed,
     stop,
     llm,
-    aftercare,
     purgeIdempotency: idempotency.purge,
   };
 }

@@ -141,6 +141,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       usage: result.usage,
       iterations: result.iterations,
       context_tokens: output.context_tokens,
+      ...(options.sender ? { sender: options.sender } : {}),
     };
     await afterCommit(completed, turn.id);
     // Durable before acknowledged: one flush covers the turn's steps, its end and what the taps wrote.

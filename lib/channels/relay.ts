@@ -1,11 +1,10 @@
 /**
  * What every channel does with a message that passed its gate: the chat's own bout with the
  * channel's fighter (one conversation per chat, kept in the store), a typing indicator while the turn
- * runs, the reply split to the platform's limit and posted, the sender counted on the fighter's
- * relationships (`<platform>:<id>`, with no message text: one chat's words never reach another's),
- * the chat recorded as one the fighter's `channel_notify` may post to, and `channel.inbound` /
- * `channel.outbound` events. The platform plugin supplies only the two calls
- * that differ: `typing` and `post`.
+ * runs, the reply split to the platform's limit and posted, the turn's sender named (`<platform>:<id>`,
+ * which the identity plugin counts on the fighter's relationships), the chat recorded as one the
+ * fighter's `channel_notify` may post to, and `channel.inbound` / `channel.outbound` events. The
+ * platform plugin supplies only the two calls that differ: `typing` and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
 import { splitMessage } from "./split.js";
@@ -71,17 +70,18 @@ export function createChannelRelay(options: {
    * The chat's bout, when it has one that still exists; a new one otherwise, of the chat's own
    * origin, so it is never the latest bout a user's `spar chat` continues (nor the other way round).
    */
-  async function turn(fighterId: string, chat: string, text: string) {
+  async function turn(fighterId: string, chat: string, text: string, user: string) {
     const origin = `channel:${platform}:${chat}`;
+    const sender = { kind: "user", user, platform } as const;
     const boutId = await ring.channels.bouts.get(platform, chat, fighterId);
     if (boutId) {
       try {
-        return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin });
+        return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin, sender });
       } catch (err) {
         if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
       }
     }
-    const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin });
+    const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin, sender });
     await ring.channels.bouts.set(platform, chat, fighterId, reply.bout_id);
     return reply;
   }
@@ -110,13 +110,8 @@ export function createChannelRelay(options: {
     const timer = setInterval(typing, TYPING_EVERY_MS);
     let answer: string;
     try {
-      const reply = await turn(fighterId, chat, text);
+      const reply = await turn(fighterId, chat, text, `${platform}:${sender}`);
       answer = reply.response.trim() || "(no answer)";
-      await ring.fighters
-        // No message text in the note: the Creed shows relationships in every bout's prompt, and one
-        // chat's words must never reach another chat's conversation.
-        .contact(fighterId, `${platform}:${sender}`, `talks to you on ${platform}`)
-        .catch((err: unknown) => log.warn("channel contact not recorded", { platform, error: String(err) }));
     } catch (err) {
       log.warn("channel turn failed", { platform, chat, error: String(err) });
       answer = isSparError(err, "RATE_LIMITED")

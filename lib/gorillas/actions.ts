@@ -3,16 +3,10 @@
  * In a cluster the desired state is the store's (another node may have changed it) and the running
  * cycle may be another node's: the firing's `claim` and `announce` reach it.
  */
-import {
-  type EventBus,
-  type GorillaDesired,
-  type GorillaRunRecord,
-  type GorillaRunTrigger,
-  type RingServices,
-  SparError,
-} from "../../sdk/index.js";
+import { type EventBus, SparError } from "../../sdk/index.js";
 import { type Cycle, stopCycle } from "./cycle.js";
 import type { CycleSlot, Firing } from "./firing.js";
+import type { GorillaDesired, GorillaRecords, GorillaRunRecord, GorillaRunTrigger } from "./records.js";
 import type { GorillaEntry, GorillaView } from "./view.js";
 
 /** How long caging or stopping waits for a cycle to wind down and be recorded. */
@@ -27,7 +21,7 @@ export async function windDown(done: Promise<void>): Promise<void> {
 
 /** What the actions need of the runtime. */
 export interface ActionContext {
-  ring: RingServices;
+  records: GorillaRecords;
   events: EventBus;
   firing: Firing;
   /** The loaded gorilla (GORILLA_NOT_FOUND), once the runtime has started. */
@@ -46,7 +40,7 @@ export interface ActionContext {
 export function createGorillaActions(ctx: ActionContext) {
   /** The desired state as recorded (another node may have changed it). */
   async function desiredOf(entry: GorillaEntry): Promise<GorillaDesired> {
-    entry.desired = (await ctx.ring.gorillas.state(entry.gorilla.name))?.desired ?? "caged";
+    entry.desired = (await ctx.records.state(entry.gorilla.name))?.desired ?? "caged";
     return entry.desired;
   }
 
@@ -56,7 +50,7 @@ export function createGorillaActions(ctx: ActionContext) {
       if ((await desiredOf(entry)) === "unleashed") {
         throw new SparError("CONFLICT", `the gorilla "${name}" is already unleashed`, { gorilla: name });
       }
-      await ctx.ring.gorillas.setDesired(name, "unleashed");
+      await ctx.records.setDesired(name, "unleashed");
       entry.desired = "unleashed";
       if (!ctx.stopped()) await ctx.firing.arm(entry.gorilla, { restart: false });
       await ctx.firing.announce?.(name, "unleashed");
@@ -74,7 +68,7 @@ export function createGorillaActions(ctx: ActionContext) {
         new SparError("CONFLICT", `the gorilla "${name}" is already caged`, { gorilla: name });
       // In one process nothing else can be running; in a cluster another node may run its cycle.
       if (wasCaged && !cycle && !ctx.firing.announce) throw already();
-      await ctx.ring.gorillas.setDesired(name, "caged");
+      await ctx.records.setDesired(name, "caged");
       entry.desired = "caged";
       await ctx.firing.disarm(entry.gorilla);
       if (cycle) stopCycle(cycle, { outcome: "aborted", reason: "was caged" });

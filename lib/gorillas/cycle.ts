@@ -10,8 +10,6 @@ import {
   cancellation,
   type EventBus,
   type FighterManifest,
-  type GorillaRunRecord,
-  type GorillaRunTrigger,
   isSparError,
   type Logger,
   type RingServices,
@@ -20,6 +18,7 @@ import {
 import { type CycleBudget, createCycleBudget } from "./budget.js";
 import { cycleMessage, cycleOutcome, type Stop } from "./lifecycle.js";
 import type { LoadedGorilla } from "./manifest.js";
+import type { GorillaRecords, GorillaRunRecord, GorillaRunTrigger } from "./records.js";
 
 /** A cycle in progress, as the hooks and the lifecycle see it. */
 export interface Cycle {
@@ -64,6 +63,7 @@ export function stopCycle(cycle: Cycle, stop: Stop): void {
 
 export interface CycleDeps {
   ring: RingServices;
+  records: GorillaRecords;
   events: EventBus;
   log: Logger;
   timezone: string;
@@ -105,7 +105,7 @@ export function startCycle(
     try {
       // The clock's time, given: the store's own clock keeps its times apart by a millisecond each,
       // so under load it runs ahead of the real one.
-      run = await deps.ring.gorillas.runs.begin({
+      run = await deps.records.runs.begin({
         gorilla: gorilla.name,
         trigger,
         started_at: new Date().toISOString(),
@@ -191,7 +191,7 @@ async function runCycle(
   const end = cycleOutcome(cycle.stop, turn);
   const bout_id = reply?.bout_id ?? cycle.bout_id;
   const usage = reply?.usage ?? (await usageOf(deps.ring, bout_id));
-  return deps.ring.gorillas.runs.finish(run.id, {
+  return deps.records.runs.finish(run.id, {
     outcome: end.outcome,
     finished_at: new Date().toISOString(),
     usage,

@@ -5,8 +5,8 @@
  * one process; scheduler-bullmq from BullMQ job schedulers shared by every node on one Redis, where
  * `claim` and `announce` carry what one process knew by itself (a cycle running, a cage).
  */
-import type { GorillaDesired } from "../../sdk/index.js";
 import type { LoadedGorilla } from "./manifest.js";
+import type { GorillaDesired, GorillaRecords } from "./records.js";
 
 /** What a firing may ask of the runtime. */
 export interface FiringHost {
@@ -19,6 +19,8 @@ export interface FiringHost {
   gorilla(name: string): LoadedGorilla | undefined;
   /** Another node recorded a new desired state; `caged` also aborts the gorilla's cycle running here. */
   changed(name: string, desired: GorillaDesired): void;
+  /** The gorillas' states and runs (the runs a stopped node left running are the firing's to end). */
+  readonly records: GorillaRecords;
 }
 
 /** A gorilla's one cycle slot across nodes, held while its cycle runs. */

@@ -3,7 +3,7 @@
  * plain functions: what state a gorilla shows, what a fire does, what a restart does about fires
  * missed while the daemon was down, and what a cycle's end is recorded as.
  */
-import type { GorillaDesired, GorillaState } from "../../sdk/index.js";
+import type { GorillaDesired, GorillaState } from "./records.js";
 
 /** What a gorilla shows: RAMPAGING while a cycle runs (a manual one too), else what was asked for. */
 export type GorillaStatus = "CAGED" | "UNLEASHED" | "RAMPAGING";

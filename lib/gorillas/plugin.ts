@@ -7,9 +7,10 @@
  * only the moves its GORILLA.toml declares. The plugin gives the firing (firing.ts).
  */
 
-import { type GorillaRunTrigger, type PluginApi, SparError, type Usage } from "../../sdk/index.js";
+import { type PluginApi, SparError, type Usage } from "../../sdk/index.js";
 import { stopCycle } from "./cycle.js";
 import type { Firing } from "./firing.js";
+import { createGorillaRecords, type GorillaRunTrigger } from "./records.js";
 import { addGorillaRoutes } from "./routes.js";
 import { createGorillaRuntime, type GorillaRuntime } from "./runtime.js";
 import { machineTimezone, parseSchedule } from "./schedule.js";
@@ -70,13 +71,19 @@ export function gorillaTimezone(settings: GorillasSettings): string {
  * }
  */
 export function installGorillas(
-  { hooks, ring, events, home, log }: PluginApi,
+  { hooks, ring, events, home, log, data }: PluginApi,
   settings: GorillasSettings,
   firing: Firing,
   timezone: string = gorillaTimezone(settings),
 ): GorillaRuntime {
+  const records = createGorillaRecords(data, {
+    requireBout: async (boutId) => {
+      await ring.bouts.turns(boutId);
+    },
+  });
   const runtime = createGorillaRuntime({
     ring,
+    records,
     events,
     log,
     home,

@@ -9,22 +9,14 @@
  * (scheduler-croner), BullMQ job schedulers across nodes (scheduler-bullmq).
  */
 import { join } from "node:path";
-import {
-  type EventBus,
-  type GorillaDesired,
-  type GorillaRunRecord,
-  type GorillaRunTrigger,
-  type Logger,
-  PACKAGE_ROOT,
-  type RingServices,
-  SparError,
-} from "../../sdk/index.js";
+import { type EventBus, type Logger, PACKAGE_ROOT, type RingServices, SparError } from "../../sdk/index.js";
 import { createGorillaActions, windDown } from "./actions.js";
 import { type Cycle, type CycleDeps, fighterName, startCycle, stopCycle } from "./cycle.js";
 import { ensureFighter } from "./fighter.js";
 import type { CycleSlot, Firing } from "./firing.js";
 import { catchUp, missedFire, onFire } from "./lifecycle.js";
 import { type GorillaProblem, type LoadedGorilla, loadGorillas } from "./manifest.js";
+import type { GorillaDesired, GorillaRecords, GorillaRunRecord, GorillaRunTrigger } from "./records.js";
 import { type GorillaEntry, type GorillaView, viewOf } from "./view.js";
 
 export type { GorillaEntry, GorillaView } from "./view.js";
@@ -34,6 +26,8 @@ const PRUNE_EVERY = 100;
 
 export interface RuntimeOptions {
   ring: RingServices;
+  /** The gorillas' states and runs, in the scheduler plugin's collections. */
+  records: GorillaRecords;
   events: EventBus;
   log: Logger;
   home: string;
@@ -46,7 +40,7 @@ export type GorillaRuntime = ReturnType<typeof createGorillaRuntime>;
 
 /** The gorilla runtime on a firing: the routes' and the hooks' view of the gorillas. */
 export function createGorillaRuntime(options: RuntimeOptions) {
-  const { ring, events, log, firing } = options;
+  const { ring, records, events, log, firing } = options;
   const entries = new Map<string, GorillaEntry>();
   /** Fighter name → its gorilla, for the hooks. */
   const byFighter = new Map<string, GorillaEntry>();
@@ -61,6 +55,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
 
   const cycleDeps: CycleDeps = {
     ring,
+    records,
     events,
     log,
     timezone: options.timezone,
@@ -105,17 +100,17 @@ export function createGorillaRuntime(options: RuntimeOptions) {
   }
 
   async function load(): Promise<void> {
-    await firing.start({ fire, changed, gorilla: (name) => entries.get(name)?.gorilla });
+    await firing.start({ fire, changed, gorilla: (name) => entries.get(name)?.gorilla, records });
     const loaded = { gorillas: await readFolders() };
-    const states = new Map((await ring.gorillas.states()).map((s) => [s.name, s]));
+    const states = new Map((await records.states()).map((s) => [s.name, s]));
     const now = new Date();
     for (const gorilla of loaded.gorillas) {
       const state = states.get(gorilla.name);
       const entry: GorillaEntry = { gorilla, desired: state?.desired ?? "caged", recorded: 0 };
       entries.set(gorilla.name, entry);
       byFighter.set(fighterName(gorilla.name), entry);
-      entry.last_run = (await ring.gorillas.runs.list(gorilla.name, { limit: 1 }))[0];
-      await ring.gorillas.runs.prune(gorilla.name, options.keepRuns);
+      entry.last_run = (await records.runs.list(gorilla.name, { limit: 1 }))[0];
+      await records.runs.prune(gorilla.name, options.keepRuns);
       if (!state || entry.desired !== "unleashed") continue;
       await firing.arm(gorilla, { restart: true });
       if (
@@ -125,7 +120,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
         log.info("gorilla missed a fire while the daemon was down: one catch-up cycle", {
           gorilla: gorilla.name,
         });
-        await ring.gorillas.recordFire(gorilla.name, now.toISOString());
+        await records.recordFire(gorilla.name, now.toISOString());
         begin(entry, "catch_up").started.catch(() => undefined);
       }
     }
@@ -173,9 +168,9 @@ export function createGorillaRuntime(options: RuntimeOptions) {
         result.kept.push(gorilla.name);
         continue;
       }
-      const state = await ring.gorillas.state(gorilla.name);
+      const state = await records.state(gorilla.name);
       const added: GorillaEntry = { gorilla, desired: state?.desired ?? "caged", recorded: 0 };
-      added.last_run = (await ring.gorillas.runs.list(gorilla.name, { limit: 1 }))[0];
+      added.last_run = (await records.runs.list(gorilla.name, { limit: 1 }))[0];
       entries.set(gorilla.name, added);
       byFighter.set(fighterName(gorilla.name), added);
       if (added.desired === "unleashed") await firing.arm(gorilla, { restart: true });
@@ -211,9 +206,9 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     }
     const cycle = decision.run ? begin(entry, trigger, at, slot).cycle : undefined;
     await (async () => {
-      await ring.gorillas.recordFire(name, at.toISOString());
+      await records.recordFire(name, at.toISOString());
       if (decision.run) return;
-      const run = await ring.gorillas.runs.skipped({
+      const run = await records.runs.skipped({
         gorilla: name,
         at: at.toISOString(),
         reason: decision.reason,
@@ -229,7 +224,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
   async function stillUnleashed(name: string): Promise<boolean> {
     let desired: GorillaDesired;
     try {
-      desired = (await ring.gorillas.state(name))?.desired ?? "caged";
+      desired = (await records.state(name))?.desired ?? "caged";
     } catch (err) {
       log.warn("a gorilla fire could not read its desired state; it runs no cycle", {
         gorilla: name,
@@ -279,7 +274,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     }
     entry.recorded += 1;
     if (entry.recorded % PRUNE_EVERY !== 0) return;
-    ring.gorillas.runs
+    records.runs
       .prune(entry.gorilla.name, options.keepRuns)
       .catch((err: unknown) => log.warn("gorilla runs could not be pruned", { error: String(err) }));
   }
@@ -287,7 +282,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
   const view = (entry: GorillaEntry): GorillaView => viewOf(entry, firing);
   const whenReady = () => ready;
   const actions = createGorillaActions({
-    ring,
+    records,
     events,
     firing,
     entry: async (name) => {
@@ -340,13 +335,13 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     async runs(name: string, page: { limit: number; before?: string }): Promise<GorillaRunRecord[]> {
       await whenReady();
       entryOf(name);
-      return ring.gorillas.runs.list(name, page);
+      return records.runs.list(name, page);
     },
 
     async runRecord(name: string, id: string): Promise<GorillaRunRecord> {
       await whenReady();
       entryOf(name);
-      const run = await ring.gorillas.runs.get(id);
+      const run = await records.runs.get(id);
       if (!run || run.gorilla !== name) {
         throw new SparError("NOT_FOUND", `the gorilla "${name}" has no run ${id}`, {
           gorilla: name,

@@ -2,11 +2,11 @@
  * A gorilla as this node holds it, and as the routes show it: its state is what the operator asked
  * for (the store's), RAMPAGING while a cycle of this node runs.
  */
-import type { GorillaDesired, GorillaRunRecord } from "../../sdk/index.js";
 import type { Cycle } from "./cycle.js";
 import type { Firing } from "./firing.js";
 import { type GorillaStatus, statusOf } from "./lifecycle.js";
 import type { LoadedGorilla } from "./manifest.js";
+import type { GorillaDesired, GorillaRunRecord } from "./records.js";
 
 /** A loaded gorilla and what this node knows of it. */
 export interface GorillaEntry {

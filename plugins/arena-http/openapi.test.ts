@@ -217,6 +217,22 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(paths).filter((p) => !p.startsWith("/api/v1/"))).toEqual([]);
   });
 
+  it("takes a plugin route's params schema for its path parameters", async () => {
+    const plugins = createPluginRoutes();
+    const server = await arenaLike(plugins);
+    plugins.add({
+      listener: "api",
+      method: "GET",
+      path: "/api/v1/things/:id/notes",
+      params: idParams,
+      handler: async () => ({ body: null }),
+    });
+    const { paths } = await documentOf(server);
+    expect(paths["/api/v1/things/{id}/notes"]?.get?.parameters).toEqual([
+      { name: "id", in: "path", required: true, schema: idParams.properties.id },
+    ]);
+  });
+
   it("names a prefix's own route once, without its HEAD twins, and leaves out hidden routes", async () => {
     app = Fastify();
     registerOpenApi(app, createPluginRoutes(), "1.2.3");

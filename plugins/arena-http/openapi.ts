@@ -175,7 +175,7 @@ export function buildOpenApi(
     if (route.listener !== "api") continue;
     const { path, params } = openApiPath(route.path);
     put(route.method, path, {
-      ...withParameters(pathParameters(params)),
+      ...withParameters(pathParameters(params, route.params)),
       ...withBody(route.body),
       responses: { ...UNDESCRIBED_SUCCESS, default: ERROR_RESPONSE_REF },
     });

@@ -123,6 +123,15 @@ export async function runPluginRoute(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   const { route, params } = found;
+  if (route.params) {
+    const validate = validatorFor(route.params);
+    if (!validate(params)) {
+      // As fastify answers for the Arena's own routes' params (errors.ts).
+      throw new SparError("VALIDATION_FAILED", formatSchemaErrors(validate.errors, "params"), {
+        path: `/params${validate.errors?.[0]?.instancePath ?? ""}`,
+      });
+    }
+  }
   if (route.body) {
     const validate = validatorFor(route.body);
     if (!validate(request.body)) {

@@ -160,12 +160,6 @@ export function fighterRoutes(ring: RingServices) {
     );
 
     app.get<{ Params: { id: string } }>(
-      "/fighters/:id/relationships",
-      { schema: { params: idParams } },
-      async (request) => ({ relationships: await ring.fighters.relationships(request.params.id) }),
-    );
-
-    app.get<{ Params: { id: string } }>(
       "/fighters/:id/usage",
       { schema: { params: idParams } },
       async (request) => ring.fighters.usage(request.params.id),

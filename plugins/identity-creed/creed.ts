@@ -1,5 +1,6 @@
 import { decayedScore } from "../../lib/decay.js";
-import type { CreedDocument, CreedObservation, FighterManifest, Relationship } from "../../sdk/index.js";
+import type { FighterManifest } from "../../sdk/index.js";
+import type { CreedDocument, CreedObservation, Relationship } from "./records.js";
 
 export interface CreedConfig {
   /** Ask the model for observations after substantial exchanges. */

@@ -1,11 +1,12 @@
 /**
  * The Creed (spec: "every conversation strengthens its Creed"), as taps on the kernel's turn hooks:
- * `turn.prepare` renders it into the system prompt, `turn.end` moves its counters, `turn.after`
- * asks the model for lasting observations after a substantial exchange, and two API routes read and
- * edit it. It is kept under the fighter's name, so it survives a kill and a respawn.
+ * `turn.prepare` renders it into the system prompt, `turn.end` moves its counters and counts the
+ * turn's sender (another fighter, a channel's user) on the fighter's relationships, `turn.after`
+ * asks the model for lasting observations after a substantial exchange, and API routes read and
+ * edit it and list the relationships. Both live in the plugin's own collections (records.ts), under
+ * the fighter's name, so they survive a kill and a respawn.
  */
 import {
-  type CreedDocument,
   definePlugin,
   type FighterRow,
   type RingServices,
@@ -23,6 +24,7 @@ import {
   reflectionPrompt,
   renderCreed,
 } from "./creed.js";
+import { type CreedDocument, countSender, createIdentityRecords } from "./records.js";
 
 declare module "../../sdk/index.js" {
   interface SparEventMap {
@@ -41,25 +43,36 @@ const editBody = {
   },
 };
 
+/** How many relationships, the latest, the prompt shows. */
+const SHOWN_RELATIONSHIPS = 5;
+
+/** Params of the fighter routes, as the Arena's own fighter routes check them. */
+const fighterParams = {
+  type: "object",
+  required: ["id"],
+  properties: { id: { type: "string", minLength: 1, maxLength: 200 } },
+};
+
 export default definePlugin<{ creed: CreedConfig }>({
   id: "identity-creed",
-  apply({ hooks, ring, events, config }, { creed: settings }) {
+  apply({ hooks, ring, events, config, data }, { creed: settings }) {
+    const records = createIdentityRecords(data);
     const now = () => new Date().toISOString();
     const creedOf = async (fighter: FighterRow): Promise<CreedDocument> =>
-      (await ring.creeds.get(fighter.name)) ?? initialCreed(fighter.manifest, now());
+      (await records.creeds.get(fighter.name)) ?? initialCreed(fighter.manifest, now());
     const save = async (
       fighter: FighterRow,
       creed: CreedDocument,
       reason: "conversation" | "reflection" | "edit",
     ) => {
-      await ring.creeds.put(fighter.name, creed);
+      await records.creeds.put(fighter.name, creed);
       events.publish({ kind: "creed.updated", fighter_id: fighter.id, name: fighter.name, reason });
     };
 
     hooks.turn.prepare.tap(async (prompt, { fighter }) => {
       const [creed, relationships] = await Promise.all([
         creedOf(fighter),
-        ring.fighters.relationships(fighter.id),
+        records.relationships.list(fighter.name, SHOWN_RELATIONSHIPS),
       ]);
       return { ...prompt, system: `${prompt.system}\n\n${renderCreed(fighter.name, creed, relationships)}` };
     });
@@ -71,6 +84,7 @@ export default definePlugin<{ creed: CreedConfig }>({
         now(),
       );
       await save(turn.fighter, counted, "conversation");
+      await countSender(records, turn, now());
     });
 
     hooks.turn.after.tap(async (turn) => {
@@ -95,6 +109,16 @@ export default definePlugin<{ creed: CreedConfig }>({
     });
 
     hooks.arena.routes.tap((routes) => {
+      routes.add({
+        listener: "api",
+        method: "GET",
+        path: "/api/v1/fighters/:id/relationships",
+        params: fighterParams,
+        handler: async (request) => {
+          const fighter = await ring.fighters.get(request.params.id ?? "");
+          return { body: { relationships: await records.relationships.list(fighter.name) } };
+        },
+      });
       routes.add({
         listener: "api",
         method: "GET",

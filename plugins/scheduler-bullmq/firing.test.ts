@@ -11,7 +11,9 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import { type LoadedGorilla, parseGorilla } from "../../lib/gorillas/manifest.js";
-import type { GorillaDesired, Logger, RingServices, Store } from "../../sdk/index.js";
+import type { GorillaDesired, GorillaRecords } from "../../lib/gorillas/records.js";
+import type { Logger, Store } from "../../sdk/index.js";
+import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { openSqliteStore } from "../store-sqlite/store.js";
 import { createBullmqFiring } from "./firing.js";
 
@@ -49,6 +51,7 @@ describe.skipIf(!URL)(
     const gorillas = new Map<string, LoadedGorilla>();
     let home: string;
     let store: Store;
+    let records: GorillaRecords;
     const nodes: Node[] = [];
 
     /** A node whose fires run `onFire` (recording them first). */
@@ -57,9 +60,8 @@ describe.skipIf(!URL)(
       onFire: (node: Node, name: string, at: Date) => Promise<void>,
       namespace = prefix,
     ): Promise<Node> {
-      const ring = { gorillas: store.gorillas } as unknown as RingServices;
       const node: Node = {
-        firing: createBullmqFiring({ url: URL as string, prefix: namespace, ring, log: QUIET }),
+        firing: createBullmqFiring({ url: URL as string, prefix: namespace, log: QUIET }),
         fires: [],
         changes: [],
       };
@@ -72,6 +74,7 @@ describe.skipIf(!URL)(
           node.changes.push({ name, desired });
         },
         gorilla: (name) => gorillas.get(name),
+        records,
       };
       await node.firing.start(host);
       nodes.push(node);
@@ -81,6 +84,7 @@ describe.skipIf(!URL)(
     beforeAll(async () => {
       home = mkdtempSync(join(tmpdir(), "spar-bullmq-"));
       store = await openSqliteStore({ home, masterSecret: Buffer.from("correct horse battery staple") });
+      records = gorillaRecordsOver(store, "scheduler-bullmq");
     });
 
     afterAll(async () => {
@@ -127,12 +131,12 @@ describe.skipIf(!URL)(
       const cycle = async (node: Node, name: string) => {
         const slot = await node.firing.claim?.(name);
         if (!slot || "busy" in slot) return;
-        const run = await store.gorillas.runs.begin({ gorilla: name, trigger: "schedule" });
+        const run = await records.runs.begin({ gorilla: name, trigger: "schedule" });
         runId = run.id;
         ranOn = node;
         slot.bind(run.id);
         while (!node.changes.some((c) => c.name === name && c.desired === "caged")) await sleep(50);
-        await store.gorillas.runs.finish(run.id, {
+        await records.runs.finish(run.id, {
           outcome: "aborted",
           usage: { input_tokens: 0, output_tokens: 0 },
           error: "the gorilla's cycle was caged",
@@ -152,7 +156,7 @@ describe.skipIf(!URL)(
       expect(elsewhere?.run_id).toBe(runId);
       await elsewhere?.ended;
       expect(ranOn?.changes).toContainEqual({ name: "slow", desired: "caged" });
-      expect((await store.gorillas.runs.get(runId as string))?.outcome).toBe("aborted");
+      expect((await records.runs.get(runId as string))?.outcome).toBe("aborted");
 
       const caged = Date.now();
       await sleep(3_000);

@@ -19,9 +19,10 @@ import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
+import type { GorillaDesired } from "../../lib/gorillas/records.js";
 import { parseSchedule, type Schedule } from "../../lib/gorillas/schedule.js";
 import { connectRedis } from "../../lib/redis.js";
-import type { GorillaDesired, Logger, RingServices } from "../../sdk/index.js";
+import type { Logger } from "../../sdk/index.js";
 import { createSlots, type Slots } from "./slots.js";
 
 /** The queue every node shares (its keys are `<prefix>:gorillas:*`). */
@@ -66,12 +67,11 @@ export function nextFire(millis: number, opts: { pattern?: string; tz?: string }
 export interface BullmqFiringOptions {
   url: string;
   prefix: string;
-  ring: RingServices;
   log: Logger;
 }
 
 /** Fires from BullMQ job schedulers on the Redis at `url`. */
-export function createBullmqFiring({ url, prefix, ring, log }: BullmqFiringOptions): Firing {
+export function createBullmqFiring({ url, prefix, log }: BullmqFiringOptions): Firing {
   const node = randomUUID();
   const channel = `${prefix}:gorilla-desired`;
   const connection = { url, maxRetriesPerRequest: null };
@@ -142,7 +142,13 @@ export function createBullmqFiring({ url, prefix, ring, log }: BullmqFiringOptio
       const options = { plugin: "scheduler-bullmq", maxRetriesPerRequest: null };
       redis = await connectRedis(url, { ...options, purpose: "gorillas" });
       subscriber = await connectRedis(url, { ...options, purpose: "gorillas-sub" });
-      slots = createSlots({ redis, prefix, ring, log, onAbort: (name) => given.changed(name, "caged") });
+      slots = createSlots({
+        redis,
+        prefix,
+        runs: given.records.runs,
+        log,
+        onAbort: (name) => given.changed(name, "caged"),
+      });
       subscriber.on("message", (_channel: string, text: string) => {
         try {
           const message = JSON.parse(text) as DesiredMessage;

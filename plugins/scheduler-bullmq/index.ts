@@ -19,7 +19,7 @@ export default definePlugin<{ gorillas: GorillasSettings; redis: RedisSettings }
     (
       await connectRedis(url, { plugin: "scheduler-bullmq", purpose: "check", maxRetriesPerRequest: null })
     ).disconnect();
-    const firing = createBullmqFiring({ url, prefix: redis.prefix, ring: api.ring, log: api.log });
+    const firing = createBullmqFiring({ url, prefix: redis.prefix, log: api.log });
     installGorillas(api, gorillas, firing, timezone);
   },
 });

@@ -17,7 +17,8 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { CycleSlot } from "../../lib/gorillas/firing.js";
-import { isSparError, type Logger, type RingServices } from "../../sdk/index.js";
+import type { GorillaRecords } from "../../lib/gorillas/records.js";
+import { isSparError, type Logger } from "../../sdk/index.js";
 
 /** How long a slot outlives its holder's last heartbeat. */
 export const SLOT_TTL_MS = 10_000;
@@ -55,14 +56,15 @@ function parse(value: string | null): { token: string; run_id?: string } | undef
 export interface SlotOptions {
   redis: Redis;
   prefix: string;
-  ring: RingServices;
+  /** The gorillas' runs: a stopped node's are recorded failed. */
+  runs: GorillaRecords["runs"];
   log: Logger;
   /** A cage from another node reached a cycle of this node through its abort key. */
   onAbort(name: string): void;
 }
 
 /** The cycle slots of one node. */
-export function createSlots({ redis, prefix, ring, log, onAbort }: SlotOptions) {
+export function createSlots({ redis, prefix, runs, log, onAbort }: SlotOptions) {
   const slotKey = (name: string) => `${prefix}:gorilla-slot:${name}`;
   const abortKey = (name: string) => `${prefix}:gorilla-abort:${name}`;
   const runningKey = `${prefix}:gorilla-running`;
@@ -71,7 +73,7 @@ export function createSlots({ redis, prefix, ring, log, onAbort }: SlotOptions) 
 
   async function fail(name: string, runId: string): Promise<boolean> {
     try {
-      await ring.gorillas.runs.finish(runId, {
+      await runs.finish(runId, {
         outcome: "failed",
         usage: { input_tokens: 0, output_tokens: 0 },
         error: "the node running this cycle stopped before it ended (its cycle slot expired)",
@@ -174,7 +176,7 @@ export function createSlots({ redis, prefix, ring, log, onAbort }: SlotOptions) 
      * not yet bound may be that very run's: it is left for the sweep.
      */
     async sweepStore(name: string): Promise<number> {
-      const running = (await ring.gorillas.runs.list(name, { limit: SWEEP_DEPTH })).filter(
+      const running = (await runs.list(name, { limit: SWEEP_DEPTH })).filter(
         (run) => run.outcome === "running",
       );
       let failed = 0;

@@ -7,7 +7,7 @@
 
 import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
 import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
-import type { Logger, RingServices } from "../../sdk/index.js";
+import type { Logger } from "../../sdk/index.js";
 
 /** setTimeout's longest delay: a fire further away is looked at again then. */
 const MAX_DELAY_MS = 2 ** 31 - 1;
@@ -20,7 +20,7 @@ interface Armed {
 }
 
 /** Fires from timers in this process. */
-export function createTimerFiring({ ring, log }: { ring: RingServices; log: Logger }): Firing {
+export function createTimerFiring({ log }: { log: Logger }): Firing {
   const armed = new Map<string, Armed>();
   let host: FiringHost | undefined;
   let stopped = false;
@@ -54,7 +54,7 @@ export function createTimerFiring({ ring, log }: { ring: RingServices; log: Logg
     catchUpAtStart: true,
     async start(given) {
       host = given;
-      const abandoned = await ring.gorillas.runs.abandon(new Date().toISOString());
+      const abandoned = await given.records.runs.abandon(new Date().toISOString());
       if (abandoned > 0)
         log.warn("gorilla runs left running by a stopped daemon were recorded failed", { abandoned });
     },

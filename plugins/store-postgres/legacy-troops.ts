@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { Cipher } from "./cipher.js";
 import { importDocs } from "./collections.js";
-import { type Db, inTransaction } from "./connection.js";
+import { moveLegacy } from "./legacy.js";
 
 const NAMESPACE = "troops-local";
 /** Tasks read and imported at a time: their bodies may be megabytes each. */
@@ -42,26 +42,9 @@ interface TaskRow {
   finished_at: string | null;
 }
 
-/**
- * Whether the legacy tables are still there. Read from pg_class with the statement's snapshot, not
- * with to_regclass: that looks in the session's catalog cache, which inside a transaction begun
- * before the lock still shows a table another daemon has since dropped.
- */
-const exists = async (db: Db) =>
-  (
-    await db.query<{ found: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-         WHERE n.nspname = current_schema() AND c.relname = 'troops') AS found`,
-    )
-  ).rows[0]?.found === true;
-
 /** Moves the legacy troops and tasks into troops-local's collections; how many rows. Cheap when there are none. */
-export async function moveLegacyTroops(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
-  if (!(await exists(pool))) return 0;
-  return inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
-    // Another daemon may have moved them while this one waited for the lock.
-    if (!(await exists(client))) return 0;
+export function moveLegacyTroops(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
+  return moveLegacy(pool, schema, ["troops"], async (client) => {
     const troops = (
       await client.query<TroopRow>(
         "SELECT id, name, leader, members, strategy, rotation, created_at FROM troops ORDER BY created_at, id",

@@ -8,9 +8,8 @@ import type pg from "pg";
 import type { Cipher } from "./cipher.js";
 import { inTransaction } from "./connection.js";
 
-/** The HMAC purposes: a name is one string whichever table holds it, so a creed finds its fighter's. */
+/** The HMAC purposes: a name is one string whichever table holds it. */
 export const NAME_MAC = "fighters.name";
-export const OTHER_MAC = "relationships.other";
 export const IDEMPOTENCY_MAC = "idempotency.key";
 
 interface PlainColumn {
@@ -24,15 +23,6 @@ interface PlainColumn {
 const PLAIN: readonly PlainColumn[] = [
   { table: "fighters", plain: "name", mac: "name_mac", sealed: "name_sealed", purpose: NAME_MAC },
   { table: "idempotency", plain: "key", mac: "key_mac", sealed: "key_sealed", purpose: IDEMPOTENCY_MAC },
-  { table: "creeds", plain: "fighter_name", mac: "fighter_mac", sealed: "fighter_sealed", purpose: NAME_MAC },
-  {
-    table: "relationships",
-    plain: "fighter_name",
-    mac: "fighter_mac",
-    sealed: "fighter_sealed",
-    purpose: NAME_MAC,
-  },
-  { table: "relationships", plain: "other", mac: "other_mac", sealed: "other_sealed", purpose: OTHER_MAC },
 ];
 
 /**

@@ -10,9 +10,10 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createPluginData } from "../../sdk/collection-engine.js";
-import type { Collection, CollectionDeclaration, CreedDocument, Store } from "../../sdk/index.js";
+import type { Collection, CollectionDeclaration, Store } from "../../sdk/index.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { type CreedDocument, createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
 import { importDocs } from "./collections.js";
@@ -42,6 +43,15 @@ function open(home: string, secret: string): Promise<Store> {
   );
 }
 
+const creed: CreedDocument = {
+  identity: "kept",
+  traits: [],
+  directives: [],
+  observations: [],
+  counters: { bouts: 0, conversations: 0, messages: 0 },
+  updated_at: "2026-01-01T00:00:00.000Z",
+};
+
 async function codeOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
     () => "opened",
@@ -64,8 +74,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
         user: { role: "user", content: "hello" },
         idempotency: { key: "rekey-idem-1", request_hash: "h1" },
       });
-      await store.creeds.put(fighter.name, { identity: "kept" } as unknown as CreedDocument);
-      await store.relationships.record(
+      // A plugin's collections too: the Creed and relationships of identity-creed.
+      const identity = createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
+      await identity.creeds.put(fighter.name, creed);
+      await identity.relationships.record(
         fighter.name,
         { with: "ada", kind: "fighter" },
         "met",
@@ -89,8 +101,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
       // Names and Idempotency-Keys are found by HMACs, recomputed under the new key.
       expect((await after.fighters.getByName("rekeyed"))?.id).toBe(fighter.id);
       expect((await after.idempotency.get("rekey-idem-1"))?.request_hash).toBe("h1");
-      expect(await after.creeds.get("rekeyed")).toEqual({ identity: "kept" });
-      expect((await after.relationships.list("rekeyed")).map((r) => [r.with, r.note])).toEqual([
+      const kept = createIdentityRecords(pluginData(after, join(PLUGINS, "identity-creed")));
+      expect(await kept.creeds.get("rekeyed")).toEqual(creed);
+      expect((await kept.relationships.list("rekeyed")).map((r) => [r.with, r.note])).toEqual([
         ["ada", "met"],
       ]);
       expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);

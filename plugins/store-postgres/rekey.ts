@@ -7,10 +7,10 @@
  */
 import type pg from "pg";
 import { type Cipher, createCipher, deriveKey, KEY_CHECK_COLUMN, KEY_CHECK_TEXT, newSalt } from "./cipher.js";
-import { resealCollections } from "./collections.js";
+import { resealCollections } from "./collection-rows.js";
 import { inTransaction } from "./connection.js";
 import { CHECK_ROW, SALT_ROW } from "./keys.js";
-import { IDEMPOTENCY_MAC, NAME_MAC, OTHER_MAC } from "./names.js";
+import { IDEMPOTENCY_MAC, NAME_MAC } from "./names.js";
 
 type Row = Record<string, unknown>;
 
@@ -38,21 +38,7 @@ export const SEALED: readonly SealedTable[] = [
     sealed: ["reply", "key_sealed"],
     macs: (row, c) => ({ key_mac: c.mac(IDEMPOTENCY_MAC, str(row.key_sealed)) }),
   },
-  {
-    table: "creeds",
-    sealed: ["document", "fighter_sealed"],
-    macs: (row, c) => ({ fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)) }),
-  },
-  {
-    table: "relationships",
-    sealed: ["note", "fighter_sealed", "other_sealed"],
-    macs: (row, c) => ({
-      fighter_mac: c.mac(NAME_MAC, str(row.fighter_sealed)),
-      other_mac: c.mac(OTHER_MAC, str(row.other_sealed)),
-    }),
-  },
   { table: "schedules", sealed: ["message"] },
-  { table: "gorilla_runs", sealed: ["output"] },
 ];
 
 /**

@@ -314,10 +314,12 @@ CREATE INDEX relationships_recent_mac ON relationships(fighter_mac, last_contact
 /**
  * Version 5: every plugin's own data (api.data, collections.ts). A document per row, sealed, found by
  * an HMAC of its key; `seq` is the write order (kept when a row is replaced). The indexed fields are
- * copied into slots, by kind: `s` string HMACs (equality only, never the text), `n` numbers and
- * booleans (0/1), `t` ISO times (compared bytewise, as SQLite does). `layout` is the collection
- * version whose slot layout the row's slots follow (0: none yet, as `importDocs` writes them). Each
- * collection's indexes are partial expression indexes over its slots, made by `ensure`.
+ * copied into slots, by kind: `mac_slots` string HMACs (equality only, never the text), `num_slots`
+ * numbers and booleans (0/1), `time_slots` ISO times (compared bytewise, as SQLite does). `layout` is
+ * the collection version whose slot layout the row's slots follow (0: none yet, as `importDocs`
+ * writes them). Each collection's indexes are partial expression indexes over its slots, made by
+ * `ensure`. `doc` is NULL only in a transaction's placeholder for a key it read absent, deleted
+ * before it commits.
  */
 export const COLLECTIONS = `
 CREATE TABLE collection_rows (
@@ -325,11 +327,11 @@ CREATE TABLE collection_rows (
   namespace TEXT NOT NULL,
   collection TEXT NOT NULL,
   key_mac BYTEA NOT NULL,
-  doc BYTEA NOT NULL,
+  doc BYTEA,
   layout INTEGER NOT NULL DEFAULT 0,
-  s BYTEA[],
-  n DOUBLE PRECISION[],
-  t TEXT[] COLLATE "C",
+  mac_slots BYTEA[],
+  num_slots DOUBLE PRECISION[],
+  time_slots TEXT[] COLLATE "C",
   CONSTRAINT collection_rows_key UNIQUE (namespace, collection, key_mac)
 );
 CREATE INDEX collection_rows_order ON collection_rows (namespace, collection, seq);

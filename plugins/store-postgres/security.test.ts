@@ -11,8 +11,10 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
+import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
 import { createPool } from "./connection.js";
@@ -70,7 +72,7 @@ async function dump(schema: string): Promise<string> {
     const lines: string[] = [];
     for (const { table_name } of tables.rows) {
       const rows = await client.query<{ row: string }>(
-        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
+        // An alias no table has as a column name (row_to_json(t) would take a column named t over a table aliased t).
         `SELECT row_to_json(dumped)::text AS row FROM "${schema}"."${table_name}" dumped`,
       );
       lines.push(`-- ${table_name}`, ...rows.rows.map((r) => r.row));
@@ -113,7 +115,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
         reply: { ok: true, result: { text: CANARY } },
       });
       await store.messages.compact(bout.id, 2, `summary of ${CANARY}`);
-      await store.creeds.put(fighter.name, {
+      // A plugin's collections too: the Creed and relationships of identity-creed.
+      const identity = createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
+      await identity.creeds.put(fighter.name, {
         identity: CANARY,
         traits: [CANARY],
         directives: [],
@@ -127,7 +131,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         [{ name: CANARY, type: CANARY }],
         [{ from: CANARY, to: "x", type: CANARY }],
       );
-      await store.relationships.record(
+      await identity.relationships.record(
         fighter.name,
         { with: "telegram:1", kind: "user" },
         CANARY,
@@ -140,8 +144,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
         next_run_at: fighter.created_at,
         created_at: fighter.created_at,
       });
-      const run = await store.gorillas.runs.begin({ gorilla: "canary-gorilla", trigger: "manual" });
-      await store.gorillas.runs.finish(run.id, {
+      const gorillas = gorillaRecordsOver(store);
+      const run = await gorillas.runs.begin({ gorilla: "canary-gorilla", trigger: "manual" });
+      await gorillas.runs.finish(run.id, {
         outcome: "ok",
         usage: { input_tokens: 0, output_tokens: 0 },
         output: CANARY,
@@ -151,6 +156,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
       expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
       expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
+      expect((await identity.creeds.get(fighter.name))?.identity).toBe(CANARY);
+      expect((await identity.relationships.list(fighter.name))[0]?.note).toBe(CANARY);
       await store.close();
 
       // ...and the dump holds ids and names, but the canary nowhere, as text or as bytea hex.
@@ -164,7 +171,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
     it("refuses a wrong master secret at open (STORE_KEY_INVALID), changing nothing", async () => {
       const at = home();
       const store = await open(at);
-      await store.creeds.put("kept", {
+      await createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed"))).creeds.put("kept", {
         identity: "i",
         traits: [],
         directives: [],
@@ -177,7 +184,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(err.code).toBe("STORE_KEY_INVALID");
       expect(err.message).toContain(at.schema);
       const again = await open(at);
-      expect((await again.creeds.get("kept"))?.identity).toBe("i");
+      const kept = await createIdentityRecords(pluginData(again, join(PLUGINS, "identity-creed"))).creeds.get(
+        "kept",
+      );
+      expect(kept?.identity).toBe("i");
       await again.close();
     });
 

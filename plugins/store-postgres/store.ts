@@ -16,9 +16,9 @@ import { createCollections } from "./collections.js";
 import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
-import { createGorillas } from "./gorillas.js";
-import { createIdentity } from "./identity.js";
 import { openCipher } from "./keys.js";
+import { importLegacyGorillas } from "./legacy-gorillas.js";
+import { moveLegacyIdentity } from "./legacy-identity.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
 import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
@@ -65,6 +65,11 @@ export async function openPostgresStore(
       const troops = await moveLegacyTroops(pool, settings.schema, cipher);
       if (troops > 0)
         log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
+      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
+      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
+      const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
+      if (identity > 0)
+        log.info("moved creeds and relationships into identity-creed's collections", { identity });
     } catch (err) {
       cipher.wipe();
       throw err;
@@ -118,10 +123,8 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
   const data: Omit<StoreData, "collections"> = {
     ...createCore(ctx),
     ...createTurns(ctx),
-    ...createIdentity(ctx),
     ...createRecords(ctx),
     ...createChannelRecords(ctx),
-    gorillas: createGorillas(ctx),
     async close() {
       await pool.end();
       current.wipe();

@@ -244,11 +244,15 @@ export function sqliteCollections(rows: CollectionRows): CollectionStore {
     transact(work) {
       const run = tail.then(async () => {
         const { writes, result } = await work(reader);
-        const outcomes = writes.length === 0 ? [] : await rows.apply(writes);
-        return { result, outcomes };
+        // The guarded `apply` runs the writes on the connection within the call (its promise then
+        // waits for the disk): the next transaction may read them from now on, so the turn ends
+        // here and transactions made together share a flush, as the store's other writes do.
+        const applied: Promise<number[]> = writes.length === 0 ? Promise.resolve([]) : rows.apply(writes);
+        applied.catch(() => undefined);
+        return { result, applied };
       });
       tail = run.catch(() => undefined);
-      return run;
+      return run.then(async ({ result, applied }) => ({ result, outcomes: await applied }));
     },
   };
 }

@@ -162,7 +162,7 @@ export function guardStore(data: StoreData, options: GuardOptions): GuardedStore
     };
   };
 
-  // Groups nest (`gorillas.runs.begin`): each method is named by its whole path, as `reads` lists it.
+  // Groups nest (`troops.tasks.save`): each method is named by its whole path, as `reads` lists it.
   const guard = (members: object, prefix: string): Record<string, unknown> => {
     const group: Record<string, unknown> = {};
     for (const [key, member] of Object.entries(members)) {

@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import type { CreedDocument, FighterRow } from "../../sdk/index.js";
+import type { FighterRow } from "../../sdk/index.js";
+import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { createGroupSync, createWriteBatch } from "./durability.js";
 import { openRetained } from "./retain.js";
 import { openSqliteStore } from "./store.js";
@@ -174,20 +175,14 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
     created_at: new Date().toISOString(),
   };
   await store.fighters.insert(fighter);
-  const creed = (n: number): CreedDocument => ({
-    identity: `v${n}`,
-    traits: [],
-    directives: [],
-    observations: [],
-    counters: { bouts: 0, conversations: n, messages: 0 },
-    updated_at: new Date().toISOString(),
-  });
+  /** Another fighter to insert: a plain write. */
+  const other = (name: string): FighterRow => ({ ...fighter, id: randomUUID(), name });
 
   it("a plain write resolves after a flush; a read flushes nothing", async () => {
     const datasync = vi.spyOn(FileHandle, "datasync");
     await store.fighters.list();
     expect(datasync).not.toHaveBeenCalled();
-    await store.creeds.put("dur", creed(1));
+    await store.fighters.insert(other("dur-1"));
     expect(datasync).toHaveBeenCalledTimes(1);
   });
 
@@ -214,38 +209,42 @@ describe("store-sqlite: writes wait for the WAL's fdatasync", async () => {
   it("a write refused in a batch fails alone: the others in its turn of the loop are kept", async () => {
     const twin = { ...fighter, id: randomUUID() }; // same name: CONFLICT
     const results = await Promise.allSettled([
-      store.creeds.put("kept-1", creed(1)),
+      store.fighters.insert(other("kept-1")),
       store.fighters.insert(twin),
-      store.creeds.put("kept-2", creed(2)),
+      store.fighters.insert(other("kept-2")),
     ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(results[1]).toMatchObject({ reason: { code: "CONFLICT" } });
-    expect((await store.creeds.get("kept-1"))?.identity).toBe("v1");
-    expect((await store.creeds.get("kept-2"))?.identity).toBe("v2");
+    expect((await store.fighters.getByName("kept-1"))?.name).toBe("kept-1");
+    expect((await store.fighters.getByName("kept-2"))?.name).toBe("kept-2");
   });
 
-  it("a gorilla's writes, in the nested runs group too, resolve after a flush; its reads flush nothing", async () => {
+  it("a gorilla's writes through its plugin's collections resolve after a flush; its reads flush nothing", async () => {
+    const gorillas = gorillaRecordsOver(store);
+    // The collections are made (their indexes) on first use: a write of its own.
+    await gorillas.state("dur-gorilla");
+    await gorillas.runs.get("none");
     const datasync = vi.spyOn(FileHandle, "datasync");
-    await store.gorillas.setDesired("dur-gorilla", "unleashed");
+    await gorillas.setDesired("dur-gorilla", "unleashed");
     expect(datasync).toHaveBeenCalledTimes(1);
-    const run = await store.gorillas.runs.begin({ gorilla: "dur-gorilla", trigger: "manual" });
+    const run = await gorillas.runs.begin({ gorilla: "dur-gorilla", trigger: "manual" });
     expect(datasync).toHaveBeenCalledTimes(2);
-    // Both writes of one turn of the loop share a transaction and a flush.
+    // Transactions made together take turns on the connection, but share a flush.
     await Promise.all([
-      store.gorillas.runs.finish(run.id, { outcome: "ok", usage: { input_tokens: 1, output_tokens: 1 } }),
-      store.gorillas.recordFire("dur-gorilla", new Date().toISOString()),
+      gorillas.runs.finish(run.id, { outcome: "ok", usage: { input_tokens: 1, output_tokens: 1 } }),
+      gorillas.recordFire("dur-gorilla", new Date().toISOString()),
     ]);
     expect(datasync).toHaveBeenCalledTimes(3);
-    await store.gorillas.state("dur-gorilla");
-    await store.gorillas.states();
-    await store.gorillas.runs.get(run.id);
-    await store.gorillas.runs.list("dur-gorilla", { limit: 5 });
+    await gorillas.state("dur-gorilla");
+    await gorillas.states();
+    await gorillas.runs.get(run.id);
+    await gorillas.runs.list("dur-gorilla", { limit: 5 });
     expect(datasync).toHaveBeenCalledTimes(3);
   });
 
   it("concurrent writes share flushes", async () => {
     const datasync = vi.spyOn(FileHandle, "datasync");
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.creeds.put(`f${i}`, creed(i))));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.fighters.insert(other(`f${i}`))));
     expect(datasync).toHaveBeenCalledTimes(1);
   });
 });

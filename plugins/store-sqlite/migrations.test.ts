@@ -5,6 +5,7 @@ import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../sdk/index.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
+import { createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
@@ -48,6 +49,7 @@ async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
+  // Numbers are not contiguous (each move of issue 29 took its own): the next is past the highest.
   const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
   it("records each migration with its checksum and applies nothing twice", () => {
@@ -76,6 +78,8 @@ describe("migrate", () => {
       [12, "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d"],
       [13, "1c8c394fb70c7ea241ed5d1d0dfcb9ef4c4a930e9d754804674ab709af0f3233"],
       [14, "75ab8a7818a539998b8b0d24ddbd4c9b958d172b6831c25f44479a54218a103a"],
+      [15, "988eb93c982ef6d90561e588e0945f0a9acdd34bc63b172b3214da6814b2111b"],
+      [18, "5113d0c59e4b3ecc49b57cc285749b81b37cda34656d0f1598c4eb1a5e5adb73"],
       [19, "969223b6fcb5c0a5d5829af154bf2cf1301c73d0cb6fb8406c08f15827533109"],
     ]);
   });
@@ -163,13 +167,6 @@ describe("store-sqlite upgrade", () => {
           matches: 1,
         },
       ]);
-      await store.relationships.record(
-        "ada",
-        { with: "bob", kind: "fighter" },
-        "met",
-        "2026-01-01T00:00:00Z",
-      );
-      expect(await store.relationships.list("ada")).toMatchObject([{ with: "bob", exchanges: 1 }]);
       expect(await graphOf(store).add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
         entities_added: 1,
       });
@@ -376,5 +373,68 @@ describe("store-sqlite upgrade", () => {
       .all();
     db.close();
     expect(left).toEqual([]);
+  });
+
+  it("applies migration 15: Creeds and relationships become identity-creed's collections, in their order", async () => {
+    const { home, old } = await oldDatabase(MIGRATIONS.findIndex((m) => m.version === 15));
+    const creed = (identity: string) => ({
+      identity,
+      traits: ["warm"],
+      directives: ["be brief"],
+      observations: [{ text: "likes tea", confidence: 0.5, seen: 1, last_seen: "2026-01-02T00:00:00.000Z" }],
+      counters: { bouts: 1, conversations: 2, messages: 4 },
+      updated_at: "2026-01-02T00:00:00.000Z",
+    });
+    // As the Store's creeds.put and relationships.record wrote them before migration 15.
+    const putCreed = old.prepare(
+      `INSERT INTO creeds (fighter_name, document, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (fighter_name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
+    );
+    putCreed.run("ada", JSON.stringify(creed("first")), "2026-01-01T00:00:00.000Z");
+    putCreed.run("bob", JSON.stringify(creed("Bob")), "2026-01-01T00:00:00.000Z");
+    putCreed.run("ada", JSON.stringify(creed("Ada")), "2026-01-02T00:00:00.000Z");
+    const record = old.prepare(
+      `INSERT INTO relationships (fighter_name, other, kind, exchanges, last_contact, note)
+       VALUES (@fighter_name, @other, @kind, 1, @at, @note)
+       ON CONFLICT (fighter_name, other) DO UPDATE SET exchanges = exchanges + 1,
+         kind = excluded.kind, last_contact = excluded.last_contact, note = excluded.note`,
+    );
+    const at = (day: number) => `2026-01-0${day}T00:00:00.000Z`;
+    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(1), note: "met" });
+    record.run({ fighter_name: "ada", other: "telegram:42", kind: "user", at: at(2), note: "hi" });
+    record.run({ fighter_name: "ada", other: "carol", kind: "fighter", at: at(2), note: "same day" });
+    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(3), note: "again" });
+    record.run({ fighter_name: "bob", other: "ada", kind: "fighter", at: at(3), note: "heard" });
+    old.close();
+
+    const store = await open(home);
+    try {
+      const { creeds, relationships } = createIdentityRecords(
+        pluginData(store, join(PLUGINS, "identity-creed")),
+      );
+      expect(await creeds.get("ada")).toEqual(creed("Ada"));
+      expect(await creeds.get("bob")).toEqual(creed("Bob"));
+      // The latest contact first; on the same day, the later written first, as before.
+      expect(await relationships.list("ada")).toEqual([
+        { with: "bob", kind: "fighter", exchanges: 2, last_contact: at(3), note: "again" },
+        { with: "carol", kind: "fighter", exchanges: 1, last_contact: at(2), note: "same day" },
+        { with: "telegram:42", kind: "user", exchanges: 1, last_contact: at(2), note: "hi" },
+      ]);
+      expect(await relationships.list("bob")).toEqual([
+        { with: "ada", kind: "fighter", exchanges: 1, last_contact: at(3), note: "heard" },
+      ]);
+      // What was migrated is written on as the plugin writes.
+      await relationships.record("ada", { with: "bob", kind: "fighter" }, "third", at(4));
+      expect((await relationships.list("ada"))[0]).toMatchObject({ with: "bob", exchanges: 3 });
+      await creeds.put("ada", { ...creed("Ada"), traits: ["warm", "wise"] });
+      expect((await creeds.get("ada"))?.traits).toEqual(["warm", "wise"]);
+    } finally {
+      await store.close();
+    }
+    const db = await keyedDb(home, SALT);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+    expect(tables).not.toContain("creeds");
+    expect(tables).not.toContain("relationships");
+    db.close();
   });
 });

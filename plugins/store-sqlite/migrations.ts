@@ -425,6 +425,62 @@ DROP TABLE kg_entities;
 `,
   },
   {
+    version: 15,
+    name: "creeds and relationships to identity-creed's collections",
+    sql: `
+-- Creeds and relationships are the identity-creed plugin's own data now (its plugin.json), kept in
+-- collection_rows in the order they were written; the tables go.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'identity-creed', 'creeds', fighter_name, json_object(
+  'fighter', fighter_name,
+  'identity', json_extract(document, '$.identity'),
+  'traits', json(json_extract(document, '$.traits')),
+  'directives', json(json_extract(document, '$.directives')),
+  'observations', json(json_extract(document, '$.observations')),
+  'counters', json(json_extract(document, '$.counters')),
+  'updated_at', json_extract(document, '$.updated_at'))
+FROM creeds ORDER BY rowid;
+DROP TABLE creeds;
+
+-- Keyed by "<fighter>/<other>": a fighter's name never holds a "/".
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'identity-creed', 'relationships', fighter_name || '/' || other, json_object(
+  'id', fighter_name || '/' || other,
+  'fighter', fighter_name,
+  'with', other,
+  'kind', kind,
+  'exchanges', exchanges,
+  'last_contact', last_contact,
+  'note', note)
+FROM relationships ORDER BY rowid;
+DROP TABLE relationships;
+`,
+  },
+  {
+    version: 18,
+    name: "gorillas to collections",
+    sql: `
+-- The gorilla runtime keeps its states and runs in the collections its scheduler plugins declare
+-- (namespace "gorillas"). json_patch onto {} drops the NULL columns: an absent field stays absent.
+-- A run holds running_gorilla only while running (the unique that keeps one running run per
+-- gorilla). Runs are copied in seq order, so ties in started_at keep the order they were recorded.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'gorillas', name, json_patch('{}', json_object(
+  'name', name, 'desired', desired, 'changed_at', changed_at, 'last_fire_at', last_fire_at))
+FROM gorillas ORDER BY rowid;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'gorillas', 'runs', id, json_patch('{}', json_object(
+  'id', id, 'gorilla', gorilla, 'trigger', trigger, 'started_at', started_at,
+  'finished_at', finished_at, 'outcome', outcome,
+  'usage', json_object('input_tokens', input_tokens, 'output_tokens', output_tokens),
+  'output', output, 'error', error, 'bout_id', bout_id,
+  'running_gorilla', CASE WHEN outcome = 'running' THEN gorilla END))
+FROM gorilla_runs ORDER BY seq;
+DROP TABLE gorilla_runs;
+DROP TABLE gorillas;
+`,
+  },
+  {
     version: 19,
     name: "troops to troops-local collections",
     sql: `

@@ -8,8 +8,6 @@ import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../..
 import { SparError } from "../../sdk/index.js";
 import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
-import { createGorillas } from "./gorillas.js";
-import { createCreeds, createRelationships } from "./identity.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
 import { createSchedules } from "./schedules.js";
@@ -153,10 +151,7 @@ export function createSqliteStore(db: Database.Database): StoreData {
     summaries: {
       get: (boutId) => s.summary.get(boutId),
     },
-    creeds: createCreeds(db, now),
-    relationships: createRelationships(db),
     schedules: createSchedules(db, requireLiveFighter),
-    gorillas: createGorillas(db, { now, requireBout }),
     channelBouts: createChannelBouts(db, { now, requireBout }),
     channelDeliveries: createChannelDeliveries(db),
     channelChats: createChannelChats(db),

@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CreedDocument, FighterRow, Store } from "../../sdk/index.js";
+import type { FighterRow, Store } from "../../sdk/index.js";
 import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
+import { type CreedDocument, createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
@@ -51,6 +52,11 @@ function creed(identity: string): CreedDocument {
     counters: { bouts: 1, conversations: 2, messages: 3 },
     updated_at: "2026-01-02T00:00:00.000Z",
   };
+}
+
+/** identity-creed's records (a plugin's collections) over the store, as its `api.data` holds them. */
+function identity(store: Store) {
+  return createIdentityRecords(pluginData(store, join(PLUGINS, "identity-creed")));
 }
 
 function sha256(path: string): string {
@@ -114,8 +120,8 @@ describe("store-sqlite lifecycle", () => {
       MARKER,
     );
     await store.messages.compact(bout.id, 1, `summary of ${MARKER}`);
-    await store.creeds.put("ada", creed(MARKER));
-    await store.relationships.record(
+    await identity(store).creeds.put("ada", creed(MARKER));
+    await identity(store).relationships.record(
       "ada",
       { with: "bob", kind: "fighter" },
       MARKER,
@@ -144,7 +150,7 @@ describe("store-sqlite lifecycle", () => {
     const bytes = dbBytes(home);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(MARKER)).toBe(false);
-    for (const table of ["fighters", "creeds", "collection_rows", "bout_summaries", "turns", "idempotency"]) {
+    for (const table of ["fighters", "collection_rows", "bout_summaries", "turns", "idempotency"]) {
       expect(bytes.includes(table)).toBe(false);
     }
   });
@@ -163,7 +169,7 @@ describe("store-sqlite lifecycle", () => {
     try {
       expect(await store.fighters.list()).toEqual([ada, bob]);
       expect((await store.messages.list(boutId)).map((m) => m.content)).toContain(`Done: ${MARKER}`);
-      expect(await store.creeds.get("ada")).toEqual(creed(MARKER));
+      expect(await identity(store).creeds.get("ada")).toEqual(creed(MARKER));
     } finally {
       await store.close();
     }

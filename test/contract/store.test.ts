@@ -17,9 +17,7 @@ import { SparError } from "../../sdk/errors.js";
 import type {
   BoutRecord,
   ChatMessage,
-  CreedDocument,
   FighterRow,
-  GorillaRunRecord,
   ScheduleRecord,
   Store,
   StoredReply,
@@ -163,17 +161,6 @@ function isIncreasing(values: number[]): boolean {
 
 const day = (days: number): string =>
   new Date(Date.parse("2026-03-01T00:00:00.000Z") + days * 86_400_000).toISOString();
-
-function creed(identity: string): CreedDocument {
-  return {
-    identity,
-    traits: ["patient", "curious"],
-    directives: ["cite sources"],
-    observations: [{ text: "user prefers French", confidence: 0.8, seen: 3, last_seen: day(1) }],
-    counters: { bouts: 2, conversations: 1, messages: 9 },
-    updated_at: day(1),
-  };
-}
 
 for (const factory of FACTORIES) {
   const title = `store contract: ${factory.name}${factory.skip ? ` (${factory.skip})` : ""}`;
@@ -706,254 +693,6 @@ for (const factory of FACTORIES) {
       });
     });
 
-    describe("gorillas", () => {
-      /** A gorilla name no other test uses. */
-      const gorilla = (prefix = "gorilla") => `${prefix}-${randomUUID().slice(0, 8)}`;
-      const noUsage = { input_tokens: 0, output_tokens: 0 };
-      const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-      /** A run that started and ended at `at` (skipped: the quickest way to place a run in time). */
-      const runAt = (name: string, at: string) =>
-        store.gorillas.runs.skipped({ gorilla: name, at, reason: "r" });
-
-      it("keeps the desired state by name; changed_at moves only when it changes; fires are kept", async () => {
-        const [kong, joe] = [gorilla("kong"), gorilla("joe")];
-        expect(await store.gorillas.state(kong)).toBeUndefined();
-
-        const unleashed = await store.gorillas.setDesired(kong, "unleashed");
-        expect(unleashed).toEqual({ name: kong, desired: "unleashed", changed_at: expect.any(String) });
-        expect(await store.gorillas.state(kong)).toEqual(unleashed);
-        // The same again changes nothing, not even when.
-        expect(await store.gorillas.setDesired(kong, "unleashed")).toEqual(unleashed);
-
-        const caged = await store.gorillas.setDesired(kong, "caged");
-        expect(caged.desired).toBe("caged");
-        expect(Date.parse(caged.changed_at)).toBeGreaterThan(Date.parse(unleashed.changed_at));
-
-        expect(await store.gorillas.recordFire(kong, day(2))).toEqual({ ...caged, last_fire_at: day(2) });
-        expect(await store.gorillas.recordFire(kong, day(3))).toEqual({ ...caged, last_fire_at: day(3) });
-        // A fire of a gorilla with no state yet (a manual run of a caged one) records it caged.
-        expect(await store.gorillas.recordFire(joe, day(1))).toEqual({
-          name: joe,
-          desired: "caged",
-          changed_at: expect.any(String),
-          last_fire_at: day(1),
-        });
-
-        const ours = (await store.gorillas.states()).filter((s) => s.name === kong || s.name === joe);
-        expect(ours).toEqual(
-          [await store.gorillas.state(kong), await store.gorillas.state(joe)].sort((a, b) =>
-            (a?.name ?? "").localeCompare(b?.name ?? ""),
-          ),
-        );
-      });
-
-      it("refuses a desired state, a name or a time it cannot keep (VALIDATION_FAILED)", async () => {
-        const mo = gorilla("mo");
-        await expectCode(store.gorillas.setDesired(mo, "rampaging" as "caged"), "VALIDATION_FAILED");
-        await expectCode(store.gorillas.setDesired("", "caged"), "VALIDATION_FAILED");
-        await expectCode(store.gorillas.recordFire(mo, "yesterday-ish"), "VALIDATION_FAILED");
-        expect(await store.gorillas.state(mo)).toBeUndefined();
-      });
-
-      it("runs a cycle: begin records it running, finish ends it once, and an ended run never changes", async () => {
-        const [ape, pilot] = [gorilla("ape"), await newFighter(store)];
-        const { bout } = await exchange(store, pilot, "the cycle's bout");
-        const pending = store.gorillas.runs.begin({ gorilla: ape, trigger: "schedule", started_at: day(1) });
-        expect(pending).toBeInstanceOf(Promise);
-        const run = await pending;
-        expect(run).toEqual({
-          id: expect.stringMatching(UUID),
-          gorilla: ape,
-          trigger: "schedule",
-          started_at: day(1),
-          outcome: "running",
-          usage: noUsage,
-        });
-        expect(await store.gorillas.runs.get(run.id)).toEqual(run);
-
-        const done = await store.gorillas.runs.finish(run.id, {
-          outcome: "ok",
-          usage: { input_tokens: 120, output_tokens: 45 },
-          output: "Three new sources; two agree.",
-          finished_at: day(1.5),
-          bout_id: bout.id,
-        });
-        expect(done).toEqual({
-          ...run,
-          outcome: "ok",
-          finished_at: day(1.5),
-          usage: { input_tokens: 120, output_tokens: 45 },
-          output: "Three new sources; two agree.",
-          bout_id: bout.id,
-        });
-        expect(await store.gorillas.runs.get(run.id)).toEqual(done);
-
-        await expectCode(
-          store.gorillas.runs.finish(run.id, { outcome: "failed", usage: noUsage, error: "late" }),
-          "CONFLICT",
-        );
-        expect(await store.gorillas.runs.get(run.id)).toEqual(done);
-        await expectCode(
-          store.gorillas.runs.finish(randomUUID(), { outcome: "ok", usage: noUsage }),
-          "NOT_FOUND",
-        );
-        expect(await store.gorillas.runs.get(randomUUID())).toBeUndefined();
-      });
-
-      it("has at most one running run per gorilla; failed and aborted runs keep their error", async () => {
-        const [bo, other] = [gorilla("bo"), gorilla("other")];
-        const first = await store.gorillas.runs.begin({ gorilla: bo, trigger: "manual" });
-        expect(Date.parse(first.started_at)).not.toBeNaN();
-        await expectCode(store.gorillas.runs.begin({ gorilla: bo, trigger: "schedule" }), "CONFLICT");
-        const elsewhere = await store.gorillas.runs.begin({ gorilla: other, trigger: "catch_up" });
-        expect(elsewhere).toMatchObject({ gorilla: other, trigger: "catch_up", outcome: "running" });
-
-        // Refused ends leave the run running.
-        await expectCode(
-          store.gorillas.runs.finish(first.id, { outcome: "skipped" as "ok", usage: noUsage }),
-          "VALIDATION_FAILED",
-        );
-        await expectCode(
-          store.gorillas.runs.finish(first.id, {
-            outcome: "ok",
-            usage: { input_tokens: -1, output_tokens: 0 },
-          }),
-          "VALIDATION_FAILED",
-        );
-        await expectCode(
-          store.gorillas.runs.finish(first.id, { outcome: "ok", usage: noUsage, bout_id: randomUUID() }),
-          "BOUT_NOT_FOUND",
-        );
-        expect(await store.gorillas.runs.get(first.id)).toEqual(first);
-
-        const failed = await store.gorillas.runs.finish(first.id, {
-          outcome: "failed",
-          usage: { input_tokens: 900, output_tokens: 100 },
-          error: "max_tokens reached (1000)",
-        });
-        expect(failed).toMatchObject({ outcome: "failed", error: "max_tokens reached (1000)" });
-        expect(failed).not.toHaveProperty("output");
-        expect(Date.parse(failed.finished_at ?? "")).toBeGreaterThanOrEqual(Date.parse(first.started_at));
-
-        const second = await store.gorillas.runs.begin({ gorilla: bo, trigger: "schedule" });
-        const aborted = await store.gorillas.runs.finish(second.id, {
-          outcome: "aborted",
-          usage: { input_tokens: 3, output_tokens: 0 },
-          error: "caged",
-        });
-        expect(aborted).toMatchObject({ id: second.id, outcome: "aborted", error: "caged" });
-        await store.gorillas.runs.finish(elsewhere.id, { outcome: "ok", usage: noUsage, output: "" });
-        expect(await store.gorillas.runs.get(elsewhere.id)).toMatchObject({ output: "" });
-      });
-
-      it("cuts an output past 256 KiB of UTF-8 to fit, with a marker, never splitting a character", async () => {
-        const big = gorilla("big");
-        const end = async (output: string) => {
-          const run = await store.gorillas.runs.begin({ gorilla: big, trigger: "manual" });
-          await store.gorillas.runs.finish(run.id, { outcome: "ok", usage: noUsage, output });
-          return (await store.gorillas.runs.get(run.id))?.output ?? "";
-        };
-        const exact = "a".repeat(256 * 1024);
-        expect(await end(exact)).toBe(exact);
-
-        const long = "é".repeat(200_000); // 400,000 bytes
-        const kept = await end(long);
-        const marker = "\n[cut: 400000 bytes in all]";
-        expect(kept.endsWith(marker)).toBe(true);
-        expect(Buffer.byteLength(kept, "utf8")).toBeLessThanOrEqual(256 * 1024);
-        const head = kept.slice(0, -marker.length);
-        expect(head.length).toBeGreaterThan(100_000);
-        expect(head).toBe("é".repeat(head.length));
-      });
-
-      it("records a skipped fire as a run that ended when it started, with the reason", async () => {
-        const cy = gorilla("cy");
-        const running = await store.gorillas.runs.begin({
-          gorilla: cy,
-          trigger: "schedule",
-          started_at: day(1),
-        });
-        const skipped = await store.gorillas.runs.skipped({
-          gorilla: cy,
-          at: day(1.25),
-          reason: "a cycle was still running",
-        });
-        expect(skipped).toEqual({
-          id: expect.stringMatching(UUID),
-          gorilla: cy,
-          trigger: "schedule",
-          started_at: day(1.25),
-          finished_at: day(1.25),
-          outcome: "skipped",
-          usage: noUsage,
-          error: "a cycle was still running",
-        });
-        expect(await store.gorillas.runs.get(skipped.id)).toEqual(skipped);
-        const missed = await store.gorillas.runs.skipped({
-          gorilla: cy,
-          at: day(0.5),
-          reason: "missed while the daemon was down",
-          trigger: "catch_up",
-        });
-        expect(missed).toMatchObject({ trigger: "catch_up", outcome: "skipped" });
-        await expectCode(
-          store.gorillas.runs.finish(skipped.id, { outcome: "ok", usage: noUsage }),
-          "CONFLICT",
-        );
-        expect(await store.gorillas.runs.get(running.id)).toEqual(running);
-      });
-
-      it("lists runs newest first, a page at a time after a run id, ties in the order recorded", async () => {
-        const [dee, ely] = [gorilla("dee"), gorilla("ely")];
-        const d1 = await runAt(dee, day(1));
-        const d3 = await runAt(dee, day(3));
-        const d2a = await runAt(dee, day(2));
-        const d2b = await runAt(dee, day(2));
-        const d4 = await store.gorillas.runs.begin({ gorilla: dee, trigger: "manual", started_at: day(4) });
-        await runAt(ely, day(5));
-        const ids = (runs: { id: string }[]) => runs.map((r) => r.id);
-
-        expect(ids(await store.gorillas.runs.list(dee, { limit: 10 }))).toEqual(ids([d4, d3, d2b, d2a, d1]));
-        const page1 = await store.gorillas.runs.list(dee, { limit: 2 });
-        expect(page1).toEqual([d4, d3]);
-        const page2 = await store.gorillas.runs.list(dee, { limit: 2, before: d3.id });
-        expect(ids(page2)).toEqual(ids([d2b, d2a]));
-        const page3 = await store.gorillas.runs.list(dee, { limit: 2, before: d2a.id });
-        expect(ids(page3)).toEqual(ids([d1]));
-        expect(await store.gorillas.runs.list(dee, { limit: 2, before: d1.id })).toEqual([]);
-        expect(await store.gorillas.runs.list(gorilla("nobody"), { limit: 5 })).toEqual([]);
-
-        const elys = await store.gorillas.runs.list(ely, { limit: 5 });
-        expect(elys).toHaveLength(1);
-        await expectCode(store.gorillas.runs.list(dee, { limit: 2, before: elys[0]?.id }), "NOT_FOUND");
-        await expectCode(store.gorillas.runs.list(dee, { limit: 2, before: randomUUID() }), "NOT_FOUND");
-        await expectCode(store.gorillas.runs.list(dee, { limit: 0 }), "VALIDATION_FAILED");
-      });
-
-      it("prunes to the newest runs of one gorilla, never a running one", async () => {
-        const [fay, gus] = [gorilla("fay"), gorilla("gus")];
-        const running = await store.gorillas.runs.begin({
-          gorilla: fay,
-          trigger: "schedule",
-          started_at: day(0),
-        });
-        const ended = [];
-        for (const d of [1, 2, 3, 4, 5]) ended.push(await runAt(fay, day(d)));
-        const theirs = [await runAt(gus, day(1)), await runAt(gus, day(2))];
-        const ids = async (name: string) =>
-          (await store.gorillas.runs.list(name, { limit: 50 })).map((r) => r.id);
-
-        expect(await store.gorillas.runs.prune(fay, 2)).toBe(3);
-        expect(await ids(fay)).toEqual([ended[4]?.id, ended[3]?.id, running.id]);
-        expect(await store.gorillas.runs.get(ended[0]?.id ?? "")).toBeUndefined();
-        expect(await store.gorillas.runs.prune(fay, 2)).toBe(0);
-        expect(await store.gorillas.runs.prune(fay, 0)).toBe(2);
-        expect(await ids(fay)).toEqual([running.id]);
-        expect(await ids(gus)).toEqual([theirs[1]?.id, theirs[0]?.id]);
-        await expectCode(store.gorillas.runs.prune(fay, -1), "VALIDATION_FAILED");
-      });
-    });
-
     describe("channel bouts", () => {
       it("keeps one bout per platform, chat and fighter, replaced on set", async () => {
         const fighter = await newFighter(store);
@@ -1024,43 +763,6 @@ for (const factory of FACTORIES) {
         expect(await store.channelChats.reached("slack", "42", fighter.id)).toBe(false);
         expect(await store.channelChats.reached("telegram", "43", fighter.id)).toBe(false);
         await expectCode(store.channelChats.reached("telegram", "", fighter.id), "VALIDATION_FAILED");
-      });
-    });
-
-    describe("creeds", () => {
-      it("round-trips a creed by fighter name, replaces it, and keeps it past a kill", async () => {
-        const wes = await newFighter(store);
-        expect(await store.creeds.get(wes.name)).toBeUndefined();
-        await store.creeds.put(wes.name, creed("A careful fighter"));
-        expect(await store.creeds.get(wes.name)).toEqual(creed("A careful fighter"));
-
-        const grown = {
-          ...creed("A wiser fighter"),
-          traits: [],
-          counters: { bouts: 3, conversations: 2, messages: 12 },
-        };
-        await store.creeds.put(wes.name, grown);
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-
-        await store.fighters.kill(wes.id);
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-        await store.fighters.insert({ ...fighterRow(), name: wes.name });
-        expect(await store.creeds.get(wes.name)).toEqual(grown);
-        expect(await store.creeds.get(`${wes.name}-twin`)).toBeUndefined();
-      });
-    });
-
-    describe("relationships", () => {
-      it("counts exchanges per other side, keeps the newest note, lists the latest contact first", async () => {
-        const me = fighterRow().name;
-        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "met", day(1));
-        await store.relationships.record(me, { with: "telegram:42", kind: "user" }, "hi", day(2));
-        await store.relationships.record(me, { with: "lou", kind: "fighter" }, "again", day(3));
-        expect(await store.relationships.list(me)).toEqual([
-          { with: "lou", kind: "fighter", exchanges: 2, last_contact: day(3), note: "again" },
-          { with: "telegram:42", kind: "user", exchanges: 1, last_contact: day(2), note: "hi" },
-        ]);
-        expect(await store.relationships.list("lou")).toEqual([]);
       });
     });
 
@@ -1171,8 +873,6 @@ for (const factory of FACTORIES) {
       const reply: StoredReply = { ok: true, result: { text: "ok" } };
       let gus: FighterRow;
       let turns: { done: TurnRecord; left: TurnRecord; lone: TurnRecord };
-      const kong = `kong-${randomUUID().slice(0, 8)}`;
-      let cycles: { done: GorillaRunRecord; left: GorillaRunRecord };
 
       /** Everything the store holds about `gus`, read through the interface. */
       async function everything(s: Store) {
@@ -1184,12 +884,8 @@ for (const factory of FACTORIES) {
           turns: await Promise.all(bouts.map((b) => s.turns.list(b.id))),
           summaries: await Promise.all(bouts.map((b) => s.summaries.get(b.id))),
           keys: [await s.idempotency.get(keys.done), await s.idempotency.get(keys.left)],
-          creed: await s.creeds.get(gus.name),
-          relationships: await s.relationships.list(gus.name),
           usage: await s.usage.summary(gus.id),
           schedules: await s.schedules.list(gus.id),
-          gorilla: await s.gorillas.state(kong),
-          runs: await s.gorillas.runs.list(kong, { limit: 10 }),
         };
       }
 
@@ -1217,8 +913,6 @@ for (const factory of FACTORIES) {
         const lone = await begin(first, gus, "also interrupted");
         turns = { done: finished, left: left.turn, lone: lone.turn };
         await first.messages.compact(done.bout.id, 2, "asked about tea");
-        await first.creeds.put(gus.name, creed("Tea lover"));
-        await first.relationships.record(gus.name, { with: "telegram:7", kind: "user" }, "asked", day(1));
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
         await first.schedules.add({
           id: randomUUID(),
@@ -1228,32 +922,8 @@ for (const factory of FACTORIES) {
           next_run_at: day(2),
           created_at: day(1),
         });
-        await first.gorillas.setDesired(kong, "unleashed");
-        await first.gorillas.recordFire(kong, day(2));
-        const cycle = await first.gorillas.runs.begin({
-          gorilla: kong,
-          trigger: "schedule",
-          started_at: day(1),
-        });
-        cycles = {
-          done: await first.gorillas.runs.finish(cycle.id, {
-            outcome: "ok",
-            usage: { input_tokens: 5, output_tokens: 2 },
-            output: "tea prices steady",
-            finished_at: day(1.1),
-            bout_id: done.bout.id,
-          }),
-          left: await first.gorillas.runs.begin({ gorilla: kong, trigger: "schedule", started_at: day(2) }),
-        };
-        await first.gorillas.runs.skipped({
-          gorilla: kong,
-          at: day(2.1),
-          reason: "a cycle was still running",
-        });
         const before = await everything(first);
         expect(before.schedules).toHaveLength(1);
-        expect(before.gorilla).toMatchObject({ desired: "unleashed", last_fire_at: day(2) });
-        expect(before.runs.map((r) => r.outcome)).toEqual(["skipped", "running", "ok"]);
         await first.close();
 
         reopened = await factory.open(home);
@@ -1297,23 +967,6 @@ for (const factory of FACTORIES) {
         // The bout goes on after the restart.
         const next = await begin(store, gus, "again", { bout_id: turns.left.bout_id });
         expect((await store.messages.list(next.bout.id)).at(-1)).toMatchObject({ seq: messages.length + 1 });
-      });
-
-      it("gorilla runs left running fail at start (daemon restarted); the desired state is kept", async () => {
-        const store = reopened as Store;
-        expect(await store.gorillas.state(kong)).toMatchObject({ desired: "unleashed" });
-        expect(await store.gorillas.runs.abandon(day(3))).toBe(1);
-        expect(await store.gorillas.runs.get(cycles.left.id)).toEqual({
-          ...cycles.left,
-          outcome: "failed",
-          error: "daemon restarted",
-          finished_at: day(3),
-        });
-        expect(await store.gorillas.runs.get(cycles.done.id)).toEqual(cycles.done);
-        expect(await store.gorillas.runs.abandon(day(3))).toBe(0);
-        // The gorilla can run again.
-        const next = await store.gorillas.runs.begin({ gorilla: kong, trigger: "catch_up" });
-        expect(next.outcome).toBe("running");
       });
     });
   });

@@ -1,11 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type {
-  CreedDocument,
-  FighterMessageResult,
-  FighterRecord,
-  Relationship,
-  StoredMessage,
-} from "../../sdk/index.js";
+import type { CreedDocument, Relationship } from "../../plugins/identity-creed/records.js";
+import type { FighterMessageResult, FighterRecord, StoredMessage } from "../../sdk/index.js";
 
 /** What the identity plugin's GET /creed answers. */
 type CreedView = CreedDocument & { fighter: string };

@@ -37,7 +37,7 @@ async function dump(): Promise<string> {
     const rows: string[] = [];
     for (const { table_name } of tables.rows) {
       const out = await client.query<{ row: string }>(
-        // An alias no table has as a column name (collection_rows has a column t, which row_to_json(t) would take).
+        // An alias no table has as a column name (row_to_json(t) would take a column named t over a table aliased t).
         `SELECT row_to_json(dumped)::text AS row FROM "${SCHEMA}"."${table_name}" dumped`,
       );
       rows.push(`-- ${table_name}`, ...out.rows.map((r) => r.row));

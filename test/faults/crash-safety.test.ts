@@ -11,8 +11,9 @@
 
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import type { TroopTaskRecord } from "../../lib/troops/records.js";
-import type { FighterMessageResult, GorillaRunRecord, StoredMessage, TurnRecord } from "../../sdk/index.js";
+import type { FighterMessageResult, StoredMessage, TurnRecord } from "../../sdk/index.js";
 import type { BoutRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {

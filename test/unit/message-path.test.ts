@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { SparEvent } from "../../sdk/events.js";
+import type { TurnSummary } from "../../sdk/hooks.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
 import { type ConfigOverrides, createTestPath, deferred, outcome, type TestPath } from "./harness.js";
 
@@ -374,10 +375,14 @@ describe("call chains", () => {
     expect((await store.turns.list(bout?.id ?? "")).length).toBe(1);
   });
 
-  it("runs messageTo as the target's turn with the sender in its chain, recording both sides", async () => {
-    const { spawn, path, llm, store, addMove } = await setup();
+  it("runs messageTo as the target's turn with the sender in its chain, naming the sender to turn.end", async () => {
+    const { spawn, path, llm, store, addMove, hooks } = await setup();
     const alice = await spawn("alice");
     const bob = await spawn("bob");
+    const ended: TurnSummary[] = [];
+    hooks.turn.end.tapPromise("identity-test", async (turn) => {
+      ended.push(turn);
+    });
     let chain: readonly string[] = [];
     addMove("whoami", async (_input, context) => {
       chain = context.chain;
@@ -398,21 +403,9 @@ describe("call chains", () => {
     );
     expect(chain).toEqual([alice.id, bob.id]);
     expect(await store.bouts.list(alice.id)).toEqual([]);
-    expect(await store.relationships.list("alice")).toEqual([
-      expect.objectContaining({
-        with: "bob",
-        kind: "fighter",
-        exchanges: 1,
-        note: "last sent: hello bob, how are you?",
-      }),
-    ]);
-    expect(await store.relationships.list("bob")).toEqual([
-      expect.objectContaining({
-        with: "alice",
-        kind: "fighter",
-        exchanges: 1,
-        note: "last heard: hello bob, how are you?",
-      }),
+    // The words as alice wrote them: the identity plugin counts the exchange on both sides.
+    expect(ended.map((turn) => [turn.fighter.name, turn.sender])).toEqual([
+      ["bob", { kind: "fighter", name: "alice", content: "hello   bob,\nhow are you?" }],
     ]);
     expect((await refusal(path.messageTo("alice", alice.id, "me"))).code).toBe("VALIDATION_FAILED");
   });
