@@ -113,7 +113,7 @@ export const COMMANDS: CommandSpec[] = [
         summary: "Spawn a fighter of a bundled kind",
         options: [{ flag: "--name", value: "name", summary: "Its name (default: the kind)" }],
         more: async () => ({
-          kinds: (await import("../kernel/fighters/fighter-manifest.js")).templateNames(),
+          kinds: (await import("../lib/fighter-files.js")).templateNames(),
         }),
       },
       { name: "list", args: "", summary: "Every fighter, its state and model" },

@@ -1,5 +1,6 @@
 import { channelServices } from "../lib/channels/services.js";
 import { callerRefusal } from "../lib/fighter-chain.js";
+import { DEFAULT_FIGHTER_NAME, fighterTemplate } from "../lib/fighter-files.js";
 import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
@@ -13,7 +14,7 @@ import type { MoveListing, RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 import type { ModelSettings, ProviderDeclaration } from "../sdk/types.js";
 import { createBusSlot } from "./bus.js";
-import { DEFAULT_FIGHTER_NAME, fighterTemplate, matchGrants } from "./fighters/fighter-manifest.js";
+import { matchGrants } from "./fighters/fighter-manifest.js";
 import { createFighterRegistry } from "./fighters/fighter-registry.js";
 import { fighterServices } from "./fighters/fighter-services.js";
 import { createHooks } from "./hooks.js";

@@ -2,9 +2,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { nameSlug } from "../../kernel/fighters/fighter-manifest.js";
 import { loadConfig } from "../../kernel/host/config.js";
 import { checkSections } from "../../kernel/host/config-sections.js";
+import { nameSlug } from "../../lib/fighter-files.js";
 import { isLoopbackHost } from "../../lib/loopback.js";
 import type { Capability } from "../../sdk/types.js";
 import { type AuditInput, auditReport, auditSecurity, type FileFact } from "./security-audit.js";

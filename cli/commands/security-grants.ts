@@ -1,5 +1,5 @@
 import { basename, join, resolve } from "node:path";
-import { DEFAULT_FIGHTER_NAME, nameSlug } from "../../kernel/fighters/fighter-manifest.js";
+import { DEFAULT_FIGHTER_NAME, nameSlug } from "../../lib/fighter-files.js";
 import type { Capability } from "../../sdk/types.js";
 import type { AuditInput, FighterFact } from "./security-audit.js";
 import { type CheckResult, type Finding, shellWord } from "./security-finding.js";

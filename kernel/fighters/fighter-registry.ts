@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { DEFAULT_FIGHTER_NAME, fighterTemplate, templateNames } from "../../lib/fighter-files.js";
 import { SparError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
 import type { SpawnRequest } from "../../sdk/services.js";
@@ -10,12 +11,7 @@ import type {
   FighterStatus,
   ModelSettings,
 } from "../../sdk/types.js";
-import {
-  DEFAULT_FIGHTER_NAME,
-  fighterTemplate,
-  templateNames,
-  validateFighterManifest,
-} from "./fighter-manifest.js";
+import { validateFighterManifest } from "./fighter-manifest.js";
 
 /** A fighter in the registry: its stored row plus what only exists while the daemon runs. */
 export interface LiveFighter {

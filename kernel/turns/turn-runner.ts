@@ -1,4 +1,5 @@
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
+import { workspaceOf } from "../../lib/fighter-files.js";
 import { cancelledError } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
@@ -8,7 +9,7 @@ import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
 import type { ChatMessage, ModelSettings, MoveDeclaration } from "../../sdk/types.js";
-import { matchGrants, workspaceOf } from "../fighters/fighter-manifest.js";
+import { matchGrants } from "../fighters/fighter-manifest.js";
 import type { LiveFighter } from "../fighters/fighter-registry.js";
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
 import type { HistoryCache } from "./history-cache.js";

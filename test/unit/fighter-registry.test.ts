@@ -1,7 +1,7 @@
 /** The fighter registry against the real SQLite store: spawn, find, kill, and what survives a reload. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fighterTemplate } from "../../kernel/fighters/fighter-manifest.js";
 import { createFighterRegistry, type FighterRegistry } from "../../kernel/fighters/fighter-registry.js";
+import { fighterTemplate } from "../../lib/fighter-files.js";
 import { createEventBus } from "../../plugins/bus-local/events.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { SparEvent } from "../../sdk/events.js";
