@@ -163,7 +163,7 @@ export function createRing(options: RingOptions): Ring {
     },
     ...storeServices(requireStore),
     fighters: fighterServices(fighters, path, requireStore),
-    channels: channelServices(requireStore, configuredChannels, async (platform) => {
+    channels: channelServices(configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);
       return hooks.channel.resolve.promise(platform);
     }),

@@ -3,13 +3,11 @@ import type { RingServices } from "../sdk/services.js";
 import type { Store } from "../sdk/store-types.js";
 
 /**
- * The Ring's services that hand a call to the store as it is (bouts, schedules, the store itself).
- * Each looks the store up on use: it opens after the plugins holding these services are applied.
- * (No getters here: the Ring spreads this object into its services.)
+ * The Ring's services that hand a call to the store as it is (bouts, the store itself). Each looks
+ * the store up on use: it opens after the plugins holding these services are applied. (No getters
+ * here: the Ring spreads this object into its services.)
  */
-export function storeServices(
-  requireStore: () => Store,
-): Pick<RingServices, "bouts" | "schedules" | "store"> {
+export function storeServices(requireStore: () => Store): Pick<RingServices, "bouts" | "store"> {
   return {
     bouts: {
       async messages(boutId) {
@@ -24,12 +22,6 @@ export function storeServices(
           throw new SparError("BOUT_NOT_FOUND", `no bout with id "${boutId}"`);
         return db.turns.list(boutId);
       },
-    },
-    schedules: {
-      add: (record) => requireStore().schedules.add(record),
-      list: (fighterId) => requireStore().schedules.list(fighterId),
-      ran: (id, run) => requireStore().schedules.ran(id, run),
-      remove: (id, fighterId) => requireStore().schedules.remove(id, fighterId),
     },
     store: {
       health: () => requireStore().health(),

@@ -31,7 +31,8 @@ export const MAX_QUERY_ROWS = 10_000;
 /** The longest a transaction's function may hold the store. */
 export const TRANSACTION_TIMEOUT_MS = 10_000;
 const RESERVED = new Set(["transaction"]);
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+/** An ISO 8601 UTC time to the millisecond at most: what a `Date` holds. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 const HOUR_MS = 3_600_000;
 
 function invalid(plugin: string, where: string, problem: string): SparError {
@@ -187,13 +188,16 @@ export function checkDoc(scope: Scope, doc: Doc): Doc {
       if (!f.optional) throw dataError(scope, field, "is required");
       continue;
     }
-    checkValue(scope, field, f, value);
-    out[field] = value;
+    out[field] = checkValue(scope, field, f, value);
   }
   return out;
 }
 
-function checkValue(scope: Scope, field: string, f: FieldDeclaration, value: unknown): void {
+/**
+ * The value as stored, or VALIDATION_FAILED. A time is stored as `toISOString()` writes it (always three
+ * digits of milliseconds), so that stores compare times as strings in time order.
+ */
+function checkValue<T>(scope: Scope, field: string, f: FieldDeclaration, value: T): T {
   const shown = f.secret ? "a value" : JSON.stringify(value)?.slice(0, 60);
   const wrong = () => dataError(scope, field, `${shown} is not of type ${f.type}`);
   switch (f.type) {
@@ -212,7 +216,7 @@ function checkValue(scope: Scope, field: string, f: FieldDeclaration, value: unk
     case "time":
       if (typeof value !== "string" || !ISO_TIME.test(value) || Number.isNaN(Date.parse(value)))
         throw wrong();
-      break;
+      return new Date(value).toISOString() as T;
     case "json":
       if (JSON.stringify(value) === undefined) throw wrong();
       break;
@@ -221,6 +225,7 @@ function checkValue(scope: Scope, field: string, f: FieldDeclaration, value: unk
     const bytes = Buffer.byteLength(typeof value === "string" ? value : JSON.stringify(value), "utf8");
     if (bytes > f.max_bytes) throw dataError(scope, field, `is ${bytes} bytes, over its ${f.max_bytes}`);
   }
+  return value;
 }
 
 /** `where` as a store takes it: every field indexed, every value of the field's type. */
@@ -233,11 +238,9 @@ export function checkWhere(scope: Scope, where: Query["where"] = {}): StoredCond
     if (condition === null) {
       out.push({ field, op: "null" });
     } else if (typeof condition !== "object") {
-      checkValue(scope, field, f, condition);
-      out.push({ field, op: "eq", value: condition });
+      out.push({ field, op: "eq", value: checkValue(scope, field, f, condition) });
     } else if ("in" in condition) {
-      for (const v of condition.in) checkValue(scope, field, f, v);
-      out.push({ field, op: "in", values: [...condition.in] });
+      out.push({ field, op: "in", values: condition.in.map((v) => checkValue(scope, field, f, v)) });
     } else {
       if (!ORDERED.has(f.type))
         throw dataError(scope, field, `a range needs a time or number field, not ${f.type}`);
@@ -246,8 +249,7 @@ export function checkWhere(scope: Scope, where: Query["where"] = {}): StoredCond
       for (const [op, value] of ops) {
         if (!["lt", "lte", "gt", "gte"].includes(op))
           throw dataError(scope, field, `unknown condition "${op}"`);
-        checkValue(scope, field, f, value);
-        out.push({ field, op: op as "lt", value: value as string | number });
+        out.push({ field, op: op as "lt", value: checkValue(scope, field, f, value as string | number) });
       }
     }
   }

@@ -8,7 +8,11 @@
  * collection (`CollectionStore`).
  */
 
-/** A field's type. `time` is an ISO 8601 UTC timestamp (`new Date().toISOString()`): it orders as time. */
+/**
+ * A field's type. `time` is an ISO 8601 UTC timestamp to the millisecond at most
+ * (`2026-01-01T00:00:00Z`, `…00.5Z`); it is stored and read back as `toISOString()` writes it
+ * (`…00.500Z`), so it orders as time.
+ */
 export type FieldType = "string" | "integer" | "number" | "boolean" | "time" | "json";
 
 export interface FieldDeclaration {

@@ -22,7 +22,6 @@ type RingScalar = "version" | "startedAt" | "clustered";
 export const RING_GROUPS = [
   "fighters",
   "bouts",
-  "schedules",
   "strategies",
   "channels",
   "tunnel",

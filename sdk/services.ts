@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { Store, StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
+import type { StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
@@ -134,8 +134,6 @@ export interface RingServices {
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
     turns(boutId: string): Promise<TurnRecord[]>;
   };
-  /** Messages fighters scheduled for themselves (the schedule moves' substrate). */
-  readonly schedules: Store["schedules"];
   /** Troop strategies: named by manifests, imported when first used. */
   readonly strategies: {
     /** The names the enabled strategy plugins contribute (no plugin code imported). */
@@ -145,12 +143,6 @@ export interface RingServices {
   };
   /** Messaging platforms: the `[channels.<id>]` tables in config.toml, each served by its plugin. */
   readonly channels: {
-    /** The bout a chat talks to its fighter in, as stored. */
-    readonly bouts: Store["channelBouts"];
-    /** The deliveries already taken in (the replay check, across restarts), as stored. */
-    readonly deliveries: Store["channelDeliveries"];
-    /** The chats that reached each fighter through an allowed sender (`channel_notify`'s targets). */
-    readonly chats: Store["channelChats"];
     /** The platforms configured, whose plugins were activated at start (`onChannel:<id>`). */
     configured(): string[];
     /** The platform's adapter; undefined when it is not configured or no plugin provides it. */

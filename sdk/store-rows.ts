@@ -1,26 +1,6 @@
 /** The records the Store hands back and takes: usage, turns, health. */
 import type { ChatMessage, Usage } from "./types.js";
 
-/**
- * A message a fighter scheduled for itself: once at `next_run_at`, or on a cron expression (then
- * `next_run_at` moves on after each run). Kept until removed, run once, or its fighter is gone.
- */
-export interface ScheduleRecord {
-  id: string;
-  fighter_id: string;
-  message: string;
-  /** A five-field cron expression; absent for a one-time schedule. */
-  cron?: string;
-  /** IANA time zone the cron expression is read in (default UTC). */
-  timezone?: string;
-  /** When it runs next (ISO time). */
-  next_run_at: string;
-  created_at: string;
-  last_run_at?: string;
-  /** How the last run went: "completed", or the error code it failed with. */
-  last_status?: string;
-}
-
 export interface BoutSummary {
   bout_id: string;
   summary: string;

@@ -7,7 +7,6 @@ import type { CollectionStore } from "./collections.js";
 import type {
   BoutSummary,
   IdempotencyRecord,
-  ScheduleRecord,
   StoreCheck,
   StoreHealth,
   TurnEnd,
@@ -121,44 +120,6 @@ export interface Store {
      * has not expired. Forgets expired nonces as it goes.
      */
     claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean>;
-  };
-  readonly schedules: {
-    /** Adds a schedule for a live fighter (FIGHTER_NOT_FOUND otherwise). */
-    add(record: ScheduleRecord): Promise<void>;
-    /** One fighter's schedules, or everyone's; soonest first. */
-    list(fighterId?: string): Promise<ScheduleRecord[]>;
-    /** After a run: when it ran, how it went, and when it runs next (none: it is removed). */
-    ran(id: string, run: { at: string; status: string; next_run_at?: string }): Promise<void>;
-    /** Removes a schedule (only the fighter's own when `fighterId` is given); false when there was none. */
-    remove(id: string, fighterId?: string): Promise<boolean>;
-  };
-  /** The bout each channel chat talks to its fighter in (one conversation per chat). */
-  readonly channelBouts: {
-    get(platform: string, chat: string, fighterId: string): Promise<string | undefined>;
-    /** BOUT_NOT_FOUND for an unknown bout. */
-    set(platform: string, chat: string, fighterId: string, boutId: string): Promise<void>;
-  };
-  /**
-   * The channel deliveries already taken in, by platform and the platform's delivery id (Telegram's
-   * update_id, Slack's event_id, Discord's interaction or message id), so a delivery replayed after
-   * a restart is still a replay. Kept for a while, then pruned by age: each platform's own window
-   * (a delivery older than it is refused on its date) is shorter than what is kept.
-   */
-  readonly channelDeliveries: {
-    /** Records the delivery as seen at `at` (ISO time); false when it was already recorded. */
-    claim(platform: string, deliveryId: string, at: string): Promise<boolean>;
-    /** Forgets deliveries seen before `before` (ISO time); returns how many. */
-    prune(before: string): Promise<number>;
-  };
-  /**
-   * The chats that reached a fighter through a sender on the channel's allowlist: where its
-   * `channel_notify` may post (besides the targets its grant names).
-   */
-  readonly channelChats: {
-    /** Records (or touches) that `chat` of `platform` reached `fighterId`, at `at` (ISO time). */
-    record(platform: string, chat: string, fighterId: string, at: string): Promise<void>;
-    /** Whether `chat` of `platform` ever reached `fighterId` that way. */
-    reached(platform: string, chat: string, fighterId: string): Promise<boolean>;
   };
   readonly usage: {
     record(

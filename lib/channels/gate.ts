@@ -1,12 +1,12 @@
 /**
  * Who a channel lets in: senders on its allowlist, each at most `rate_per_minute` messages a
  * minute, and each delivery once (platforms redeliver what they think was lost, and an attacker who
- * captured one may replay it). The deliveries taken in are recorded in the store, so one replayed
- * after a restart is still a replay; they are kept `DELIVERIES_KEPT_MS`, longer than any platform's
- * window (a delivery older than its window is refused on its date before it reaches the gate). The
- * gate also counts what it refused, for `spar channel status`.
+ * captured one may replay it). The deliveries taken in are recorded in the kit's collection
+ * (records.ts), so one replayed after a restart is still a replay; they are kept two days (its
+ * retention), longer than any platform's window (a delivery older than its window is refused on its
+ * date before it reaches the gate). The gate also counts what it refused, for `spar channel status`.
  */
-import type { Store } from "../../sdk/store-types.js";
+import type { ChannelRecords } from "./records.js";
 
 export type GateVerdict = "ok" | "not_allowed" | "rate" | "replay";
 
@@ -21,22 +21,16 @@ export interface ChannelGate {
   readonly allowlistSize: number;
 }
 
-/**
- * How long a delivery id is remembered: two days, past the longest window (Telegram's message date,
- * a day, the time Telegram itself keeps an update it could not deliver).
- */
-export const DELIVERIES_KEPT_MS = 48 * 3_600_000;
-
-/** How often the store is asked to forget deliveries older than that. */
-const PRUNE_EVERY_MS = 3_600_000;
-
 export function createChannelGate(options: {
   platform: string;
   /** Sender ids, as the platform names them (Telegram numeric ids as strings). Empty: nobody. */
   allowlist: readonly string[];
   rate_per_minute: number;
-  /** The store's record of deliveries taken in (`() => ring.channels.deliveries`: the store opens after apply). */
-  deliveries: () => Store["channelDeliveries"];
+  /**
+   * The deliveries taken in (records.ts). Remembered two days (the collection's retention), past the
+   * longest window: Telegram's message date, a day, the time Telegram keeps an update it could not deliver.
+   */
+  deliveries: ChannelRecords["deliveries"];
   now?: () => number;
 }): ChannelGate {
   const { platform, deliveries } = options;
@@ -44,30 +38,17 @@ export function createChannelGate(options: {
   const now = options.now ?? Date.now;
   const recent = new Map<string, number[]>();
   const counts = { signature: 0, allowlist: 0, rate: 0, replay: 0, inbound: 0 };
-  let prunedAt = Number.NEGATIVE_INFINITY;
-
-  /** Forgets old deliveries now and then; a failure only means they are kept a little longer. */
-  function prune(at: number): void {
-    if (at - prunedAt < PRUNE_EVERY_MS) return;
-    prunedAt = at;
-    deliveries()
-      .prune(new Date(at - DELIVERIES_KEPT_MS).toISOString())
-      .catch(() => {
-        prunedAt = Number.NEGATIVE_INFINITY;
-      });
-  }
 
   return {
     async admit(sender, deliveryId) {
       const at = now();
-      // Claimed in the store first, in one statement: of two copies arriving at once (or at two
+      // Claimed in the store first, in one insert: of two copies arriving at once (or at two
       // daemons sharing the store), exactly one goes on. A store failure throws: the platform
       // retries a 500, and nothing runs twice.
-      if (!(await deliveries().claim(platform, deliveryId, new Date(at).toISOString()))) {
+      if (!(await deliveries.claim(platform, deliveryId, new Date(at).toISOString()))) {
         counts.replay += 1;
         return "replay";
       }
-      prune(at);
       if (!allowed.has(sender)) {
         counts.allowlist += 1;
         return "not_allowed";

@@ -1,12 +1,14 @@
 /**
  * What every channel does with a message that passed its gate: the chat's own bout with the
- * channel's fighter (one conversation per chat, kept in the store), a typing indicator while the turn
- * runs, the reply split to the platform's limit and posted, the turn's sender named (`<platform>:<id>`,
- * which the identity plugin counts on the fighter's relationships), the chat recorded as one the
- * fighter's `channel_notify` may post to, and `channel.inbound` / `channel.outbound` events. The
- * platform plugin supplies only the two calls that differ: `typing` and `post`.
+ * channel's fighter (one conversation per chat, kept in the kit's records), a typing indicator while
+ * the turn runs, the reply split to the platform's limit and posted, the turn's sender named
+ * (`<platform>:<id>`, which the identity plugin counts on the fighter's relationships), the chat
+ * recorded as one the fighter's `channel_notify` may post to, and `channel.inbound` /
+ * `channel.outbound` events. The platform plugin supplies only the two calls that differ: `typing`
+ * and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
+import type { ChannelRecords } from "./records.js";
 import { splitMessage } from "./split.js";
 
 export interface PlatformIo {
@@ -44,10 +46,12 @@ export function createChannelRelay(options: {
   fighter: string;
   io: PlatformIo;
   ring: RingServices;
+  /** Each chat's bout and the chats that reached the fighter (records.ts). */
+  records: Pick<ChannelRecords, "bouts" | "chats">;
   events: EventBus;
   log: Logger;
 }): ChannelRelay {
-  const { platform, io, ring, events, log } = options;
+  const { platform, io, ring, records, events, log } = options;
   const inFlight = new Set<Promise<void>>();
   const counts: ChannelRelay["counts"] = { outbound: 0 };
 
@@ -73,7 +77,7 @@ export function createChannelRelay(options: {
   async function turn(fighterId: string, chat: string, text: string, user: string) {
     const origin = `channel:${platform}:${chat}`;
     const sender = { kind: "user", user, platform } as const;
-    const boutId = await ring.channels.bouts.get(platform, chat, fighterId);
+    const boutId = await records.bouts.get(platform, chat, fighterId);
     if (boutId) {
       try {
         return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin, sender });
@@ -82,7 +86,7 @@ export function createChannelRelay(options: {
       }
     }
     const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin, sender });
-    await ring.channels.bouts.set(platform, chat, fighterId, reply.bout_id);
+    await records.bouts.set(platform, chat, fighterId, reply.bout_id);
     return reply;
   }
 
@@ -102,7 +106,7 @@ export function createChannelRelay(options: {
     events.publish({ kind: "channel.inbound", platform, chat, sender, fighter_id: fighterId });
     // Only an allowed sender's message gets here: the chat becomes one the fighter's channel_notify
     // may post to. Recorded before the turn, so a move in this very turn may answer there.
-    await ring.channels.chats
+    await records.chats
       .record(platform, chat, fighterId, new Date().toISOString())
       .catch((err: unknown) => log.warn("channel chat not recorded", { platform, error: String(err) }));
     const typing = () => io.typing(chat).catch(() => undefined);

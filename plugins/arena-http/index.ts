@@ -12,11 +12,11 @@ const SHUTDOWN_GRACE_MS = 3000;
 
 export default definePlugin<ArenaSettings>({
   id: "arena-http",
-  apply({ hooks, ring, events, log }, settings) {
+  apply({ hooks, ring, events, log, data }, settings) {
     // Routes and their schemas compile now, on the main thread, while the store derives its key on
     // the thread pool; the port opens only once the daemon is ready, so no request meets a closed store.
     const routes = createPluginRoutes();
-    const app = buildServer(ring, events, settings, log, routes);
+    const app = buildServer(ring, events, settings, log, routes, data);
     const compiled = new Promise<void>((done, fail) => app.ready((err) => (err ? fail(err) : done())));
     compiled.catch(() => undefined);
     let webhooks: FastifyInstance | undefined;

@@ -2,14 +2,23 @@
  * Which of a fighter's bouts an OpenAI-compatible chat request talks in. An OpenAI client re-sends
  * its whole history with every request, but a fighter keeps its own; so the request names a bout
  * instead: `X-Spar-Bout: <id>` continues that one and `X-Spar-Bout: new` starts one; otherwise the
- * `user` field keeps one bout per user string (stored like a channel chat's, under platform
- * `openai`, origin `channel:openai:<user>`), and without either the fighter's latest bout is
- * continued, as on the message route (origin `user`).
+ * `user` field keeps one bout per user string (in the Arena's own collection `openai_bouts`, like a
+ * channel chat's, of origin `channel:openai:<user>`), and without either the fighter's latest bout
+ * is continued, as on the message route (origin `user`).
  */
-import { isSparError, type RingServices } from "../../sdk/index.js";
+import { type Collection, isSparError, type PluginData } from "../../sdk/index.js";
 
-/** The platform name a user's bout is stored under (`ring.channels.bouts`). */
+/** The platform in a user's bout's origin (`channel:openai:<user>`), as a channel chat's. */
 export const OPENAI_PLATFORM = "openai";
+
+/** `arena-http/openai_bouts`: the bout a `user` talks to a fighter in. Keyed `["<user>","<fighter id>"]`. */
+export type OpenAiBoutDoc = {
+  id: string;
+  user: string;
+  fighter_id: string;
+  bout_id: string;
+  updated_at: string;
+};
 
 /** How a message selects its bout, and the origin a new one is recorded with (`MessageOptions`). */
 export type BoutOptions = { bout_id?: string; bout?: "new"; origin?: string };
@@ -34,8 +43,11 @@ export interface OpenAiBouts {
   run<T>(selection: BoutSelection, turn: TurnInBout<T>): Promise<T>;
 }
 
-/** `ring` is read at each request: the store opens after the Arena is built. */
-export function createOpenAiBouts(ring: RingServices): OpenAiBouts {
+/** `data` is the Arena's own (`api.data`): usable once the store is open, before any request. */
+export function createOpenAiBouts(data: PluginData): OpenAiBouts {
+  const stored = data.openai_bouts as Collection<OpenAiBoutDoc>;
+  const keyOf = (user: string, fighterId: string) => JSON.stringify([user, fighterId]);
+
   // Per fighter and user, the request that is choosing the user's bout: a second one waits until
   // the first one's bout is stored, so two first messages from one user share one bout.
   const choosing = new Map<string, Promise<void>>();
@@ -64,19 +76,29 @@ export function createOpenAiBouts(ring: RingServices): OpenAiBouts {
 
       const release = await lock(`${fighterId}\u0000${user}`);
       let remembered: Promise<void> = Promise.resolve();
-      let stored: string | undefined;
+      let known: string | undefined;
       const started = (boutId: string) => {
-        if (boutId === stored) return release();
-        remembered = ring.channels.bouts.set(OPENAI_PLATFORM, user, fighterId, boutId).finally(release);
+        if (boutId === known) return release();
+        // The turn was recorded in this bout: it exists, so there is nothing to check.
+        remembered = stored
+          .put({
+            id: keyOf(user, fighterId),
+            user,
+            fighter_id: fighterId,
+            bout_id: boutId,
+            updated_at: new Date().toISOString(),
+          })
+          .then(() => undefined)
+          .finally(release);
         // Awaited once the turn ends; handled now, so a failure meanwhile is not an unhandled rejection.
         remembered.catch(() => undefined);
       };
       const attempt = async () => {
         if (named) return turn(named, started);
-        stored = await ring.channels.bouts.get(OPENAI_PLATFORM, user, fighterId);
-        if (stored) {
+        known = (await stored.get(keyOf(user, fighterId)))?.bout_id;
+        if (known) {
           try {
-            return await turn({ bout_id: stored }, started);
+            return await turn({ bout_id: known }, started);
           } catch (err) {
             // The user's bout is gone: the user starts a new one, as a channel chat would.
             if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;

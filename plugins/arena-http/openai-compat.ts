@@ -7,7 +7,7 @@
  * Spar's, and is ignored.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isSparError, type Logger, type RingServices, SparError } from "../../sdk/index.js";
+import { isSparError, type Logger, type PluginData, type RingServices, SparError } from "../../sdk/index.js";
 import { createOpenAiBouts } from "./openai-bouts.js";
 import { toOpenAiError } from "./openai-errors.js";
 import {
@@ -29,9 +29,9 @@ type ChatRoute = { Body: ChatRequest; Headers: { "x-spar-bout"?: string } };
 /** The fighter a request without `model` talks to: the default one. */
 const DEFAULT_FIGHTER = "spar";
 
-/** The routes under `/v1`: `app.register(openAiRoutes(ring, log), { prefix: "/v1" })`. */
-export function openAiRoutes(ring: RingServices, log: Logger) {
-  const bouts = createOpenAiBouts(ring);
+/** The routes under `/v1`: `app.register(openAiRoutes(ring, log, data), { prefix: "/v1" })`. */
+export function openAiRoutes(ring: RingServices, log: Logger, data: PluginData) {
+  const bouts = createOpenAiBouts(data);
 
   /** The fighter `model` names; an unknown one is OpenAI's `model_not_found`. */
   async function fighterFor(model: string) {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { FastifyValidationResult } from "fastify/types/schema.js";
-import type { EventBus, Logger, RingServices } from "../../sdk/index.js";
+import type { EventBus, Logger, PluginData, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
 import { formatScope } from "../../sdk/kits/http.js";
 import { allowances, registerAccess } from "./access.js";
@@ -26,6 +26,8 @@ export function buildServer(
   config: Readonly<ArenaSettings>,
   log: Logger,
   routes: PluginRoutes,
+  /** The Arena's own collections: each OpenAI `user`'s bout (openai-bouts.ts). */
+  data: PluginData,
 ): FastifyInstance {
   const app = Fastify({
     logger: false,
@@ -90,7 +92,7 @@ export function buildServer(
   app.register(core, { prefix: "/api/v1" });
   app.register(core, { prefix: "/api" });
   // OpenAI's API shape, so any OpenAI client can talk to a fighter (`model` names it).
-  app.register(openAiRoutes(ring, log), { prefix: "/v1" });
+  app.register(openAiRoutes(ring, log, data), { prefix: "/v1" });
   // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.
   const methods = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
   app.route({

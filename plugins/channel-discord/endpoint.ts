@@ -13,6 +13,7 @@ import type { KeyObject } from "node:crypto";
 import type { REST } from "discord.js";
 import { Routes } from "discord.js";
 import type { ChannelGate } from "../../lib/channels/gate.js";
+import type { ChannelRecords } from "../../lib/channels/records.js";
 import { createChannelRelay, type PlatformIo } from "../../lib/channels/relay.js";
 import {
   discordDeliveryOk,
@@ -51,6 +52,7 @@ export function createAskRunner(options: {
   rest: REST;
   fighter: string;
   ring: RingServices;
+  records: Pick<ChannelRecords, "bouts" | "chats">;
   events: EventBus;
   log: Logger;
 }): AskRunner {

@@ -10,6 +10,7 @@
  */
 import { REST } from "discord.js";
 import { createChannelGate, type GateVerdict } from "../../lib/channels/gate.js";
+import { createChannelRecords } from "../../lib/channels/records.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { type ChannelAdapter, definePlugin, SparError } from "../../sdk/index.js";
 import { createAskRunner, interactionsRoute } from "./endpoint.js";
@@ -21,14 +22,15 @@ const SNOWFLAKE = /^\d{17,20}$/;
 
 export default definePlugin<{ "channels.discord": DiscordSettings }>({
   id: "channel-discord",
-  apply({ hooks, ring, events, log, env }, { "channels.discord": settings }) {
+  apply({ hooks, ring, events, log, env, data }, { "channels.discord": settings }) {
     const secrets = readSecrets(settings, env);
     const api = `${settings.api_root}/api`;
+    const records = createChannelRecords(data, ring);
     const gate = createChannelGate({
       platform: "discord",
       allowlist: settings.allowlist,
       rate_per_minute: settings.rate_per_minute,
-      deliveries: () => ring.channels.deliveries,
+      deliveries: records.deliveries,
     });
     // Its own REST client, so slash commands and their registration work whatever the gateway does.
     const rest = new REST({ api }).setToken(secrets.token);
@@ -65,10 +67,11 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
       fighter: settings.fighter,
       io: gateway.io,
       ring,
+      records,
       events,
       log,
     });
-    const asks = createAskRunner({ rest, fighter: settings.fighter, ring, events, log });
+    const asks = createAskRunner({ rest, fighter: settings.fighter, ring, records, events, log });
 
     hooks.arena.routes.tap((routes) => {
       routes.add(

@@ -11,6 +11,7 @@
 
 import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
+import { createChannelRecords } from "../../lib/channels/records.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
@@ -38,7 +39,7 @@ interface Connection {
 
 export default definePlugin<{ "channels.slack": SlackSettings }>({
   id: "channel-slack",
-  apply({ hooks, ring, events, log, env }, { "channels.slack": settings }) {
+  apply({ hooks, ring, events, log, env, data }, { "channels.slack": settings }) {
     const secrets = readSecrets(settings, env);
     warnAboutSettings({
       platform: "slack",
@@ -47,11 +48,12 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
       ids: "member ids",
       log,
     });
+    const records = createChannelRecords(data, ring);
     const gate = createChannelGate({
       platform: "slack",
       allowlist: settings.allowlist,
       rate_per_minute: settings.rate_per_minute,
-      deliveries: () => ring.channels.deliveries,
+      deliveries: records.deliveries,
     });
     const state: Connection = { connected: false };
     const bolt = createSlackBolt({
@@ -74,6 +76,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
         limit: SLACK_LIMIT,
       },
       ring,
+      records,
       events,
       log,
     });

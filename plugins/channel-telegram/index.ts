@@ -10,6 +10,7 @@
 import { Api } from "grammy";
 import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
 import { createChannelGate } from "../../lib/channels/gate.js";
+import { createChannelRecords } from "../../lib/channels/records.js";
 import { createChannelRelay } from "../../lib/channels/relay.js";
 import { warnAboutSettings } from "../../lib/channels/warnings.js";
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
@@ -24,7 +25,7 @@ const API_TIMEOUT_S = 30;
 
 export default definePlugin<{ "channels.telegram": TelegramSettings }>({
   id: "channel-telegram",
-  apply({ hooks, ring, events, log, env }, { "channels.telegram": settings }) {
+  apply({ hooks, ring, events, log, env, data }, { "channels.telegram": settings }) {
     const secrets = readSecrets(settings, env);
     warnAboutSettings({
       platform: "telegram",
@@ -34,11 +35,12 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
       log,
     });
     const api = new Api(secrets.token, { apiRoot: settings.api_root, timeoutSeconds: API_TIMEOUT_S });
+    const records = createChannelRecords(data, ring);
     const gate = createChannelGate({
       platform: "telegram",
       allowlist: settings.allowlist.map(String),
       rate_per_minute: settings.rate_per_minute,
-      deliveries: () => ring.channels.deliveries,
+      deliveries: records.deliveries,
     });
     const relay = createChannelRelay({
       platform: "telegram",
@@ -51,6 +53,7 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
         limit: TELEGRAM_LIMIT,
       },
       ring,
+      records,
       events,
       log,
     });

@@ -5,18 +5,14 @@
  *
  * Which chats: the model names them, and a model can be talked into anything, so a named chat must
  * be one that reached the fighter through a sender on the channel's allowlist (the relay records
- * those), or one a grant's `targets` names (`"<platform>:<chat>"`, like `"telegram:-1001234567890"`
- * or `"telegram:@news"`). `full_access` does not lift that. Without a chat the message goes to the
- * channel's `notify_chat`, which the operator chose. In a turn another fighter started, the platform
- * and the chat must be allowed for every caller too.
+ * those in the channel kit's collections, which this plugin declares too), or one a grant's
+ * `targets` names (`"<platform>:<chat>"`, like `"telegram:-1001234567890"` or `"telegram:@news"`).
+ * `full_access` does not lift that. Without a chat the message goes to the channel's `notify_chat`,
+ * which the operator chose. In a turn another fighter started, the platform and the chat must be
+ * allowed for every caller too.
  */
-import {
-  type Capability,
-  definePlugin,
-  type MoveHandler,
-  type RingServices,
-  SparError,
-} from "../../sdk/index.js";
+import { type ChannelRecords, createChannelRecords } from "../../lib/channels/records.js";
+import { type Capability, definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 
 /** The platforms a fighter's grants let it post to; undefined: any. */
 function allowedPlatforms(
@@ -29,19 +25,20 @@ function allowedPlatforms(
 
 /** Whether `chat` of `platform` is a target for this fighter: it reached the fighter, or a grant names it. */
 async function permitted(
-  ring: RingServices,
+  chats: ChannelRecords["chats"],
   who: { id: string; grants: readonly Capability[] },
   platform: string,
   chat: string,
 ): Promise<boolean> {
   const named = who.grants.flatMap((g) => (g.targets === undefined ? [] : [g.targets].flat()));
   if (named.includes(`${platform}:${chat}`)) return true;
-  return ring.channels.chats.reached(platform, chat, who.id);
+  return chats.reached(platform, chat, who.id);
 }
 
 export default definePlugin({
   id: "moves-channels",
-  apply({ hooks, ring }) {
+  apply({ hooks, ring, data }) {
+    const { chats } = createChannelRecords(data, ring);
     const notify: MoveHandler = {
       name: "channel_notify",
       async run(input, { grants, callers, fighter }) {
@@ -79,7 +76,7 @@ export default definePlugin({
               (c) => [`fighter ${JSON.stringify(c.name)} (which started this turn)`, c] as const,
             ),
           ]) {
-            if (!(await permitted(ring, who, platform, chat))) {
+            if (!(await permitted(chats, who, platform, chat))) {
               throw new SparError(
                 "CAPABILITY_DENIED",
                 `${JSON.stringify(chat)} on ${platform} is not a chat ${whose} may post to: only chats that wrote to it ` +

@@ -1,32 +1,23 @@
 /**
  * `schedule_add`, `schedule_list`, `schedule_remove` (capability `schedule`): a fighter schedules
- * messages to itself, once or on a cron expression. Schedules live in the encrypted store and
- * survive restarts; runner.ts sends each when it is due, as a new turn in the fighter's latest bout of
- * origin `schedule` (never a user's conversation).
+ * messages to itself, once or on a cron expression. Schedules live in this plugin's own collection
+ * (schedules.ts) and survive restarts; runner.ts sends each when it is due, as a new turn in the
+ * fighter's latest bout of origin `schedule` (never a user's conversation).
  */
 
 import { randomUUID } from "node:crypto";
 import { refuseLasting } from "../../lib/fighter-chain.js";
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
 import { createScheduleRunner } from "./runner.js";
+import { createSchedules, type ScheduleRecord } from "./schedules.js";
 import { firstRun } from "./when.js";
-
-/** Schedules one fighter may hold at once. */
-export const MAX_PER_FIGHTER = 100;
 
 export default definePlugin({
   id: "moves-schedule",
-  apply({ hooks, ring, log }) {
-    const runner = createScheduleRunner({ ring, log });
-    const view = (s: {
-      id: string;
-      message: string;
-      next_run_at: string;
-      cron?: string;
-      timezone?: string;
-      last_run_at?: string;
-      last_status?: string;
-    }) => ({
+  apply({ hooks, ring, log, data }) {
+    const schedules = createSchedules(data, ring);
+    const runner = createScheduleRunner({ ring, schedules, log });
+    const view = (s: ScheduleRecord) => ({
       id: s.id,
       message: s.message,
       next_run_at: s.next_run_at,
@@ -42,14 +33,7 @@ export default definePlugin({
         async run(input, { fighter, callers }) {
           refuseLasting("schedule_add", callers);
           const when = firstRun(input, new Date());
-          const mine = await ring.schedules.list(fighter.id);
-          if (mine.length >= MAX_PER_FIGHTER) {
-            throw new SparError(
-              "CONFLICT",
-              `you have ${mine.length} schedules already, the most a fighter may hold; remove one first`,
-            );
-          }
-          const record = {
+          const record: ScheduleRecord = {
             id: randomUUID(),
             fighter_id: fighter.id,
             message: String(input.message),
@@ -58,7 +42,7 @@ export default definePlugin({
             ...(when.cron ? { cron: when.cron } : {}),
             ...(when.timezone ? { timezone: when.timezone } : {}),
           };
-          await ring.schedules.add(record);
+          await schedules.add(record);
           await runner.changed();
           return view(record);
         },
@@ -66,14 +50,14 @@ export default definePlugin({
       schedule_list: {
         name: "schedule_list",
         async run(_input, { fighter }) {
-          return { schedules: (await ring.schedules.list(fighter.id)).map(view) };
+          return { schedules: (await schedules.list(fighter.id)).map(view) };
         },
       },
       schedule_remove: {
         name: "schedule_remove",
         async run(input, { fighter }) {
           const id = String(input.id);
-          if (!(await ring.schedules.remove(id, fighter.id))) {
+          if (!(await schedules.remove(id, fighter.id))) {
             throw new SparError("NOT_FOUND", `you have no schedule with id ${id}`);
           }
           await runner.changed();
@@ -90,7 +74,7 @@ export default definePlugin({
         method: "GET",
         path: "/api/v1/schedules",
         handler: async () => {
-          const all = await ring.schedules.list();
+          const all = await schedules.list();
           const names = await fighterNames();
           return {
             body: {
@@ -109,8 +93,8 @@ export default definePlugin({
         path: "/api/v1/schedules/:id",
         handler: async (request) => {
           const id = request.params.id ?? "";
-          const found = (await ring.schedules.list()).find((s) => s.id === id);
-          if (!found || !(await ring.schedules.remove(id)))
+          const found = await schedules.get(id);
+          if (!found || !(await schedules.remove(id)))
             throw new SparError("NOT_FOUND", `no schedule with id ${JSON.stringify(id.slice(0, 80))}`);
           await runner.changed();
           const fighter = (await fighterNames()).get(found.fighter_id) ?? found.fighter_id;

@@ -4,8 +4,9 @@
  * so a crash during the turn never repeats it; a schedule missed while the daemon was down runs
  * once when it starts, and a cron one then keeps its rhythm from there.
  */
-import type { Logger, RingServices, ScheduleRecord } from "../../sdk/index.js";
+import type { Logger, RingServices } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
+import type { ScheduleRecord, Schedules } from "./schedules.js";
 import { nextCronRun } from "./when.js";
 
 /** setTimeout's longest delay: a schedule further away is looked at again then. */
@@ -18,8 +19,13 @@ export function scheduledText(schedule: ScheduleRecord): string {
   return `[scheduled message ${schedule.id}${how}]\n${schedule.message}`;
 }
 
-export function createScheduleRunner(deps: { ring: RingServices; log: Logger; now?: () => number }) {
-  const { ring, log } = deps;
+export function createScheduleRunner(deps: {
+  ring: RingServices;
+  schedules: Schedules;
+  log: Logger;
+  now?: () => number;
+}) {
+  const { ring, schedules, log } = deps;
   const now = deps.now ?? Date.now;
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
@@ -29,7 +35,7 @@ export function createScheduleRunner(deps: { ring: RingServices; log: Logger; no
     clearTimeout(timer);
     timer = undefined;
     if (stopped) return;
-    const soonest = (await ring.schedules.list())[0];
+    const soonest = await schedules.soonest();
     if (!soonest || stopped) return;
     const delay = Math.min(MAX_DELAY_MS, Math.max(0, Date.parse(soonest.next_run_at) - now()));
     timer = setTimeout(
@@ -39,7 +45,7 @@ export function createScheduleRunner(deps: { ring: RingServices; log: Logger; no
   }
 
   async function tick(): Promise<void> {
-    const due = (await ring.schedules.list()).filter((s) => Date.parse(s.next_run_at) <= now());
+    const due = await schedules.due(new Date(now()).toISOString());
     for (const schedule of due) {
       const run = fire(schedule).finally(() => inFlight.delete(run));
       inFlight.add(run);
@@ -55,7 +61,7 @@ export function createScheduleRunner(deps: { ring: RingServices; log: Logger; no
     } catch {
       next = undefined; // a cron that can no longer run ends with this run
     }
-    await ring.schedules.ran(schedule.id, {
+    await schedules.ran(schedule.id, {
       at: at.toISOString(),
       status: "running",
       ...(next ? { next_run_at: next } : {}),
@@ -67,12 +73,12 @@ export function createScheduleRunner(deps: { ring: RingServices; log: Logger; no
     } catch (err) {
       status = isSparError(err) ? err.code : "INTERNAL";
       if (status === "FIGHTER_NOT_FOUND") {
-        await ring.schedules.remove(schedule.id);
+        await schedules.remove(schedule.id);
         return;
       }
       log.warn("schedules: a scheduled message failed", { schedule: schedule.id, error: String(err) });
     }
-    if (next) await ring.schedules.ran(schedule.id, { at: at.toISOString(), status, next_run_at: next });
+    if (next) await schedules.ran(schedule.id, { at: at.toISOString(), status, next_run_at: next });
   }
 
   return {

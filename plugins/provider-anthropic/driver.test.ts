@@ -217,7 +217,9 @@ describe("provider-anthropic plugin", () => {
 
   it("has a manifest the kernel accepts", () => {
     const manifest = readManifest(dirname(fileURLToPath(import.meta.url)), KERNEL_VERSION);
-    expect(manifest.contributes?.providers).toEqual([{ id: "anthropic", key_env: ["ANTHROPIC_API_KEY"] }]);
+    expect(manifest.contributes?.providers).toEqual([
+      { id: "anthropic", key_env: ["ANTHROPIC_API_KEY"], context_windows: [{ match: "^claude", tokens: 200000 }] },
+    ]);
   });
 
   it("resolves only provider anthropic, one driver per connection", async () => {

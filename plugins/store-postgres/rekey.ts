@@ -38,7 +38,6 @@ export const SEALED: readonly SealedTable[] = [
     sealed: ["reply", "key_sealed"],
     macs: (row, c) => ({ key_mac: c.mac(IDEMPOTENCY_MAC, str(row.key_sealed)) }),
   },
-  { table: "schedules", sealed: ["message"] },
 ];
 
 /**

@@ -17,6 +17,7 @@ import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../.
 import { createIdentityRecords } from "../identity-creed/records.js";
 import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
 import { createMemories } from "../moves-memory/memories.js";
+import { createSchedules } from "../moves-schedule/schedules.js";
 import { createPool } from "./connection.js";
 import { openPostgresStore } from "./store.js";
 
@@ -29,6 +30,8 @@ const memoriesOf = (store: Store) =>
   createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
 const graphOf = (store: Store) =>
   createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
+const schedulesOf = (store: Store) =>
+  createSchedules(pluginData(store, join(PLUGINS, "moves-schedule")), { fighters: storeFighters(store) });
 
 const homes: string[] = [];
 const schemas = new Set<string>();
@@ -137,7 +140,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         CANARY,
         fighter.created_at,
       );
-      await store.schedules.add({
+      await schedulesOf(store).add({
         id: randomUUID(),
         fighter_id: fighter.id,
         message: CANARY,

@@ -8,7 +8,6 @@ import type pg from "pg";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
 import { postgresBackupRefusal, readNextMasterSecret, settleMasterKeyFiles } from "../../sdk/kits/store.js";
-import { createChannelRecords } from "./channels.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
 import { createCollections } from "./collections.js";
@@ -16,9 +15,11 @@ import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
 import { openCipher } from "./keys.js";
+import { moveLegacyChannels } from "./legacy-channels.js";
 import { importLegacyGorillas } from "./legacy-gorillas.js";
 import { moveLegacyIdentity } from "./legacy-identity.js";
 import { moveLegacyMemory } from "./legacy-memory.js";
+import { moveLegacySchedules } from "./legacy-schedules.js";
 import { moveLegacyTroops } from "./legacy-troops.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
@@ -69,6 +70,11 @@ export async function openPostgresStore(
       const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
       if (identity > 0)
         log.info("moved creeds and relationships into identity-creed's collections", { identity });
+      const schedules = await moveLegacySchedules(pool, settings.schema, cipher);
+      if (schedules > 0) log.info("moved the schedules to moves-schedule's collection", { moved: schedules });
+      const channels = await moveLegacyChannels(pool, settings.schema, cipher);
+      if (channels > 0)
+        log.info("moved the channel records to the channel kit's collections", { moved: channels });
     } catch (err) {
       cipher.wipe();
       throw err;
@@ -123,7 +129,6 @@ function assemble(pool: pg.Pool, first: Cipher, settings: PostgresStoreOptions):
     ...createCore(ctx),
     ...createTurns(ctx),
     ...createRecords(ctx),
-    ...createChannelRecords(ctx),
     async close() {
       await pool.end();
       current.wipe();

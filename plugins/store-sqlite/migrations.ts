@@ -457,6 +457,53 @@ DROP TABLE relationships;
 `,
   },
   {
+    version: 16,
+    name: "schedules to moves-schedule",
+    sql: `
+-- The schedules leave the Store for moves-schedule's own collection: a document per schedule, in
+-- the order they were added (schedules due at once keep it), without the columns that were NULL.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'moves-schedule', 'schedules', id, json_patch('{}', json_object(
+  'id', id, 'fighter_id', fighter_id, 'message', message, 'cron', cron, 'timezone', timezone,
+  'next_run_at', next_run_at, 'created_at', created_at, 'last_run_at', last_run_at,
+  'last_status', last_status))
+FROM schedules ORDER BY rowid;
+DROP TABLE schedules;
+`,
+  },
+  {
+    version: 17,
+    name: "channel records to the channel kit",
+    sql: `
+-- The channel records leave the Store for the channel kit's collections (namespace 'channels'),
+-- each keyed by the JSON array of what names it ("|| ''" keeps that array a string in the doc);
+-- the bouts of OpenAI users (platform 'openai') go to the Arena's own collection instead.
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'channels', 'bouts', json_array(platform, chat, fighter_id), json_object(
+  'id', json_array(platform, chat, fighter_id) || '', 'platform', platform, 'chat', chat,
+  'fighter_id', fighter_id, 'bout_id', bout_id, 'updated_at', updated_at)
+FROM channel_bouts WHERE platform <> 'openai' ORDER BY updated_at;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'arena-http', 'openai_bouts', json_array(chat, fighter_id), json_object(
+  'id', json_array(chat, fighter_id) || '', 'user', chat, 'fighter_id', fighter_id,
+  'bout_id', bout_id, 'updated_at', updated_at)
+FROM channel_bouts WHERE platform = 'openai' ORDER BY updated_at;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'channels', 'deliveries', json_array(platform, delivery_id), json_object(
+  'id', json_array(platform, delivery_id) || '', 'platform', platform, 'delivery_id', delivery_id,
+  'seen_at', seen_at)
+FROM channel_deliveries ORDER BY seen_at;
+INSERT INTO collection_rows (namespace, collection, key, doc)
+SELECT 'channels', 'chats', json_array(platform, chat, fighter_id), json_object(
+  'id', json_array(platform, chat, fighter_id) || '', 'platform', platform, 'chat', chat,
+  'fighter_id', fighter_id, 'first_at', first_at, 'last_at', last_at)
+FROM channel_chats ORDER BY first_at;
+DROP TABLE channel_bouts;
+DROP TABLE channel_deliveries;
+DROP TABLE channel_chats;
+`,
+  },
+  {
     version: 18,
     name: "gorillas to collections",
     sql: `

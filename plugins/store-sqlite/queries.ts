@@ -6,11 +6,9 @@
 import Database from "better-sqlite3-multiple-ciphers";
 import type { BoutRecord, BoutSummary, FighterManifest, FighterRow } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
-import { createChannelBouts, createChannelChats, createChannelDeliveries } from "./channel-bouts.js";
 import { createCollectionRows } from "./collections.js";
 import { type ListedMessageDbRow, MESSAGE_COLUMNS, toStoredMessage } from "./message-rows.js";
 import { createNonces } from "./nonces.js";
-import { createSchedules } from "./schedules.js";
 import type { StoreData } from "./sync-store.js";
 import { createTurns } from "./turns.js";
 import { createUsage } from "./usage.js";
@@ -151,10 +149,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     summaries: {
       get: (boutId) => s.summary.get(boutId),
     },
-    schedules: createSchedules(db, requireLiveFighter),
-    channelBouts: createChannelBouts(db, { now, requireBout }),
-    channelDeliveries: createChannelDeliveries(db),
-    channelChats: createChannelChats(db),
     ...turns,
     usage,
     nonces: createNonces(db),

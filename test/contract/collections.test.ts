@@ -411,6 +411,24 @@ for (const factory of FACTORIES) {
         expect(err.code).toBe("NOT_FOUND");
         expect(err.message).toContain('"a"');
       });
+
+      it("keeps times in time order however many digits of a second they were written with", async () => {
+        const notes = fresh();
+        await notes.insert(note("whole", { at: "2026-01-01T00:00:01Z" }));
+        await notes.insert(note("half", { at: "2026-01-01T00:00:00.5Z" }));
+        await notes.insert(note("late", { at: "2026-01-01T00:00:01.250Z" }));
+        expect((await notes.get("whole"))?.at).toBe("2026-01-01T00:00:01.000Z");
+        expect((await notes.get("half"))?.at).toBe("2026-01-01T00:00:00.500Z");
+        expect(ids(await notes.find({ order: { by: ["at"] } }))).toEqual(["half", "whole", "late"]);
+        expect(ids(await notes.find({ where: { at: { gt: "2026-01-01T00:00:00.9Z" } } }))).toEqual([
+          "whole",
+          "late",
+        ]);
+        expect(ids(await notes.find({ where: { at: "2026-01-01T00:00:01Z" } }))).toEqual(["whole"]);
+        const err = await refusal(notes.insert(note("fine", { at: "2026-01-01T00:00:00.0001Z" })));
+        expect(err.code).toBe("VALIDATION_FAILED");
+        expect(err.message).toContain('field "at"');
+      });
     });
 
     describe("search", () => {

@@ -18,7 +18,6 @@ import type {
   BoutRecord,
   ChatMessage,
   FighterRow,
-  ScheduleRecord,
   Store,
   StoredReply,
   TurnEnd,
@@ -639,133 +638,6 @@ for (const factory of FACTORIES) {
       });
     });
 
-    describe("schedules", () => {
-      const schedule = (
-        fighter: FighterRow,
-        next: string,
-        extra: Partial<ScheduleRecord> = {},
-      ): ScheduleRecord => ({
-        id: randomUUID(),
-        fighter_id: fighter.id,
-        message: `wake up at ${next}`,
-        next_run_at: next,
-        created_at: day(0),
-        ...extra,
-      });
-
-      it("adds, lists soonest first per fighter, records runs, and removes", async () => {
-        const [ada, bo] = [await newFighter(store), await newFighter(store)];
-        const later = schedule(ada, day(3), { cron: "0 9 * * *", timezone: "Europe/Paris" });
-        const sooner = schedule(ada, day(1));
-        const theirs = schedule(bo, day(2));
-        for (const s of [later, sooner, theirs]) await store.schedules.add(s);
-
-        expect(await store.schedules.list(ada.id)).toEqual([sooner, later]);
-        const everyone = (await store.schedules.list()).map((s) => s.id);
-        expect(everyone.indexOf(sooner.id)).toBeLessThan(everyone.indexOf(theirs.id));
-        expect(everyone.indexOf(theirs.id)).toBeLessThan(everyone.indexOf(later.id));
-
-        await store.schedules.ran(later.id, { at: day(3), status: "completed", next_run_at: day(4) });
-        expect((await store.schedules.list(ada.id)).find((s) => s.id === later.id)).toEqual({
-          ...later,
-          next_run_at: day(4),
-          last_run_at: day(3),
-          last_status: "completed",
-        });
-        // A run with no next time ends the schedule.
-        await store.schedules.ran(sooner.id, { at: day(1), status: "completed" });
-        expect((await store.schedules.list(ada.id)).map((s) => s.id)).toEqual([later.id]);
-
-        expect(await store.schedules.remove(theirs.id, ada.id)).toBe(false); // not ada's
-        expect(await store.schedules.remove(theirs.id, bo.id)).toBe(true);
-        expect(await store.schedules.remove(theirs.id)).toBe(false);
-        expect(await store.schedules.list(bo.id)).toEqual([]);
-      });
-
-      it("refuses a schedule for an unknown or killed fighter (FIGHTER_NOT_FOUND)", async () => {
-        const cy = await newFighter(store);
-        await store.fighters.kill(cy.id);
-        await expectCode(store.schedules.add(schedule(cy, day(1))), "FIGHTER_NOT_FOUND");
-        await expectCode(
-          store.schedules.add({ ...schedule(cy, day(1)), fighter_id: randomUUID() }),
-          "FIGHTER_NOT_FOUND",
-        );
-      });
-    });
-
-    describe("channel bouts", () => {
-      it("keeps one bout per platform, chat and fighter, replaced on set", async () => {
-        const fighter = await newFighter(store);
-        const other = await newFighter(store);
-        const first = (await begin(store, fighter, "hi from telegram")).bout;
-        const second = (await begin(store, fighter, "a new conversation", { bout_id: undefined })).bout;
-        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBeUndefined();
-        await store.channelBouts.set("telegram", "42", fighter.id, first.id);
-        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBe(first.id);
-        // Another chat, platform or fighter is another conversation.
-        expect(await store.channelBouts.get("telegram", "43", fighter.id)).toBeUndefined();
-        expect(await store.channelBouts.get("slack", "42", fighter.id)).toBeUndefined();
-        expect(await store.channelBouts.get("telegram", "42", other.id)).toBeUndefined();
-        await store.channelBouts.set("telegram", "42", fighter.id, second.id);
-        expect(await store.channelBouts.get("telegram", "42", fighter.id)).toBe(second.id);
-      });
-
-      it("refuses an unknown bout and empty keys", async () => {
-        const fighter = await newFighter(store);
-        await expectCode(
-          store.channelBouts.set("telegram", "42", fighter.id, "no-such-bout"),
-          "BOUT_NOT_FOUND",
-        );
-        await expectCode(store.channelBouts.get("", "42", fighter.id), "VALIDATION_FAILED");
-      });
-    });
-
-    describe("channel deliveries", () => {
-      it("claims a delivery once per platform, and forgets those seen before a time", async () => {
-        // Ids no other test uses: the store is shared by the suite.
-        const id = `update-${Date.now()}-${Math.random()}`;
-        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-01T00:00:00.000Z")).toBe(true);
-        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-01T00:00:01.000Z")).toBe(false);
-        // The same id on another platform is another delivery.
-        expect(await store.channelDeliveries.claim("slack", id, "2030-01-01T00:00:00.000Z")).toBe(true);
-        const late = `${id}-late`;
-        expect(await store.channelDeliveries.claim("telegram", late, "2030-01-03T00:00:00.000Z")).toBe(true);
-        expect(await store.channelDeliveries.prune("2030-01-02T00:00:00.000Z")).toBeGreaterThanOrEqual(2);
-        // Forgotten: claimable again; the later one is kept.
-        expect(await store.channelDeliveries.claim("telegram", id, "2030-01-03T00:00:00.000Z")).toBe(true);
-        expect(await store.channelDeliveries.claim("telegram", late, "2030-01-03T00:00:01.000Z")).toBe(false);
-        await expectCode(
-          store.channelDeliveries.claim("telegram", "", "2030-01-01T00:00:00.000Z"),
-          "VALIDATION_FAILED",
-        );
-      });
-
-      it("claims a delivery for exactly one of many callers at once", async () => {
-        const id = `race-${Date.now()}-${Math.random()}`;
-        const claims = await Promise.all(
-          Array.from({ length: 8 }, () =>
-            store.channelDeliveries.claim("discord", id, new Date().toISOString()),
-          ),
-        );
-        expect(claims.filter(Boolean)).toHaveLength(1);
-      });
-    });
-
-    describe("channel chats", () => {
-      it("remembers which chats reached which fighter, per platform", async () => {
-        const fighter = await newFighter(store);
-        const other = await newFighter(store);
-        expect(await store.channelChats.reached("telegram", "42", fighter.id)).toBe(false);
-        await store.channelChats.record("telegram", "42", fighter.id, "2030-01-01T00:00:00.000Z");
-        await store.channelChats.record("telegram", "42", fighter.id, "2030-01-02T00:00:00.000Z");
-        expect(await store.channelChats.reached("telegram", "42", fighter.id)).toBe(true);
-        expect(await store.channelChats.reached("telegram", "42", other.id)).toBe(false);
-        expect(await store.channelChats.reached("slack", "42", fighter.id)).toBe(false);
-        expect(await store.channelChats.reached("telegram", "43", fighter.id)).toBe(false);
-        await expectCode(store.channelChats.reached("telegram", "", fighter.id), "VALIDATION_FAILED");
-      });
-    });
-
     describe("nonces", () => {
       it("accepts a nonce once per key until it expires, then forgets it", async () => {
         const key = `key-${randomUUID()}`;
@@ -885,7 +757,6 @@ for (const factory of FACTORIES) {
           summaries: await Promise.all(bouts.map((b) => s.summaries.get(b.id))),
           keys: [await s.idempotency.get(keys.done), await s.idempotency.get(keys.left)],
           usage: await s.usage.summary(gus.id),
-          schedules: await s.schedules.list(gus.id),
         };
       }
 
@@ -914,16 +785,7 @@ for (const factory of FACTORIES) {
         turns = { done: finished, left: left.turn, lone: lone.turn };
         await first.messages.compact(done.bout.id, 2, "asked about tea");
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);
-        await first.schedules.add({
-          id: randomUUID(),
-          fighter_id: gus.id,
-          message: "tea time",
-          cron: "0 16 * * *",
-          next_run_at: day(2),
-          created_at: day(1),
-        });
         const before = await everything(first);
-        expect(before.schedules).toHaveLength(1);
         await first.close();
 
         reopened = await factory.open(home);
