@@ -42,9 +42,7 @@ describe("import boundaries", () => {
 
   it("lets a plugin import the SDK's published entries and its own files only", () => {
     // What a third party's plugin can import (spar/sdk, spar/sdk/<kit>), a bundled one imports: no
-    // lib/ file, no kernel file, no other plugin's. The plugins whose data is moving out of the
-    // Store (issue 29) are held to it once they have moved.
-    const moving = /^plugins\/(moves-schedule|channel-[a-z]+|moves-channels)\//;
+    // lib/ file, no kernel file, no other plugin's.
     const offending = sources("plugins").flatMap((file) => {
       const own = file.split("/").slice(0, 2).join("/");
       return imports(file)
@@ -53,8 +51,7 @@ describe("import boundaries", () => {
             !(
               target === "sdk/index.js" ||
               /^sdk\/kits\/[a-z-]+\.js$/.test(target) ||
-              target.startsWith(`${own}/`) ||
-              (moving.test(file) && /^(lib|sdk)\//.test(target))
+              target.startsWith(`${own}/`)
             ),
         )
         .map((target) => `${file} imports ${target}`);
