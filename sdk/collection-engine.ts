@@ -4,6 +4,7 @@
  * `CollectionStore` the active store plugin provides. A store only stores (collections.ts).
  */
 import { createHash } from "node:crypto";
+import { withDeadline } from "./cancel.js";
 import type {
   Collection,
   CollectionDeclaration,
@@ -543,26 +544,15 @@ export function createPluginData(options: PluginDataOptions): PluginData {
   return Object.freeze(handles) as PluginData;
 }
 
-async function withTimeout<T>(work: Promise<T>, plugin: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new SparError(
-                "PLUGIN_FAILED",
-                `plugin ${plugin}: a data transaction took over ${TRANSACTION_TIMEOUT_MS} ms; nothing of it was written`,
-                { plugin },
-              ),
-            ),
-          TRANSACTION_TIMEOUT_MS,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+function withTimeout<T>(work: Promise<T>, plugin: string): Promise<T> {
+  return withDeadline(
+    work,
+    TRANSACTION_TIMEOUT_MS,
+    () =>
+      new SparError(
+        "PLUGIN_FAILED",
+        `plugin ${plugin}: a data transaction took over ${TRANSACTION_TIMEOUT_MS} ms; nothing of it was written`,
+        { plugin },
+      ),
+  );
 }

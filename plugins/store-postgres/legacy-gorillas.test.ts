@@ -7,8 +7,8 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import type { Store } from "../../sdk/index.js";
+import type { GorillaRunRecord } from "../../sdk/kits/gorillas.js";
 import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
 import { createPool } from "./connection.js";

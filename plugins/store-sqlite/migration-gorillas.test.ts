@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
+import type { GorillaRunRecord } from "../../sdk/kits/gorillas.js";
 import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
 import { MIGRATIONS, migrate } from "./migrations.js";
