@@ -24,9 +24,17 @@ function call(move: string, capability: string, callers: FighterRow[], server?: 
     call: { id: "c1", name: move, arguments: {} },
     fighter: spar,
     bout_id: "b",
+    turn_id: "t",
+    origin: "user",
     capability,
     ...(server ? { server } : {}),
+    effects: "external",
+    destructive: false,
+    grants: matchGrants(spar.manifest.capabilities ?? [], declaration),
     callers: callerGrants(callers, (grants) => matchGrants(grants, declaration)),
+    workspace: "/nonexistent/workspaces/spar",
+    taint: [],
+    signal: new AbortController().signal,
   };
 }
 

@@ -10,6 +10,13 @@ export const ERROR_CATALOG = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   CAPABILITY_DENIED: 403,
+  // Approvals ([approvals]): the operator (or a rule) refused the call; an unattended turn (a gorilla,
+  // a schedule) met a call that needs an answer; the request ran out of time before one; the call's
+  // files or arguments changed after it was approved (it must be asked again).
+  APPROVAL_DENIED: 403,
+  APPROVAL_REQUIRED: 403,
+  APPROVAL_EXPIRED: 410,
+  APPROVAL_STALE: 409,
   NOT_FOUND: 404,
   FIGHTER_NOT_FOUND: 404,
   BOUT_NOT_FOUND: 404,

@@ -13,6 +13,7 @@ import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contrac
 import type { MessageSender } from "./services.js";
 import type { Store } from "./store-types.js";
 import type {
+  Capability,
   ChatMessage,
   FighterManifest,
   FighterRow,
@@ -20,6 +21,7 @@ import type {
   ModelSettings,
   MoveCaller,
   MoveDeclaration,
+  MoveEffects,
   MoveHandler,
   PluginRoute,
   ProviderCredential,
@@ -27,6 +29,7 @@ import type {
   RouteRegistry,
   SkillListing,
   StoredMessage,
+  TaintSource,
   ToolCall,
   Usage,
 } from "./types.js";
@@ -81,7 +84,14 @@ export interface RouteContext {
 
 /** A refusal a `move.beforeCall` tap returns; the model gets it as the tool's error result. */
 export interface MoveRefusal {
-  code: "CAPABILITY_DENIED" | "VALIDATION_FAILED" | "FORBIDDEN";
+  code:
+    | "CAPABILITY_DENIED"
+    | "VALIDATION_FAILED"
+    | "FORBIDDEN"
+    | "APPROVAL_DENIED"
+    | "APPROVAL_REQUIRED"
+    | "APPROVAL_EXPIRED"
+    | "APPROVAL_STALE";
   message: string;
 }
 
@@ -100,16 +110,43 @@ export interface MoveCallInfo {
   call: ToolCall;
   fighter: FighterRow;
   bout_id: string;
+  turn_id: string;
+  /**
+   * Who started the turn's bout (lib/bout-origins.ts): `user`, `channel:<platform>:<chat>`,
+   * `gorilla:<name>`, `schedule`, `fighter:<id>`, `troop-task:<id>`.
+   */
+  origin: string;
   /** The capability the move's declaration names, and its server (MCP) if it has one. */
   capability: string;
   server?: string;
+  /** What the move may change (its declaration's `effects`, `external` when it says none) and whether it may destroy. */
+  effects: MoveEffects;
+  destructive: boolean;
+  /** The fighter's grants that allow the move (`full_access` included). */
+  grants: readonly Capability[];
   /** The fighters waiting on this turn, outermost first, with their grants for this move (see MoveContext). */
   callers: readonly MoveCaller[];
+  /** The fighter's own folder, `<data dir>/workspaces/<name>/`. */
+  workspace: string;
+  /** The untrusted content the turn has taken in before this call, oldest first; empty when none. */
+  taint: readonly TaintSource[];
+  /**
+   * The turn's cancellation (a cancel, the fighter's kill, shutdown): a tap that waits (an approval)
+   * stops waiting when it fires. The move's own timeout starts after `beforeCall`.
+   */
+  signal: AbortSignal;
 }
 
 export interface MoveOutcome {
   ok: boolean;
   content: string;
+  /** A failed call's code and message, as the model reads them in `content` (the kernel sets it). */
+  error?: { code: string; message: string };
+  /**
+   * The result brought untrusted content into the turn (a move or an `afterCall` tap marks it): the
+   * agent loop adds it to the turn's taint, which every later call of the turn sees.
+   */
+  taint?: TaintSource;
 }
 
 /** What a compaction strategy gets: the messages it replaces and the summary they extend, if any. */

@@ -15,6 +15,7 @@ export { refuseLasting } from "../lib/fighter-chain.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
 export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
+export { canonicalJson } from "./canonical.js";
 export {
   checkDataDeclaration,
   createPluginData,

@@ -20,6 +20,7 @@ export const PLUGIN_KINDS = [
   "identity",
   "routing",
   "dashboard",
+  "policy",
 ] as const;
 
 export type PluginKind = (typeof PLUGIN_KINDS)[number];

@@ -181,6 +181,11 @@ export const FIGHTER_MANIFEST_SCHEMA = {
           pattern: oneOrMany,
           hosts: oneOrMany,
           server: { type: "string" },
+          approval: {
+            enum: ["ask", "deny"],
+            description:
+              "what a call this grant allows needs before it runs: ask (the operator answers first) or deny (never); absent: the [approvals] rules and defaults decide",
+          },
           targets: {
             description:
               'channel_notify: the chats it may post to besides those that wrote to the fighter through an allowlist, each "<platform>:<chat>" like "telegram:-1001234567890" or "slack:C012AB3CDE"',

@@ -12,6 +12,7 @@ import type {
   MoveDeclaration,
   SkillListing,
   StoredMessage,
+  TaintSource,
   Usage,
 } from "./types.js";
 
@@ -74,6 +75,11 @@ export interface MessageOptions {
   started?: (turn: { turn_id: string; bout_id: string }) => void;
   /** Who sent the message (a fighter, a channel's user); absent for the fighter's own user. */
   sender?: MessageSender;
+  /**
+   * The message itself is untrusted content (a channel message from a non-owner, a message from a
+   * tainted turn): the turn starts tainted with these (`MoveCallInfo.taint`).
+   */
+  taint?: readonly TaintSource[];
 }
 
 export interface FighterUsage {

@@ -39,6 +39,11 @@ export interface Capability {
    * allowlist, each `"<platform>:<chat>"` (`"telegram:-1001234567890"`, `"slack:C012AB3CDE"`).
    */
   targets?: string | string[];
+  /**
+   * What a call this grant allows needs before it runs (the approvals plugin, `[approvals]`):
+   * `"ask"` the operator first, `"deny"` never. Absent: the operator's rules and the defaults decide.
+   */
+  approval?: "ask" | "deny";
 }
 
 export interface FighterManifest {
@@ -237,6 +242,31 @@ export interface MoveHandler {
   run(input: Record<string, unknown>, context: MoveContext): Promise<unknown>;
 }
 
+/**
+ * What a move may change, as its declaration says (the approvals policy reads it): `read` nothing
+ * (no side effect), `workspace` files inside the fighter's own workspace only, `external` anything
+ * else (a process, a message, a fighter, a schedule, another system). A move that declares none is
+ * `external`.
+ */
+export type MoveEffects = "read" | "workspace" | "external";
+
+/**
+ * Where untrusted content entered a turn (content the operator did not write): a web page, an MCP
+ * tool's result, a file the fighter did not write, a channel message from a stranger, another
+ * fighter's tainted turn, a skill installed from a URL. A turn holding any is *tainted*: the
+ * approvals policy asks before its side effects outside the workspace.
+ *
+ * @example
+ * const source: TaintSource = { kind: "web", detail: "https://example.com/page", move: "web_fetch" };
+ */
+export interface TaintSource {
+  kind: "web" | "mcp" | "file" | "channel" | "fighter" | "skill";
+  /** What it was, for people: a URL, `<server>/<tool>`, a path, `<platform>:<chat>:<sender>`, a fighter. */
+  detail: string;
+  /** The move whose result brought it in, when one did. */
+  move?: string;
+}
+
 /** A move as declared in a plugin manifest's `contributes.moves`, or offered at run time by `move.list`. */
 export interface MoveDeclaration {
   name: string;
@@ -245,6 +275,13 @@ export interface MoveDeclaration {
   input_schema: Record<string, unknown>;
   /** For moves of one server (MCP): a grant naming a `server` allows only that server's moves. */
   server?: string;
+  /** What a call may change; `external` when absent. */
+  effects?: MoveEffects;
+  /**
+   * A call may destroy or overwrite what it reaches, or nobody said it cannot (an MCP tool marked
+   * `destructiveHint`, or one without annotations): the approvals policy asks first by default.
+   */
+  destructive?: boolean;
 }
 
 /** A skill as listings show it (`GET /api/v1/moves`, `spar move list`): its front matter and origin. */

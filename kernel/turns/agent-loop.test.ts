@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createEventBus } from "../../plugins/bus-local/events.js";
 import { cancellation } from "../../sdk/cancel.js";
 import { SparError } from "../../sdk/errors.js";
+import type { MoveCallInfo, MoveOutcome } from "../../sdk/hooks.js";
 import type {
   ChatMessage,
   LlmDriver,
@@ -56,6 +57,9 @@ function input(overrides: Partial<TurnInput> = {}): TurnInput {
       manifest: { name: "f", description: "", system_prompt: "be brief", capabilities: [{ type: "memory" }] },
     },
     bout_id: "b1",
+    turn_id: "t1",
+    origin: "user",
+    taint: [],
     model: { provider: "scripted", model: "m" },
     history: [],
     user: { role: "user", content: "hi" },
@@ -167,6 +171,65 @@ describe("agent loop", () => {
     const out = await run(input(), d);
     expect(out.result.tool_calls).toEqual([{ name: "echo", ok: false }]);
     expect(out.messages[2]).toMatchObject({ role: "tool", is_error: true });
+  });
+
+  it("tells beforeCall the turn, its origin, workspace, grants and effects, and the taint its moves' results add", async () => {
+    const seen: MoveCallInfo[] = [];
+    const d = deps(
+      scriptedDriver([
+        { tool_calls: [call({ text: "a" }, "c1")] },
+        { tool_calls: [call({ text: "b" }, "c2")] },
+        { text: "done" },
+      ]).driver,
+      echoHandler,
+    );
+    d.hooks.move.beforeCall.tapPromise("test", async (info) => {
+      seen.push(info);
+      return undefined;
+    });
+    // The first result brings a web page in: the second call's turn is tainted by it, and by the message's.
+    d.hooks.move.afterCall.tap("test", (outcome, info) =>
+      info.call.id === "c1"
+        ? { ...outcome, taint: { kind: "web", detail: "https://x.test/", move: "echo" } }
+        : outcome,
+    );
+    const signal = new AbortController().signal;
+    const seeded = { kind: "channel" as const, detail: "telegram:42:stranger" };
+    await run(input({ taint: [seeded], signal, origin: "channel:telegram:42" }), d);
+    expect(seen.map((i) => i.taint)).toEqual([
+      [seeded],
+      [seeded, { kind: "web", detail: "https://x.test/", move: "echo" }],
+    ]);
+    expect(seen[0]).toMatchObject({
+      turn_id: "t1",
+      origin: "channel:telegram:42",
+      workspace: "/nonexistent/workspaces/f",
+      effects: "external",
+      destructive: false,
+      grants: [{ type: "memory" }],
+      signal,
+    });
+  });
+
+  it("returns a refusal's code and message beside the text the model reads", async () => {
+    const d = deps(
+      scriptedDriver([{ tool_calls: [call({ text: "a" })] }, { text: "ok" }]).driver,
+      echoHandler,
+    );
+    d.hooks.move.beforeCall.tap("test", () => ({ code: "APPROVAL_DENIED", message: "no" }));
+    const outcomes: MoveOutcome[] = [];
+    d.hooks.move.afterCall.tap("test", (outcome) => {
+      outcomes.push(outcome);
+      return outcome;
+    });
+    await run(input(), d);
+    expect(outcomes).toEqual([
+      {
+        ok: false,
+        content: '{"error":{"code":"APPROVAL_DENIED","message":"no"}}',
+        error: { code: "APPROVAL_DENIED", message: "no" },
+      },
+    ]);
   });
 
   it("stops at max_iterations", async () => {

@@ -1,4 +1,5 @@
 import { cancelledError } from "../../sdk/cancel.js";
+import { canonicalJson } from "../../sdk/canonical.js";
 import type { EventBus } from "../../sdk/events.js";
 import type { MoveOutcome, RingHooks } from "../../sdk/hooks.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
@@ -10,6 +11,7 @@ import type {
   ModelSettings,
   MoveDeclaration,
   MoveHandler,
+  TaintSource,
   ToolCall,
   Usage,
 } from "../../sdk/types.js";
@@ -19,6 +21,11 @@ import { runMove } from "./move-call.js";
 export interface TurnInput {
   fighter: FighterRow;
   bout_id: string;
+  turn_id: string;
+  /** Who started the bout (`user` for a user's own): `MoveCallInfo.origin`. */
+  origin: string;
+  /** The untrusted content the turn has taken in (its message's, then its moves'): grows as it runs. */
+  taint: TaintSource[];
   model: ModelSettings;
   history: ChatMessage[];
   user: ChatMessage & { role: "user" };
@@ -161,10 +168,11 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
         await deps.commit(unanswered([call, ...rest], "cancelled: the turn was cancelled before it ran"));
         throw cancelledError(signal);
       }
-      const signature = `${call.name}\u0000${stableJson(call.arguments)}`;
+      const signature = `${call.name}\u0000${canonicalJson(call.arguments)}`;
       const seen = (repeats.get(signature) ?? 0) + 1;
       repeats.set(signature, seen);
       const outcome = await runMove(call, input, deps);
+      if (outcome.taint) input.taint.push(outcome.taint);
       progress.tool_calls.push({ name: call.name, ok: outcome.ok });
       const result = toolResult(call, outcome);
       turn.push(result);
@@ -200,14 +208,4 @@ function toolResult(call: ToolCall, outcome: MoveOutcome): ChatMessage {
 
 function unanswered(calls: ToolCall[], why: string): ChatMessage[] {
   return calls.map((call) => toolResult(call, { ok: false, content: why }));
-}
-
-/** JSON with sorted keys, so `{a,b}` and `{b,a}` count as the same call for the loop guard. */
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }

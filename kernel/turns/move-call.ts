@@ -41,9 +41,17 @@ async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Pr
     call,
     fighter: input.fighter,
     bout_id: input.bout_id,
+    turn_id: input.turn_id,
+    origin: input.origin,
     capability: declaration.capability,
     ...(declaration.server ? { server: declaration.server } : {}),
+    effects: declaration.effects ?? "external",
+    destructive: declaration.destructive === true,
+    grants: matchGrants(input.fighter.manifest.capabilities ?? [], declaration),
     callers: callerGrants(input.callers, (grants) => matchGrants(grants, declaration)),
+    workspace: input.workspace(),
+    taint: [...input.taint],
+    signal: input.signal,
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
   const outcome = await deps.hooks.move.afterCall.promise(
@@ -90,9 +98,9 @@ async function execute(
         bout_id: input.bout_id,
         signal,
         chain: input.chain,
-        grants: matchGrants(input.fighter.manifest.capabilities ?? [], declaration),
+        grants: info.grants,
         callers: info.callers,
-        workspace: input.workspace(),
+        workspace: info.workspace,
       }),
     );
     return { ok: true, content: typeof value === "string" ? value : JSON.stringify(value) };
@@ -145,5 +153,5 @@ async function bounded<T>(
 }
 
 export function toolError(code: string, message: string): MoveOutcome {
-  return { ok: false, content: JSON.stringify({ error: { code, message } }) };
+  return { ok: false, content: JSON.stringify({ error: { code, message } }), error: { code, message } };
 }

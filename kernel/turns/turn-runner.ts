@@ -1,3 +1,4 @@
+import { USER_ORIGIN } from "../../lib/bout-origins.js";
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { workspaceOf } from "../../lib/fighter-files.js";
 import { cancelledError } from "../../sdk/cancel.js";
@@ -88,6 +89,9 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         {
           fighter: live.row,
           bout_id: bout.id,
+          turn_id: turn.id,
+          origin: origin ?? USER_ORIGIN,
+          taint: [...(options.taint ?? [])],
           model,
           history,
           user,

@@ -94,7 +94,14 @@ describe("an MCP server over stdio", () => {
     await connection.ensureStarted();
     expect(connection.moves.map((m) => m.name)).toEqual(["mcp_cal_create_event", "mcp_cal_list_events"]);
     const create = connection.moves[0];
-    expect(create).toMatchObject({ capability: "mcp", server: "cal" });
+    // Their effects as the server's annotations say: an addition (not destructive), a read.
+    expect(create).toMatchObject({
+      capability: "mcp",
+      server: "cal",
+      effects: "external",
+      destructive: false,
+    });
+    expect(connection.moves[1]).toMatchObject({ effects: "read", destructive: false });
     expect(create?.input_schema).toMatchObject({
       type: "object",
       required: ["title", "start", "end"],

@@ -199,7 +199,11 @@ export function createServerConnection(options: ConnectionOptions): ServerConnec
       const tool = byName.get(toolName) as Tool;
       const input_schema = inputSchema(tool);
       const description = describeTool(tool, name);
-      const key = JSON.stringify([exposed, description, input_schema]);
+      // MCP's annotations are hints, read as the spec defaults them: read-only, or else destructive
+      // unless the server says it is not (no annotations at all: destructive).
+      const readOnly = tool.annotations?.readOnlyHint === true;
+      const destructive = !readOnly && tool.annotations?.destructiveHint !== false;
+      const key = JSON.stringify([exposed, description, input_schema, readOnly, destructive]);
       let declaration = declarations.get(key);
       if (!declaration) {
         try {
@@ -213,6 +217,8 @@ export function createServerConnection(options: ConnectionOptions): ServerConnec
           description,
           capability: "mcp",
           server: name,
+          effects: readOnly ? "read" : "external",
+          destructive,
           input_schema,
           plugin: "moves-mcp",
         };
