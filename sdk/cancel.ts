@@ -10,6 +10,26 @@ export function cancellation(why: string): SparError {
   return new SparError("CANCELLED", `the turn was cancelled: ${why}`);
 }
 
+const SHUTDOWN = Symbol.for("spar.shutdown");
+
+/**
+ * The reason every turn is aborted with when the daemon stops (`cancellation` marked so): what a
+ * turn was waiting for (an approval) may stay open, to be taken up again after the restart.
+ *
+ * @example
+ * if (isShutdown(signal.reason)) return; // leave the request pending
+ */
+export function shutdownCancellation(): SparError {
+  const error = cancellation("the daemon is stopping");
+  Object.defineProperty(error, SHUTDOWN, { value: true });
+  return error;
+}
+
+/** Whether a turn was aborted because the daemon is stopping (`shutdownCancellation`). */
+export function isShutdown(reason: unknown): boolean {
+  return typeof reason === "object" && reason !== null && SHUTDOWN in reason;
+}
+
 /** The error for an aborted signal: its reason when that is a CANCELLED SparError. */
 export function cancelledError(signal: AbortSignal): SparError {
   const reason: unknown = signal.reason;

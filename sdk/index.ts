@@ -14,7 +14,7 @@ export { driverCache } from "../lib/driver-cache.js";
 export { refuseLasting } from "../lib/fighter-chain.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
 export { anySignal } from "../lib/signals.js";
-export { cancellation, cancelledError, isCancelled } from "./cancel.js";
+export { cancellation, cancelledError, isCancelled, isShutdown, shutdownCancellation } from "./cancel.js";
 export { canonicalJson } from "./canonical.js";
 export {
   checkDataDeclaration,

@@ -1,6 +1,6 @@
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import { anySignal } from "../../lib/signals.js";
-import { cancellation, childController } from "../../sdk/cancel.js";
+import { cancellation, childController, shutdownCancellation } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { Bus, EventBus, TurnLease } from "../../sdk/events.js";
@@ -273,7 +273,7 @@ export function createMessagePath(deps: MessagePathDeps) {
 
   /** Shutdown: every queued and running turn is cancelled and recorded before the store closes. */
   async function stop(): Promise<void> {
-    const stopping = cancellation("the daemon is stopping");
+    const stopping = shutdownCancellation();
     shutdown.abort(stopping);
     for (const active of turns) active.controller.abort(stopping);
     await Promise.allSettled([...pending, ...fighters.all().map((f) => f.queue)]);

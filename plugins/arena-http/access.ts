@@ -69,6 +69,10 @@ export const ROUTE_SCOPES: Readonly<Record<string, Rule>> = {
   "POST /api/v1/gorillas/reload": OPERATOR,
   "DELETE /api/v1/schedules/:id": OPERATOR,
   "POST /api/v1/channels/reload": OPERATOR,
+  // Answering an approval runs (or refuses) a fighter's call: an operator's act, never a reader's.
+  "POST /api/v1/approvals/:id/approve": OPERATOR,
+  "POST /api/v1/approvals/:id/deny": OPERATOR,
+  "DELETE /api/v1/approvals/rules/:id": OPERATOR,
   "POST /api/v1/store/backup": { needs: "admin" },
 };
 

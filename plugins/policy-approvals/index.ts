@@ -1,0 +1,46 @@
+/**
+ * Approvals (issue 30, part A; README "Approvals"): every move call is allowed, asked or denied by
+ * the policy (policy.ts); an asked call waits in its turn for an answer from the API or the CLI,
+ * recorded in the plugin's collections (records.ts) so any node of a cluster can answer it; a
+ * gorilla's or a schedule's turn, with no one to ask, is refused at once.
+ */
+import { definePlugin } from "../../sdk/index.js";
+import { createGate } from "./gate.js";
+import type { ApprovalSettings } from "./policy.js";
+import { createRecords } from "./records.js";
+import { addApprovalRoutes } from "./routes.js";
+
+declare module "../../sdk/index.js" {
+  interface SparEventMap {
+    /** A call waits for an answer: `GET /api/v1/approvals/<request_id>` shows it (its arguments are not in the event). */
+    "approval.requested": {
+      request_id: string;
+      fighter_id: string;
+      fighter: string;
+      bout_id: string;
+      turn_id: string;
+      move: string;
+      expires_at: string;
+      /** The turn had taken in untrusted content. */
+      tainted: boolean;
+    };
+    /** A request ended: approved or denied (`answered_by` the key), expired or cancelled. */
+    "approval.answered": { request_id: string; fighter_id: string; status: string; answered_by: string };
+  }
+}
+
+export default definePlugin<{ approvals: ApprovalSettings }>({
+  id: "policy-approvals",
+  apply({ hooks, data, events, log }, sections) {
+    const settings = sections.approvals;
+    const records = createRecords(data);
+    const gate = createGate({ settings, records, events, log });
+    // Last: a call the kernel, a gorilla or any other plugin refuses is never asked about.
+    hooks.move.beforeCall.tap((info) => gate.beforeCall(info), { phase: "last" });
+    hooks.move.afterCall.tap((outcome, info) => gate.afterCall(outcome, info));
+    hooks.arena.routes.tap((routes) => addApprovalRoutes(routes, { records, settings, events }));
+    if (settings.mode === "off") {
+      log.warn('approvals are off ([approvals] mode = "off"): every call a grant allows runs unasked');
+    }
+  },
+});
