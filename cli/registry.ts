@@ -174,6 +174,61 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/schedule.js")).schedule(action, args[0], as(options)),
   },
   {
+    name: "approvals",
+    summary: "Approvals: calls waiting for an operator's answer (shell, new chats, spawns …), and the rules",
+    actions: [
+      {
+        name: "list",
+        args: "",
+        summary: "Requests, newest first (default: pending): id, fighter, move, what, why, expiry",
+        options: [
+          {
+            flag: "--status",
+            value: "status",
+            summary: "pending, approved, denied, expired, cancelled or all",
+            default: "pending",
+          },
+          { flag: "--limit", value: "n", integer: PAGE_LIMIT, summary: "At most this many (default 20)" },
+        ],
+      },
+      {
+        name: "show",
+        args: "<id>",
+        summary: "One request: the exact call, its folder and files, why, the answer",
+      },
+      {
+        name: "approve",
+        args: "<id>",
+        summary: "Let the call run (once: exactly that call, if its files are unchanged)",
+        options: [
+          {
+            flag: "--always",
+            summary: "Also allow this fighter this exact call from now on (a stored rule)",
+          },
+          {
+            flag: "--pattern",
+            value: "glob",
+            summary: "With --always: allow calls whose main argument matches the glob instead (git *)",
+          },
+        ],
+      },
+      {
+        name: "deny",
+        args: "<id>",
+        summary: "Refuse the call; the model is told, with the reason",
+        options: [{ flag: "--reason", value: "text", summary: "Why (the model reads it)" }],
+      },
+      {
+        name: "rules",
+        args: "[list|remove] [rule-id]",
+        summary:
+          "The rules: config.toml's [[approvals.rules]] and those --always stored; remove <rule-id> drops a stored one",
+      },
+    ],
+    run: async ({ action, args, options }) =>
+      (await import("./commands/approvals.js")).approvals(action, args, as(options)),
+  },
+  {
     name: "troop",
     summary: "Troops: several fighters working on one task under a strategy",
     actions: [
