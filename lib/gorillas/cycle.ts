@@ -33,6 +33,8 @@ export interface Cycle {
   bout_id?: string;
   /** Why it was stopped, when it was: the first stop wins. */
   stop?: Stop;
+  /** The first call of the cycle that needed an approval no one could give (APPROVAL_REQUIRED). */
+  needsApproval?: string;
   /** Settles once the run is recorded ended. */
   done: Promise<void>;
 }
@@ -188,7 +190,7 @@ async function runCycle(
   } finally {
     clearTimeout(timer);
   }
-  const end = cycleOutcome(cycle.stop, turn);
+  const end = cycleOutcome(cycle.stop, turn, cycle.needsApproval);
   const bout_id = reply?.bout_id ?? cycle.bout_id;
   const usage = reply?.usage ?? (await usageOf(deps.ring, bout_id));
   return deps.records.runs.finish(run.id, {

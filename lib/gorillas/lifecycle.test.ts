@@ -98,6 +98,13 @@ describe("how a cycle is recorded", () => {
     );
   });
 
+  it("fails a turn that met a call needing an approval no one could give, saying what it needed", () => {
+    const needed = 'needs approval: shell_exec {"argv":["make"]} (…); no one can answer in a gorilla:g turn';
+    expect(cycleOutcome(undefined, ended, needed)).toEqual({ outcome: "failed", error: needed });
+    // Its own stop still comes first.
+    expect(cycleOutcome({ outcome: "aborted", reason: "was caged" }, ended, needed).error).toBe("was caged");
+  });
+
   it("aborts a turn cancelled by someone else (the daemon stopping), fails any other error", () => {
     expect(
       cycleOutcome(undefined, {

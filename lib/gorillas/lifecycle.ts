@@ -56,16 +56,19 @@ export interface Stop {
 
 /**
  * How a cycle ended, from how the turn ended: its own stop (caged, timed out, over budget) first;
- * then a reply that ran out of iterations or looped (failed: the task was not finished); a turn
- * cancelled by someone else (the daemon stopping) is aborted; any other error failed.
+ * then a reply that ran out of iterations or looped, or a call that needed an approval no one could
+ * give (failed: the task was not finished); a turn cancelled by someone else (the daemon stopping)
+ * is aborted; any other error failed.
  */
 export function cycleOutcome(
   stop: Stop | undefined,
   turn:
     | { ok: true; stop_reason: "end" | "max_iterations" | "loop_guard"; iterations: number }
     | { ok: false; code?: string; message: string },
+  needsApproval?: string,
 ): { outcome: "ok" | "failed" | "aborted"; error?: string } {
   if (stop) return { outcome: stop.outcome, error: stop.reason };
+  if (turn.ok && needsApproval) return { outcome: "failed", error: needsApproval };
   if (turn.ok) {
     if (turn.stop_reason === "max_iterations") {
       return {

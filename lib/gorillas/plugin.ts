@@ -135,6 +135,14 @@ export function installGorillas(
     };
   });
 
+  // A call no one could answer (the approvals plugin refuses it at once in an unattended turn): the
+  // run records it as failed, with what it needed, so `spar gorilla runs` shows what to allow.
+  hooks.move.afterCall.tap((outcome, info) => {
+    const cycle = runtime.ofFighter(info.fighter.name)?.cycle;
+    if (cycle && outcome.error?.code === "APPROVAL_REQUIRED") cycle.needsApproval ??= outcome.error.message;
+    return outcome;
+  });
+
   hooks.arena.routes.tap((routes) => addGorillaRoutes(routes, runtime));
   hooks.daemon.ready.tap(async () => {
     await runtime.start();
