@@ -137,7 +137,12 @@ const TASKS = [
 ];
 
 const model = await startModel();
-const data = await sparHome({ llmUrl: model.url, extraToml: "\n[creed]\nreflect = false\n" });
+// The tasks' moves run unasked (shell_exec asks by default): this measures prompts, not approvals.
+const data = await sparHome({
+  llmUrl: model.url,
+  extraToml:
+    '\n[creed]\nreflect = false\n[[approvals.rules]]\nfighter = "spar"\nmove = "shell_exec"\naction = "allow"\n',
+});
 const daemon = await startSpar(data);
 try {
   const moves = await (await fetch(`${daemon.api}/moves`)).json();

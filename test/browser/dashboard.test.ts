@@ -19,6 +19,7 @@ import type { TurnRecord } from "../../sdk/store-types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { openPage, type WatchedPage } from "../helpers/browser.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -55,7 +56,13 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, `${QUIET}\n[gorillas]\ntimezone = "UTC"\n`);
+    // The Schedules view shows what schedule_add made: it runs unasked, as a rule in config.toml lets it.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `${QUIET}\n[gorillas]\ntimezone = "UTC"\n${allowUnasked(["schedule_add"])}`,
+    );
     writeDigestGorilla(home);
     daemon = await startDaemon(home, port);
     browser = await launch();

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -58,7 +59,9 @@ describe.each([telegram, slack, discord].map((make) => [make().platform, make] a
         port,
         fake.url,
         `\n[creed]\nreflect = false\n\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n${toml}\n\n` +
-          `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n`,
+          `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n` +
+          // channel_notify to a chat it never posted to asks first; this suite tests the channel.
+          allowUnasked(["channel_notify"]),
       );
       daemon = await startDaemon(home, port, env);
       await driver.ready({ tunnelUrl: `http://127.0.0.1:${webhookPort}` });

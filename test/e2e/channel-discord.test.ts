@@ -12,6 +12,7 @@ import { type FakeDiscord, startFakeDiscord } from "../fakes/discord-server.js";
 import { DISCORD_EPOCH } from "../fakes/discord-wire.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -131,7 +132,9 @@ async function discordDaemon(
     llm.url,
     `\n[creed]\nreflect = false\n\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n` +
       `[channels.discord]\nallowlist = ["${ALLOWED}"]\napi_root = "${discord.url}"\n\n` +
-      `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n`,
+      `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n` +
+      // channel_notify to a chat it never posted to asks first; this suite tests the channel.
+      allowUnasked(["channel_notify"]),
   );
   return { home, webhookPort, start: () => startDaemon(home, port, env) };
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { type FakeTelegram, startFakeTelegram, textUpdate } from "../fakes/telegram-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   runCli,
@@ -87,7 +88,9 @@ describe("channel-telegram", () => {
       fake.url,
       `\n[creed]\nreflect = false\n\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n` +
         `[channels.telegram]\napi_root = "${telegram.url}"\n${table}\n\n` +
-        `[tunnel]\nmode = "manual"\nurl = "http://${tunnelHost}:${webhookPort}"\n`,
+        `[tunnel]\nmode = "manual"\nurl = "http://${tunnelHost}:${webhookPort}"\n` +
+        // channel_notify to a chat it never posted to asks first; this suite tests the channel.
+        allowUnasked(["channel_notify"]),
     );
     return { home, port, webhookPort };
   }
@@ -416,7 +419,8 @@ describe("channel-telegram", () => {
         fake.url,
         `\n[creed]\nreflect = false\n\n[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n` +
           `[channels.telegram]\napi_root = "${telegram.url}"\nallowlist = [${ALLOWED}]\n\n` +
-          `[tunnel]\nmode = "manual"\nurl = "http://localhost:${webhookPort}"\n`,
+          `[tunnel]\nmode = "manual"\nurl = "http://localhost:${webhookPort}"\n` +
+          allowUnasked(["channel_notify"]),
       );
       daemon = await startDaemon(home, port, secrets());
       await until(() => setWebhooks() > before, "setWebhook after the restart");

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -31,7 +32,13 @@ describe("the coder template does real work from the CLI", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // This suite tests its moves, not approvals: shell_exec, fighter_spawn, schedule_add run unasked, as a rule in config.toml lets them.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec", "fighter_spawn", "schedule_add"])}`,
+    );
     daemon = await startDaemon(home, port);
   });
 

@@ -17,6 +17,7 @@ import type { CommandResult as ShellResult } from "../../lib/sandbox/index.js";
 import type { FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -121,7 +122,9 @@ describe("containment: the sandbox against an evil model, through the real daemo
         `allow_private = ["127.0.0.1:${allowed.port}"]`,
         `# ${CANARY} in config.toml`,
         "",
-      ].join("\n"),
+      ].join("\n") +
+        // This suite tests containment, not approvals: shell_exec runs unasked, as a rule lets it.
+        allowUnasked(["shell_exec"]),
     );
     writeFileSync(join(home, ".env"), `CANARY_TOKEN=${ENV_SECRET}\n`, { mode: 0o600 });
     daemon = await startDaemon(home, port, { GITHUB_TOKEN: ENV_SECRET });
@@ -375,7 +378,7 @@ describe("containment: the sandbox against an evil model, through the real daemo
     const other = tempHome();
     const emptyPath = mkdtempSync(join(tmpdir(), "spar-no-bwrap-"));
     const otherPort = await freePort();
-    writeConfig(other, otherPort, fake.url, "\n[creed]\nreflect = false\n");
+    writeConfig(other, otherPort, fake.url, `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec"])}`);
     const bare = await startDaemon(other, otherPort, { PATH: emptyPath });
     try {
       fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: { argv: ["true"] } }] });

@@ -13,6 +13,7 @@ import type { TroopTaskRecord } from "../../lib/troops/records.js";
 import type { BoutRecord, Capability, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, type ScriptedToolCall, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -75,7 +76,13 @@ describe("a turn another fighter started holds only what every fighter in its ch
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // This suite tests its moves, not approvals: shell_exec, fighter_spawn, schedule_add run unasked, as a rule in config.toml lets them.
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec", "fighter_spawn", "schedule_add"])}`,
+    );
     daemon = await startDaemon(home, port);
     sparWorkspace = join(home, "workspaces", "spar");
     mkdirSync(sparWorkspace, { recursive: true });

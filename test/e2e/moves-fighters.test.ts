@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -42,7 +43,9 @@ describe("moves-fighters: fighter_spawn", () => {
       home,
       port,
       fake.url,
-      '\n[creed]\nreflect = false\n\n[moves.files]\nallowed_scopes = ["/srv/shared"]\n',
+      '\n[creed]\nreflect = false\n\n[moves.files]\nallowed_scopes = ["/srv/shared"]\n' +
+        // This suite tests fighter_spawn, not approvals: it runs unasked, as a rule lets it.
+        allowUnasked(["fighter_spawn"]),
     );
     daemon = await startDaemon(home, port);
     expect(

@@ -19,6 +19,7 @@ import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -49,7 +50,10 @@ const DOTENV_SECRET = `dotenv-secret-${process.pid}`;
  */
 const filesConfig = (allowed: string) =>
   "context_window = 1000000\n\n[creed]\nreflect = false\n\n" +
-  `[moves.files]\nmax_read_bytes = 4096\nallowed_scopes = [${allowed}]\n`;
+  `[moves.files]\nmax_read_bytes = 4096\nallowed_scopes = [${allowed}]\n` +
+  // This suite tests the file moves, not approvals: a change to an existing file outside the
+  // workspace (and a spawn) runs unasked, as a rule in config.toml lets it.
+  allowUnasked(["file_write", "file_edit", "fighter_spawn"]);
 
 /** Every entry below `dir` with its content (symlinks with their target, other kinds by type). */
 function snapshot(dir: string): Record<string, string> {

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Capability, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   runCli,
@@ -166,7 +167,9 @@ describe("moves-mcp: MCP servers from config.toml through a fighter's turn", () 
         `url = ${toml(web.url)}`,
         `headers = { Authorization = "Bearer ${HTTP_TOKEN}" }`,
         "",
-      ].join("\n"),
+      ].join("\n") +
+        // send_email carries no annotations, so it is asked about by default; this suite tests MCP.
+        allowUnasked(["mcp_outbox_send_email"], "assistant"),
     );
     daemon = await startDaemon(home, port, { ...SECRETS, DAEMON_ONLY_SETTING: "inherited-by-nobody" });
     await spawnFighter("planner", [{ type: "mcp", server: "calendar" }]);

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -53,7 +54,8 @@ describe("moves-schedule", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // This suite tests its moves, not approvals: schedule_add run unasked, as a rule in config.toml lets them.
+    writeConfig(home, port, fake.url, `\n[creed]\nreflect = false\n${allowUnasked(["schedule_add"])}`);
     daemon = await startDaemon(home, port);
     expect((await spawnFighter("tick", [{ type: "schedule" }])).status).toBe(201);
   });

@@ -7,6 +7,7 @@ import type { CommandResult as ShellResult } from "../../lib/sandbox/index.js";
 import type { Capability, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   runCli,
@@ -70,7 +71,9 @@ describe("moves-shell: shell_exec through the real daemon", () => {
       home,
       port,
       fake.url,
-      "\n[agent]\ntool_timeout_s = 8\n[creed]\nreflect = false\n[moves.shell]\ntimeout_s = 20\nmax_output_bytes = 4096\n",
+      "\n[agent]\ntool_timeout_s = 8\n[creed]\nreflect = false\n[moves.shell]\ntimeout_s = 20\nmax_output_bytes = 4096\n" +
+        // This suite tests shell_exec, not approvals: it runs unasked, as a rule in config.toml lets it.
+        allowUnasked(["shell_exec"]),
     );
     daemon = await startDaemon(home, port, { ...SECRETS, DAEMON_ONLY_SETTING: "inherited-by-nobody" });
     await spawnFighter("shelly", [

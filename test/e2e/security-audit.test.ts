@@ -14,6 +14,7 @@ import type { AuditReport } from "../../cli/commands/security-audit.js";
 import type { FighterRecord } from "../../sdk/types.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   type CliResult,
   freePort,
   removeHome,
@@ -245,7 +246,9 @@ describe("spar security audit with the daemon running", () => {
       home,
       port,
       fake.url,
-      `\n[moves.files]\nallowed_scopes = ["/etc", "~/notes", ${JSON.stringify(join(home, "workspaces"))}]\n`,
+      `\n[moves.files]\nallowed_scopes = ["/etc", "~/notes", ${JSON.stringify(join(home, "workspaces"))}]\n` +
+        // The audit lists schedules a fighter made: schedule_add runs unasked, as a rule lets it.
+        allowUnasked(["schedule_add"]),
     );
     daemon = await startDaemon(home, port);
   });

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Capability } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
+  allowUnasked,
   freePort,
   removeHome,
   startDaemon,
@@ -54,7 +55,8 @@ describe("skills and deferred moves through the real daemon", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    writeConfig(home, port, fake.url, "\n[creed]\nreflect = false\n");
+    // This suite tests its moves, not approvals: shell_exec run unasked, as a rule in config.toml lets them.
+    writeConfig(home, port, fake.url, `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec"])}`);
     daemon = await startDaemon(home, port);
     await spawn("narrow", [{ type: "memory" }], ["write-commit-message", "summarize-nda"]);
     await spawn("reader", [{ type: "memory" }]);

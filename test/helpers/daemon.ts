@@ -81,6 +81,20 @@ export interface TestDaemon {
   ): Promise<{ status: number; body: T; headers: Headers }>;
 }
 
+/**
+ * `[[approvals.rules]]` letting every fighter run `moves` unasked, for a suite that tests those moves
+ * rather than approvals (shell_exec, fighter_spawn, schedule_add … ask by default): what a user writes
+ * in config.toml to the same end. `fighter` narrows it to one fighter.
+ *
+ * @example
+ * writeConfig(home, port, fake.url, allowUnasked(["shell_exec"]));
+ */
+export function allowUnasked(moves: string[], fighter = "*"): string {
+  return moves
+    .map((move) => `\n[[approvals.rules]]\nfighter = "${fighter}"\nmove = "${move}"\naction = "allow"\n`)
+    .join("");
+}
+
 /** Writes a config.toml whose default model is the fake OpenAI server at `llmUrl`. */
 export function writeConfig(home: string, port: number, llmUrl: string, extra = ""): void {
   writeFileSync(
