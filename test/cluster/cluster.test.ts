@@ -2,8 +2,8 @@
  * Three daemons as one (issue 21): three real `spar start` processes on loopback ports, each with
  * its own data dir, sharing one PostgreSQL schema (`store-postgres`), one Redis namespace
  * (`bus-redis`, `scheduler-bullmq`) and one master secret. What one node does, the others see:
- * fighters, turn order, events, a user plugin's data (examples/plugins/moves-notes), quotas, gorilla
- * fires, and a node's death.
+ * fighters, turn order, events, a user plugin's data (examples/plugins/moves-notes), an approval
+ * asked on one node and answered on another, quotas, gorilla fires, and a node's death.
  *
  * Needs SPAR_TEST_DATABASE_URL and SPAR_TEST_REDIS_URL (`.ci/run` starts both servers through
  * scripts/ci-services.sh); without them it is skipped, saying so. `npm run test:cluster` runs the
@@ -116,7 +116,7 @@ describe.skipIf(SKIP)(
       on: Node,
       name: string,
       quota?: Record<string, number>,
-      capabilities?: { type: string }[],
+      capabilities?: { type: string; pattern?: string }[],
     ) {
       const { status, body } = await on.daemon.request<{ id: string }>("POST", "/api/v1/fighters", {
         manifest: {
@@ -282,6 +282,58 @@ describe.skipIf(SKIP)(
       ws.close();
       figure(
         "a user plugin's note: stored through node 1, listed through node 2, found by a move and its event seen on node 3",
+      );
+    });
+
+    it("answers on node 3 an approval a turn on node 1 waits for, announced on node 2's WebSocket", async () => {
+      const id = await spawn(node(0), "asker", undefined, [{ type: "shell_exec", pattern: "*" }]);
+      const seen: { kind: string; request_id: string; status?: string }[] = [];
+      const ws = await new Promise<WebSocket>((done, fail) => {
+        const socket = new WebSocket(`ws://127.0.0.1:${node(1).port}/api/v1/ws`);
+        socket.on("message", (data) => {
+          const frame = JSON.parse(String(data)) as { type: string; kind: string; request_id: string };
+          if (frame.type === "subscribed") done(socket);
+          if (frame.type === "event") seen.push(frame);
+        });
+        socket.once("error", fail);
+        socket.once("open", () =>
+          socket.send(
+            JSON.stringify({ type: "subscribe", kinds: ["approval.requested", "approval.answered"] }),
+          ),
+        );
+      });
+      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: { argv: ["true"] } }] });
+      const reply = send(node(0), id, "run true");
+      let request: { id: string; status: string } | undefined;
+      await expect
+        .poll(
+          async () => {
+            const { body } = await node(2).daemon.request<{ approvals: { id: string; status: string }[] }>(
+              "GET",
+              "/api/v1/approvals?status=pending",
+            );
+            request = body.approvals[0];
+            return request?.status;
+          },
+          { timeout: 20_000 },
+        )
+        .toBe("pending");
+      const answered = Date.now();
+      const approved = await node(2).daemon.cli(["approvals", "approve", request?.id as string]);
+      expect(approved.code, approved.stderr).toBe(0);
+      const done = await reply;
+      const waited = (Date.now() - answered) / 1000;
+      expect(done.status).toBe(200);
+      expect((done.body as { tool_calls?: unknown }).tool_calls).toEqual([{ name: "shell_exec", ok: true }]);
+      // Answered once: a second answer, through the third node, is a conflict.
+      const again = await node(1).daemon.request("POST", `/api/v1/approvals/${request?.id}/deny`, {});
+      expect(again.status).toBe(409);
+      await expect
+        .poll(() => seen.map((e) => `${e.kind} ${e.request_id}`))
+        .toEqual([`approval.requested ${request?.id}`, `approval.answered ${request?.id}`]);
+      ws.close();
+      figure(
+        `an approval asked on node 1, seen on node 2's WebSocket, answered through node 3: the turn went on ${waited.toFixed(2)} s after the answer`,
       );
     });
 
