@@ -4,7 +4,8 @@
  * `spar approvals list` and on the WebSocket, approving runs it exactly once (a file the command
  * appends to counts it; the fake's requests count the model calls), denying returns the refusal the
  * model then answers without, a second answer is CONFLICT, a changed file makes the approval stale,
- * an expired request refuses its answer, `--always` stores a rule, a `read` key cannot answer. The
+ * an expired request refuses its answer, `--always` stores a rule, a `read` key cannot answer, an
+ * MCP tool its server does not mark safe asks while a read-only one runs unasked. The
  * evil-model cases: content planted in the turn (a test plugin's move marks its result untrusted,
  * as web_fetch and MCP results will be) makes the model call shell_exec, channel_notify and
  * fighter_message: each waits, none runs. Unattended: a gorilla's call that needs an answer is
@@ -28,6 +29,8 @@ import {
 } from "../helpers/daemon.js";
 import { writeGorilla } from "../helpers/gorillas.js";
 import { raw, signed } from "../helpers/http.js";
+
+const FIXTURES = join(import.meta.dirname, "..", "fixtures", "mcp");
 
 interface Approval {
   id: string;
@@ -104,8 +107,21 @@ describe("approvals end to end", () => {
   let daemon: TestDaemon;
   let workspace: string;
 
+  /** The outbox MCP server (test/fixtures/mcp): send_email without annotations, list_sent read-only. */
+  const outbox = () =>
+    [
+      "[mcp.servers.outbox]",
+      `command = ${JSON.stringify(process.execPath)}`,
+      `args = ${JSON.stringify([join(FIXTURES, "outbox.mjs")])}`,
+      `env = { OUTBOX_DIR = ${JSON.stringify(join(home, "outbox"))}, OUTBOX_FROM = "mailer@example.test" }`,
+    ].join("\n");
   const config = (extra: string) =>
-    writeConfig(home, port, fake.url, `\n[creed]\nreflect = false\n[approvals]\n${extra}\n`);
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[agent]\ntool_timeout_s = 30\n[creed]\nreflect = false\n${outbox()}\n[approvals]\n${extra}\n`,
+    );
 
   const send = (fighter: string, message: string) =>
     daemon.request<Reply>("POST", `/api/v1/fighters/${fighter}/message`, { message });
@@ -163,6 +179,15 @@ describe("approvals end to end", () => {
       },
     });
     expect(created.status).toBe(201);
+    const mailer = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "mailer",
+        description: "mailer",
+        system_prompt: "You mail.",
+        capabilities: [{ type: "mcp", server: "outbox" }],
+      },
+    });
+    expect(mailer.status).toBe(201);
     workspace = join(realpathSync(home), "workspaces", "coder");
   });
 
@@ -365,6 +390,25 @@ describe("approvals end to end", () => {
     await cli(["approvals", "deny", request.id]);
     await reply;
     expect(ran()).toBe(1);
+  });
+
+  it("asks before an MCP tool whose server does not say it is safe; a read-only one runs unasked", async () => {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "mcp_outbox_list_sent", arguments: {} }] });
+    const listed = await send("mailer", "what did you send?");
+    expect(listed.body.tool_calls).toEqual([{ name: "mcp_outbox_list_sent", ok: true }]);
+
+    const email = { to: "eve@example.test", subject: "hello", body: "hi" };
+    fake.enqueue({ tool_calls: [{ name: "mcp_outbox_send_email", arguments: email }] });
+    const reply = send("mailer", "send it");
+    const request = await waitForPending("mcp_outbox_send_email");
+    expect(request).toMatchObject({ fighter: "mailer", arguments: email });
+    expect(request.why).toContain(
+      "may destroy or overwrite what it reaches, or its server does not say it cannot",
+    );
+    await cli(["approvals", "deny", request.id]);
+    expect((await reply).body.tool_calls).toEqual([{ name: "mcp_outbox_send_email", ok: false }]);
+    expect(existsSync(join(home, "outbox"))).toBe(false);
   });
 
   it("makes every side effect of a turn with planted content wait: shell_exec, channel_notify, fighter_message; none runs", async () => {
