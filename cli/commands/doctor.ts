@@ -44,6 +44,7 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   const pluginChoices = valid ? pluginsCheck(config, plugins) : undefined;
   if (pluginChoices) checks.push(pluginChoices);
   checks.push(await sandboxCheck(home, config, env));
+  checks.push(approvalsCheck(config));
 
   // The models the file names only when it can be read; the running daemon's fighters' in any case.
   const models = valid ? configuredModels(config) : [];
@@ -89,6 +90,33 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   if (gorillas.length === 0) lines.push(`  ${mark(true)} every GORILLA.toml loads`);
   for (const g of gorillas) lines.push(`  ${mark(false)} ${printable(g.error)}`);
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** `[approvals]`: off is a failure, as the sandbox's is (the security audit rates it too). */
+function approvalsCheck(config: SparConfig): Check {
+  const table = config.sections.approvals as { mode?: string; rules?: unknown[] } | undefined;
+  if (config.plugins.disable.includes("policy-approvals")) {
+    return {
+      name: "approvals",
+      ok: false,
+      detail:
+        "[plugins] disable names policy-approvals: every call a fighter's grants allow runs unasked, shell commands included; remove it from the list",
+    };
+  }
+  if (table?.mode === "off") {
+    return {
+      name: "approvals",
+      ok: false,
+      detail:
+        '[approvals] mode = "off": every call a fighter\'s grants allow runs unasked, shell commands included; remove the setting, and allow what should run unasked with [[approvals.rules]]',
+    };
+  }
+  const rules = table?.rules?.length ?? 0;
+  return {
+    name: "approvals",
+    ok: true,
+    detail: `risky calls wait for an operator's answer (spar approvals list); ${rules} rule${rules === 1 ? "" : "s"} in config.toml`,
+  };
 }
 
 /**

@@ -51,6 +51,7 @@ function facts(overrides: Partial<AuditInput> = {}): AuditInput {
     user_plugins: [],
     scheduled_jobs: { gorillas: [], schedules: [] },
     sandbox: { mode: "required", kind: "bubblewrap", ready: true },
+    approvals: { mode: "on", after_untrusted: "ask" },
     ...overrides,
   };
 }
@@ -86,6 +87,7 @@ describe("auditSecurity", () => {
       "user_plugins",
       "scheduled_jobs",
       "sandbox",
+      "approvals",
     ]);
   });
 
@@ -790,6 +792,30 @@ describe("gatherAuditInput", () => {
         id: "forced_skills:sketchy",
         severity: "high",
         message: expect.stringContaining("pipe-to-shell at SKILL.md:9"),
+      }),
+    );
+  });
+});
+
+describe("security audit: approvals", () => {
+  it("passes approvals on, and is MEDIUM when they are off or a tainted turn may act unasked", () => {
+    expect(auditReport(facts()).passed).toContainEqual({
+      check: "approvals",
+      detail:
+        "risky calls wait for an answer, and a turn that took in untrusted content asks before acting outside its workspace",
+    });
+    expect(auditSecurity(facts({ approvals: { mode: "off", after_untrusted: "ask" } }))).toContainEqual(
+      expect.objectContaining({
+        id: "approvals",
+        severity: "medium",
+        message: expect.stringContaining('mode = "off"'),
+      }),
+    );
+    expect(auditSecurity(facts({ approvals: { mode: "on", after_untrusted: "off" } }))).toContainEqual(
+      expect.objectContaining({
+        id: "approvals",
+        severity: "medium",
+        message: expect.stringContaining('after_untrusted = "off"'),
       }),
     );
   });

@@ -39,7 +39,8 @@ export type CheckName =
   | "forced_skills"
   | "user_plugins"
   | "scheduled_jobs"
-  | "sandbox";
+  | "sandbox"
+  | "approvals";
 
 export interface AuditReport {
   /** False when any finding is high: the CLI exits 1. */
@@ -109,6 +110,8 @@ export interface AuditInput {
   scheduled_jobs: ScheduledJobs | { unavailable: string };
   /** `[sandbox] mode`, and whether a sandbox can run here (and if not, why). */
   sandbox: { mode: "required" | "off"; kind: string; ready: boolean; problem?: string };
+  /** `[approvals] mode` and `after_untrusted` (the policy-approvals plugin's table), or their defaults. */
+  approvals: { mode: "on" | "off"; after_untrusted: "ask" | "deny" | "off" };
 }
 
 /** A check judges the facts and touches nothing; it reports findings, a pass, or why it was skipped. */
@@ -168,7 +171,31 @@ const CHECKS: Record<CheckName, Check> = {
   user_plugins: checkUserPlugins,
   scheduled_jobs: checkScheduledJobs,
   sandbox: checkSandbox,
+  approvals: checkApprovals,
 };
+
+function checkApprovals(input: AuditInput): CheckResult {
+  const config = join(input.home, "config.toml");
+  if (input.approvals.mode === "off") {
+    return fail(
+      "approvals",
+      "medium",
+      "approvals are off ([approvals] mode = \"off\", or the policy-approvals plugin disabled): every call a fighter's grants allow runs unasked (shell commands, new fighters, schedules, posts to new chats), even one a web page or a stranger's message talked the model into",
+      `remove mode = "off" from [approvals] in ${config} (and policy-approvals from [plugins] disable), and allow what should run unasked with [[approvals.rules]]`,
+    );
+  }
+  if (input.approvals.after_untrusted === "off") {
+    return fail(
+      "approvals",
+      "medium",
+      '[approvals] after_untrusted = "off": a turn that read a web page, an MCP result or a stranger\'s message may act outside its workspace without asking',
+      `remove after_untrusted = "off" from [approvals] in ${config} (the default is "ask")`,
+    );
+  }
+  return {
+    passed: `risky calls wait for an answer, and a turn that took in untrusted content ${input.approvals.after_untrusted}s before acting outside its workspace`,
+  };
+}
 
 function checkSandbox(input: AuditInput): CheckResult {
   const { sandbox } = input;

@@ -37,6 +37,15 @@ export function gatherAuditInput(
       unavailable: `there is no master secret yet (no ${MASTER_KEY_FILE}, no SPAR_MASTER_KEY); spar init writes one`,
     },
     manifest_base_urls: config.providers.allow_manifest_base_url,
+    // The approvals plugin's table, with its defaults when config.toml has none.
+    approvals: {
+      mode:
+        config.sections.approvals?.mode === "off" || config.plugins.disable.includes("policy-approvals")
+          ? "off"
+          : "on",
+      after_untrusted:
+        (config.sections.approvals?.after_untrusted as "ask" | "deny" | "off" | undefined) ?? "ask",
+    },
     channels: readChannels(config),
     forced_skills: readForcedSkills(home),
     user_plugins: userPluginFacts(home, plugins),

@@ -270,6 +270,15 @@ describe("approvals end to end", () => {
     ws.close();
   });
 
+  it("says in spar doctor that risky calls wait for an answer", async () => {
+    const doctor = await daemon.cli(["doctor", "--json"]);
+    expect(JSON.parse(doctor.stdout).checks).toContainEqual({
+      name: "approvals",
+      ok: true,
+      detail: "risky calls wait for an operator's answer (spar approvals list); 0 rules in config.toml",
+    });
+  });
+
   it("returns a deny to the model, with the reason, and the model answers without the command", async () => {
     fake.reset();
     fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });

@@ -291,6 +291,26 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     );
     const chat = { model: "scout", messages: [{ role: "user", content: "hello" }] };
     await happy("POST", "/v1/chat/completions", {}, chat, 200);
+    // Approvals: the builder's model asks to run a command; its turn waits for each answer.
+    const asked = async (argv: string[]) => {
+      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: { argv } }] });
+      const reply = daemon.request("POST", "/api/v1/fighters/builder/message", { message: "run it" });
+      for (;;) {
+        const { body } = await daemon.request<{ approvals: { id: string }[] }>(
+          "GET",
+          "/api/v1/approvals?status=pending",
+        );
+        const id = body.approvals[0]?.id;
+        if (id) return { id, reply };
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const first = await asked(["true"]);
+    await happy("POST", "/api/v1/approvals/{id}/approve", first, { always: true, pattern: "true" }, 200);
+    expect((await first.reply).status).toBe(200);
+    const second = await asked(["false"]);
+    await happy("POST", "/api/v1/approvals/{id}/deny", second, { reason: "not now" }, 200);
+    expect((await second.reply).status).toBe(200);
   });
 
   afterAll(async () => {
