@@ -139,6 +139,19 @@ describe("the order: operator rules, stored rules, the grant, the defaults", () 
     );
   });
 
+  it("never turns an allow into anything else by a stored rule (the gate reads them only when not allowed)", () => {
+    const rules = [stored({ pattern: "*" }), stored({ move: "web_fetch", pattern: "*" })];
+    for (const f of [
+      facts("file_read"),
+      facts("web_fetch"),
+      shell("ls", { grants: ["deny"] }),
+      shell("ls"),
+    ]) {
+      if (decide(f, settings(), []).action === "allow")
+        expect(decide(f, settings(), rules).action).toBe("allow");
+    }
+  });
+
   it("puts operator rules before stored ones, and both before the grant", () => {
     const rules = [{ fighter: "coder", move: "shell_exec", action: "deny" as const }];
     expect(decide(shell("make"), settings({ rules }), [stored({ pattern: "*" })]).action).toBe("deny");
