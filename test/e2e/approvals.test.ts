@@ -4,7 +4,8 @@
  * `spar approvals list` and on the WebSocket, approving runs it exactly once (a file the command
  * appends to counts it; the fake's requests count the model calls), denying returns the refusal the
  * model then answers without, a second answer is CONFLICT, a changed file makes the approval stale,
- * an expired request refuses its answer, `--always` stores a rule, a `read` key cannot answer, an
+ * an expired request refuses its answer, cancelling the turn or killing the fighter cancels its
+ * request, `--always` stores a rule, a `read` key cannot answer, an
  * MCP tool its server does not mark safe asks while a read-only one runs unasked. The
  * evil-model cases: content planted in the turn (a test plugin's move marks its result untrusted,
  * as web_fetch and MCP results will be) makes the model call shell_exec, channel_notify and
@@ -367,6 +368,38 @@ describe("approvals end to end", () => {
     expect((await asked).body.tool_calls).toEqual([{ name: "shell_exec", ok: false }]);
   });
 
+  it("cancels the request when its turn is cancelled or its fighter killed: nothing runs, a later answer is CONFLICT", async () => {
+    const created = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "doomed",
+        description: "doomed",
+        system_prompt: "You are doomed.",
+        capabilities: [{ type: "shell_exec", pattern: "*" }],
+      },
+    });
+    expect(created.status).toBe(201);
+    for (const end of ["cancel", "kill"] as const) {
+      fake.reset();
+      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
+      const reply = send("doomed", `count, then ${end}`);
+      const request = await waitForPending("shell_exec");
+      const ended =
+        end === "cancel"
+          ? await daemon.request("POST", "/api/v1/fighters/doomed/cancel")
+          : await daemon.request("DELETE", "/api/v1/fighters/doomed");
+      expect(ended.status, `${end}: ${JSON.stringify(ended.body)}`).toBeLessThan(300);
+      expect((await reply).body.error, end).toMatchObject({ code: "CANCELLED" });
+      await expect
+        .poll(
+          async () => (await daemon.request<Approval>("GET", `/api/v1/approvals/${request.id}`)).body.status,
+        )
+        .toBe("cancelled");
+      const late = await daemon.request("POST", `/api/v1/approvals/${request.id}/approve`, {});
+      expect(late.status).toBe(409);
+      expect(existsSync(join(realpathSync(home), "workspaces", "doomed", "ran.txt"))).toBe(false);
+    }
+  });
+
   it("lets only operator and admin keys answer: a read key gets 403 and reads only", async () => {
     const pair = generateKeyPairSync("ed25519");
     const file = join(home, "reader.pub");
@@ -471,6 +504,8 @@ describe("approvals end to end", () => {
     expect(run).toMatchObject({ outcome: "failed" });
     expect(run.error).toMatch(/^needs approval: schedule_add \{"in_minutes":60,"message":"remind"\}/);
     expect(run.error).toContain("no one can answer in a gorilla:nightly turn");
+    const shown = await daemon.cli(["gorilla", "runs", "nightly"]);
+    expect(shown.stdout).toMatch(new RegExp(`${started.id}.*failed.*needs approval: schedule_add`));
     expect((await cli<{ schedules: unknown[] }>(["schedule", "list"])).schedules).toEqual([]);
     // On record, refused: nothing was left waiting.
     expect(await pending()).toEqual([]);
