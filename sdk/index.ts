@@ -17,12 +17,11 @@ export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
 export {
   checkDataDeclaration,
-  createPluginData,
   declarationChecksum,
   indexedFields,
   MAX_QUERY_ROWS,
-  TRANSACTION_TIMEOUT_MS,
-} from "./collection-engine.js";
+} from "./collection-checks.js";
+export { createPluginData, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
 export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";
