@@ -9,6 +9,7 @@ import { open } from "node:fs/promises";
 import { SparError } from "../sdk/errors.js";
 import { KERNEL_VERSION } from "../sdk/version.js";
 
+/** `<snapshot>.manifest.json`: what a snapshot holds and how to check and open it. */
 export interface BackupManifest {
   format: "spar-backup";
   /** The Spar that wrote it. */

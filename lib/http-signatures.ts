@@ -43,6 +43,7 @@ export interface SignOptions {
   alg?: "ed25519" | null;
 }
 
+/** How `verifyRequest` checks a signature: whose keys, how old it may be, what it must cover. */
 export interface VerifyOptions {
   /** Ed25519 public keys by key id. */
   keys: (keyId: string) => KeyObject | undefined;

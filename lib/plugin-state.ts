@@ -5,6 +5,7 @@
  */
 import { SINGLE_SLOT_KINDS, type SlotKind } from "../kernel/host/plugin-manifest.js";
 import type { SparConfig } from "../sdk/config.js";
+import { SparError } from "../sdk/errors.js";
 import type { PluginManifest } from "../sdk/plugin-manifest.js";
 
 /** Why a plugin does not run under `[plugins]`, or undefined when it does. */
@@ -24,4 +25,27 @@ export function whyInactive(
     return "not enabled: [plugins] enable does not list it";
   }
   return undefined;
+}
+
+/**
+ * The plugins that run under `[plugins]`; PLUGIN_INVALID, naming both, when one of them requires a
+ * plugin that does not (disabled or not installed), so no daemon starts without what one needs.
+ */
+export function eligiblePlugins<P extends { manifest: PluginManifest }>(
+  plugins: readonly P[],
+  config: SparConfig["plugins"],
+): P[] {
+  const eligible = plugins.filter((p) => !whyInactive(p.manifest, config));
+  const running = new Set(eligible.map((p) => p.manifest.id));
+  const installed = new Set(plugins.map((p) => p.manifest.id));
+  for (const { manifest } of eligible) {
+    const missing = (manifest.requires ?? []).find((dep) => !running.has(dep));
+    if (missing !== undefined) {
+      throw new SparError(
+        "PLUGIN_INVALID",
+        `plugin ${manifest.id} requires ${missing}, which is ${installed.has(missing) ? "disabled" : "not installed"}`,
+      );
+    }
+  }
+  return eligible;
 }

@@ -8,6 +8,7 @@ import { SparError } from "../sdk/errors.js";
 /** The store whose database `spar backup` and `spar restore` handle. */
 export const SNAPSHOT_STORE = "store-sqlite";
 
+/** What the backup and restore answers of store-postgres name: its schema, its URL's variable, the file. */
 export interface PostgresBackupFacts {
   /** The PostgreSQL schema the store's tables live in (`[store.postgres] schema`). */
   schema: string;

@@ -38,3 +38,23 @@ export function childController(parent: AbortSignal | undefined): {
   else parent.addEventListener("abort", follow, { once: true });
   return { controller, unlink: () => parent.removeEventListener("abort", follow) };
 }
+
+/**
+ * `work`'s result, or the error `failure()` makes once `ms` have passed without one. The work is not
+ * stopped: its owner only stops waiting for it (a plugin that never finishes activating, a data
+ * transaction past its time).
+ *
+ * @example
+ * await withDeadline(load(plugin), 10_000, () => new SparError("PLUGIN_FAILED", "plugin x did not activate"));
+ */
+export async function withDeadline<T>(work: Promise<T>, ms: number, failure: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(failure()), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

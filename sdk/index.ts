@@ -1,7 +1,7 @@
 /**
- * The SDK: the package entry `spar/sdk`, and the only module a plugin imports besides lib/. Types,
- * `definePlugin`, the error catalog, the hook and event declarations; the Ring that implements
- * them (`kernel/`) is internal, and nothing under `sdk/` imports it.
+ * The SDK: the package entry `spar/sdk`, and with the kits (`spar/sdk/<kit>`, sdk/kits/) all a
+ * plugin imports. Types, `definePlugin`, the error catalog, the hook and event declarations; the
+ * Ring that implements them (`kernel/`) is internal, and nothing under `sdk/` imports it.
  */
 import type { PluginData } from "./collections.js";
 import type { SparConfig } from "./config.js";
@@ -11,16 +11,17 @@ import type { RingServices } from "./services.js";
 
 export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
+export { refuseLasting } from "../lib/fighter-chain.js";
 export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
+export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled } from "./cancel.js";
 export {
   checkDataDeclaration,
-  createPluginData,
   declarationChecksum,
   indexedFields,
   MAX_QUERY_ROWS,
-  TRANSACTION_TIMEOUT_MS,
-} from "./collection-engine.js";
+} from "./collection-checks.js";
+export { createPluginData, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
 export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";
@@ -68,6 +69,7 @@ export type {
   TunnelInfo,
 } from "./plugin-contracts.js";
 export type { PluginManifest } from "./plugin-manifest.js";
+export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type {
@@ -125,8 +127,18 @@ export interface Logger {
 export interface PluginApi {
   readonly id: string;
   readonly hooks: PluginHooks;
+  /**
+   * The Ring's services: the groups the manifest declares in `uses` (plugin.json), and `version`,
+   * `startedAt`, `clustered`. Reaching for another group throws PLUGIN_INVALID naming the plugin
+   * and the group.
+   *
+   * @example
+   * // plugin.json: "uses": ["fighters"]
+   * const fighter = await api.ring.fighters.get("scribe");
+   */
   readonly ring: RingServices;
   readonly events: EventBus;
+  /** The daemon's configuration; `sections` holds only this plugin's own tables (its manifest's `sections`). */
   readonly config: Readonly<SparConfig>;
   /** The data dir (`$SPAR_HOME` or `~/.spar`). */
   readonly home: string;

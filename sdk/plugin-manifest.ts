@@ -1,5 +1,6 @@
 /** A plugin's manifest (plugin.json) and the kinds a plugin can be. */
 import type { DataDeclaration } from "./collections.js";
+import type { RingGroup } from "./plugin-scope.js";
 import type { MoveDeclaration, ProviderDeclaration } from "./types.js";
 
 /** Keep in step with plugin.schema.json's `kind` enum (a test checks they agree). */
@@ -44,6 +45,8 @@ export interface PluginManifest {
     events?: string[];
   };
   requires?: string[];
+  /** The groups of `api.ring` it uses (plugin-scope.ts); it is handed those only. None when absent. */
+  uses?: RingGroup[];
   /** The config.toml tables it owns, by path, with their JSON Schemas (config-sections.ts). */
   sections?: Record<string, Record<string, unknown>>;
   /** Its own collections (`api.data`), stored by the active store plugin (collections.ts). */

@@ -1,14 +1,17 @@
 /**
  * The boundaries DESIGN §2 draws, checked on the source: the kernel never imports a plugin (or the
- * CLI); a plugin imports only the SDK's entry, shared code from lib/, and its own files, never another
- * plugin's nor the kernel; the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports
- * no plugin and no CLI code. The kernel stays within its size budget, and the plugin manifest
- * schema's kinds are the TypeScript ones.
+ * CLI); a plugin imports only the SDK's published entries (sdk/index.ts and sdk/kits/, that is
+ * `spar/sdk` and `spar/sdk/<kit>`) and its own files, never lib/, the kernel nor another plugin's;
+ * the SDK imports nothing of the kernel, the plugins or the CLI; lib/ imports no plugin and no CLI
+ * code. The kernel stays within its size budget, and the plugin manifest schema's kinds and ring
+ * groups are the TypeScript ones.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { PLUGIN_KINDS } from "../sdk/plugin-manifest.js";
+import { RING_GROUPS, type RingGroup } from "../sdk/plugin-scope.js";
+import type { RingServices } from "../sdk/services.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -37,13 +40,19 @@ describe("import boundaries", () => {
     expect(offending).toEqual([]);
   });
 
-  it("lets a plugin import the SDK, lib/ and its own files only", () => {
+  it("lets a plugin import the SDK's published entries and its own files only", () => {
+    // What a third party's plugin can import (spar/sdk, spar/sdk/<kit>), a bundled one imports: no
+    // lib/ file, no kernel file, no other plugin's.
     const offending = sources("plugins").flatMap((file) => {
       const own = file.split("/").slice(0, 2).join("/");
       return imports(file)
         .filter(
           (target) =>
-            !(target === "sdk/index.js" || target.startsWith("lib/") || target.startsWith(`${own}/`)),
+            !(
+              target === "sdk/index.js" ||
+              /^sdk\/kits\/[a-z-]+\.js$/.test(target) ||
+              target.startsWith(`${own}/`)
+            ),
         )
         .map((target) => `${file} imports ${target}`);
     });
@@ -108,11 +117,33 @@ describe("the kernel's size budget", () => {
 
 describe("plugin.schema.json", () => {
   const schema = JSON.parse(readFileSync(join(ROOT, "plugin.schema.json"), "utf8")) as {
-    properties: { kind: { enum: string[] }; id: { pattern: string } };
+    properties: { kind: { enum: string[] }; id: { pattern: string }; uses: { items: { enum: string[] } } };
   };
 
   it("lists exactly the plugin kinds of the TypeScript types", () => {
     expect([...schema.properties.kind.enum].sort()).toEqual([...PLUGIN_KINDS].sort());
+  });
+
+  it("lets `uses` name exactly the groups of RingServices (its scalars need no declaration)", () => {
+    expectTypeOf<RingGroup>().toEqualTypeOf<
+      Exclude<keyof RingServices, "version" | "startedAt" | "clustered">
+    >();
+    expect(schema.properties.uses.items.enum).toEqual([...RING_GROUPS]);
+  });
+
+  it("is declared with the ring groups it uses by every bundled plugin and example", () => {
+    // A manifest without `uses` gets no group; a bundled one says so, [] included, so that what each
+    // reaches is read from its plugin.json. The plugins whose data is moving declare it once landed.
+    const moving = /^(moves-schedule|channel-[a-z]+|moves-channels)$/;
+    const manifests = [
+      ...readdirSync(join(ROOT, "plugins")).map((id) => `plugins/${id}/plugin.json`),
+      ...readdirSync(join(ROOT, "examples", "plugins")).map((id) => `examples/plugins/${id}/plugin.json`),
+    ].filter((file) => existsSync(join(ROOT, file)) && !moving.test(file.split("/").at(-2) as string));
+    const undeclared = manifests.filter(
+      (file) =>
+        !Array.isArray((JSON.parse(readFileSync(join(ROOT, file), "utf8")) as { uses?: unknown }).uses),
+    );
+    expect(undeclared).toEqual([]);
   });
 
   it("allows exactly those kinds as an id's prefix", () => {

@@ -60,7 +60,7 @@ function fixtureRoot(plugins: FixturePlugin[]): string {
   return root;
 }
 
-function hostFor(root: string, configToml = "", timeoutMs?: number) {
+function hostFor(root: string, configToml = "", timeoutMs?: number, services = {} as RingServices) {
   const home = mkdtempSync(join(tmpdir(), "spar-home-"));
   roots.push(home);
   writeFileSync(join(home, "config.toml"), configToml);
@@ -87,7 +87,7 @@ function hostFor(root: string, configToml = "", timeoutMs?: number) {
     kernelVersion: "0.1.0",
     log: createLogger(() => undefined),
     events: createEventBus({ historySize: 10 }),
-    services: () => ({}) as RingServices,
+    services: () => services,
     collections: () => {
       throw new SparError("STORE_FAILED", "these tests open no store");
     },
@@ -249,6 +249,20 @@ describe("plugin host", () => {
     const { host } = hostFor(root, '["moves-conf"]\nlevel = 7\n');
     await host.activate("onStartup");
     expect((globalThis as { __level?: number }).__level).toBe(7);
+  });
+
+  it("shows a plugin only its own tables in api.config.sections, the kernel's keys as they are", async () => {
+    const schema = { type: "object", properties: { level: { type: "integer" } } };
+    const root = fixtureRoot([
+      ...slots,
+      { id: "moves-mine", configSchema: schema, apply: "globalThis.__seen = api.config;" },
+      { id: "moves-theirs", configSchema: schema },
+    ]);
+    const { host } = hostFor(root, '["moves-mine"]\nlevel = 1\n["moves-theirs"]\nlevel = 2\n');
+    await host.activate("onStartup");
+    const seen = (globalThis as { __seen?: { sections: object; agent: { max_iterations: number } } }).__seen;
+    expect(seen?.sections).toEqual({ "moves-mine": { level: 1 } });
+    expect(seen?.agent.max_iterations).toBeGreaterThan(0);
   });
 });
 

@@ -1,8 +1,10 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPluginChoices } from "../../lib/plugin-choices.js";
-import { whyInactive } from "../../lib/plugin-state.js";
-import { checkNamespaces, createPluginData } from "../../sdk/collection-engine.js";
+import { eligiblePlugins } from "../../lib/plugin-state.js";
+import { withDeadline } from "../../sdk/cancel.js";
+import { checkNamespaces } from "../../sdk/collection-checks.js";
+import { createPluginData } from "../../sdk/collection-engine.js";
 import type { CollectionStore } from "../../sdk/collections.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError, wrapPluginError } from "../../sdk/errors.js";
@@ -10,6 +12,7 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../../sdk/index.js";
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
+import { scopeEvents } from "../../sdk/plugin-scope.js";
 import { validatorWithDefaults } from "../../sdk/schema.js";
 import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
@@ -55,22 +58,11 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
   const byId = new Map(options.plugins.map((p) => [p.manifest.id, p]));
   config.sections = checkSections(config, options.plugins, join(options.home, "config.toml"));
 
-  const eligible = options.plugins.filter((p) => !whyInactive(p.manifest, config.plugins));
-  const eligibleIds = new Set(eligible.map((p) => p.manifest.id));
   checkPluginChoices(
     config.plugins,
     options.plugins.map((p) => p.manifest),
   );
-  for (const p of eligible) {
-    for (const dep of p.manifest.requires ?? []) {
-      if (!eligibleIds.has(dep)) {
-        throw new SparError(
-          "PLUGIN_INVALID",
-          `plugin ${p.manifest.id} requires ${dep}, which is ${byId.has(dep) ? "disabled" : "not installed"}`,
-        );
-      }
-    }
-  }
+  const eligible = eligiblePlugins(options.plugins, config.plugins);
 
   const routing = tapRouting(eligible.map((p) => p.manifest));
   checkNamespaces(eligible.map((p) => ({ id: p.manifest.id, source: p.source, data: p.manifest.data })));
@@ -91,7 +83,14 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
           const depPlugin = byId.get(dep);
           if (depPlugin) await activateOne(depPlugin, [...chain, id]);
         }
-        await withTimeout(load(plugin), timeoutMs, id);
+        await withDeadline(
+          load(plugin),
+          timeoutMs,
+          () =>
+            new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${timeoutMs} ms`, {
+              plugin: id,
+            }),
+        );
       })();
       activations.set(id, pending);
     }
@@ -115,12 +114,20 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
         `plugin ${manifest.id}: ${manifest.entry} must default-export definePlugin({ id: "${manifest.id}", apply })`,
       );
     }
+    // Its own tables only; one config.toml leaves out (such as [moves.shell]) still gets its defaults.
+    const sections = Object.fromEntries(
+      Object.entries(manifest.sections ?? {}).map(([path, schema]) => {
+        const table = config.sections[path] ?? {};
+        validatorWithDefaults(schema)(table);
+        return [path, table];
+      }),
+    );
     const api: PluginApi = {
       id: manifest.id,
       hooks: scopeHooks(hooks, manifest.id, routing),
       ring: options.services(),
-      events: scopeEvents(options.events, manifest),
-      config,
+      events: scopeEvents(options.events, manifest.id, manifest.contributes?.events),
+      config: { ...config, sections },
       home: options.home,
       env: options.env,
       dir,
@@ -133,13 +140,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       }),
     };
     try {
-      // A table config.toml leaves out (a nested one such as [moves.shell]) still gets its defaults.
-      const own = Object.entries(manifest.sections ?? {}).map(([path, schema]) => {
-        const table = config.sections[path] ?? {};
-        validatorWithDefaults(schema)(table);
-        return [path, table];
-      });
-      await plugin_.apply(api, Object.fromEntries(own));
+      await plugin_.apply(api, sections);
     } catch (err) {
       throw wrapPluginError(manifest.id, "apply", err);
     }
@@ -162,47 +163,6 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
     isActive: (id) => activations.has(id),
     manifestFor: (id) => byId.get(id)?.manifest,
   };
-}
-
-/** The bus as a plugin sees it: it may publish only the event kinds its manifest declares. */
-function scopeEvents(events: EventBus, manifest: PluginManifest): EventBus {
-  const declared = new Set(manifest.contributes?.events ?? []);
-  return {
-    publish(payload) {
-      if (!declared.has(payload.kind)) {
-        throw new SparError(
-          "PLUGIN_FAILED",
-          `plugin ${manifest.id} published "${payload.kind}", which its plugin.json does not declare in contributes.events`,
-          { plugin: manifest.id },
-        );
-      }
-      return events.publish(payload);
-    },
-    subscribe: (listener) => events.subscribe(listener),
-    since: (seq) => events.since(seq),
-    get lastSeq() {
-      return events.lastSeq;
-    },
-    delivered: () => events.delivered(),
-  };
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number, id: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new SparError("PLUGIN_FAILED", `plugin ${id} did not activate within ${ms} ms`, { plugin: id }),
-        ),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -8,8 +8,10 @@
  */
 import type { ChannelRecords } from "./records.js";
 
+/** What the gate says of a delivery: on to the fighter, or refused (and why). */
 export type GateVerdict = "ok" | "not_allowed" | "rate" | "replay";
 
+/** A channel's gate: allowlist, per-sender rate and the replay check, with what it refused counted. */
 export interface ChannelGate {
   /** Whether a delivery (its platform id) from `sender` goes on to the fighter; counts refusals. */
   admit(sender: string, deliveryId: string): Promise<GateVerdict>;
@@ -21,6 +23,14 @@ export interface ChannelGate {
   readonly allowlistSize: number;
 }
 
+/**
+ * The gate of the channel `platform`: its allowlist, its rate, and the deliveries' replay check in
+ * the kit's `deliveries` records.
+ *
+ * @example
+ * const gate = createChannelGate({ platform: "telegram", allowlist: ["42"], rate_per_minute: 20, deliveries: records.deliveries });
+ * if ((await gate.admit(sender, String(update.update_id))) === "ok") void relay.deliver({ chat, sender, text });
+ */
 export function createChannelGate(options: {
   platform: string;
   /** Sender ids, as the platform names them (Telegram numeric ids as strings). Empty: nobody. */

@@ -34,6 +34,7 @@ export type ChannelChatDoc = {
   last_at: string;
 };
 
+/** The channel kit's records (`createChannelRecords`): each chat's bout, the deliveries taken in, the chats that reached a fighter. */
 export interface ChannelRecords {
   /** The bout each channel chat talks to its fighter in (one conversation per chat). */
   readonly bouts: {

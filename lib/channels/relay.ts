@@ -11,6 +11,7 @@ import { type EventBus, isSparError, type Logger, type RingServices } from "../.
 import type { ChannelRecords } from "./records.js";
 import { splitMessage } from "./split.js";
 
+/** The two calls a platform supplies to the relay (and the length of its messages). */
 export interface PlatformIo {
   /** Shows "typing…" in the chat (one call lasts a few seconds on every platform). */
   typing(chat: string): Promise<void>;
@@ -20,6 +21,7 @@ export interface PlatformIo {
   limit: number;
 }
 
+/** A message that passed the gate, as the relay takes it. */
 export interface InboundMessage {
   chat: string;
   /** The sender's platform id (the allowlist's form). */
@@ -27,6 +29,7 @@ export interface InboundMessage {
   text: string;
 }
 
+/** A channel's relay (`createChannelRelay`): turns for inbound messages, replies and notices posted. */
 export interface ChannelRelay {
   /** Runs the fighter's turn for `message` and posts the reply; never throws (failures are posted and logged). */
   deliver(message: InboundMessage): Promise<void>;
@@ -40,6 +43,14 @@ export interface ChannelRelay {
 /** How often the typing indicator is renewed while a turn runs (platforms show it for ~5 s). */
 const TYPING_EVERY_MS = 4_000;
 
+/**
+ * The relay of the channel `platform`, answering as the fighter `fighter`: `ring` needs the
+ * plugin's `fighters` group (and `records`, made by `createChannelRecords`, its `bouts`).
+ *
+ * @example
+ * const relay = createChannelRelay({ platform: "telegram", fighter: "scribe", io, ring, records, events, log });
+ * await relay.send(chat, "Build finished.");
+ */
 export function createChannelRelay(options: {
   platform: string;
   /** The fighter (id or name) that answers this channel. */

@@ -26,6 +26,7 @@ function sameSecret(given: string, wanted: string): boolean {
   return a.length === b.length && a.length > 0 && timingSafeEqual(a, b);
 }
 
+/** Whether a Telegram delivery carries the webhook's secret token (`X-Telegram-Bot-Api-Secret-Token`). */
 export function telegramDeliveryOk(headers: Headers, secret: string): boolean {
   const given = header(headers, "x-telegram-bot-api-secret-token");
   return given !== undefined && secret.length > 0 && sameSecret(given, secret);
@@ -34,6 +35,7 @@ export function telegramDeliveryOk(headers: Headers, secret: string): boolean {
 /** Slack's window: a delivery signed more than this many seconds from now is refused. */
 export const SLACK_WINDOW_S = 300;
 
+/** The `X-Slack-Signature` Slack sends for `rawBody` at `timestamp` (Unix seconds, as a string). */
 export function slackSignature(signingSecret: string, timestamp: string, rawBody: Buffer): string {
   const hmac = createHmac("sha256", signingSecret);
   hmac.update(`v0:${timestamp}:`);
@@ -41,6 +43,7 @@ export function slackSignature(signingSecret: string, timestamp: string, rawBody
   return `v0=${hmac.digest("hex")}`;
 }
 
+/** Whether a Slack delivery is signed with `signingSecret` and within `SLACK_WINDOW_S` of `nowS`. */
 export function slackDeliveryOk(
   headers: Headers,
   rawBody: Buffer,
@@ -67,6 +70,7 @@ export function discordPublicKey(hex: string): KeyObject {
   });
 }
 
+/** Whether a Discord delivery carries the application key's Ed25519 signature (check its time with `discordTimestampFresh`). */
 export function discordDeliveryOk(headers: Headers, rawBody: Buffer, publicKey: KeyObject): boolean {
   const signature = header(headers, "x-signature-ed25519");
   const timestamp = header(headers, "x-signature-timestamp");

@@ -2,6 +2,10 @@
 import type { Logger } from "../../sdk/index.js";
 import { isLoopbackHost } from "../loopback.js";
 
+/**
+ * Logs, at a channel's start, settings that work but are probably not meant: a plain-http
+ * `api_root` to another machine (the token would travel unencrypted), an empty allowlist.
+ */
 export function warnAboutSettings(options: {
   platform: string;
   api_root: string;

@@ -42,6 +42,7 @@ export interface GorillaSettings {
   catch_up: "skip" | "once";
 }
 
+/** A GORILLA.toml as read and checked: what the gorilla does, when, and within what budgets. */
 export interface GorillaManifest {
   name: string;
   /** For people; the name when the file gives none. */
@@ -69,6 +70,7 @@ export interface LoadedGorilla extends GorillaManifest {
   dir: string;
 }
 
+/** What a GORILLA.toml is checked against: the moves there are, and the time zone of schedules. */
 export interface GorillaOptions {
   /** Every known move → the capability type it needs (`none` for moves open to all). */
   moves: ReadonlyMap<string, string>;

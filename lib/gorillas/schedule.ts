@@ -29,6 +29,7 @@
 import { Cron } from "croner";
 import { SparError } from "../../sdk/errors.js";
 
+/** A schedule read: its text, its kind, and when it fires next. */
 export interface Schedule {
   /** The text as written (trimmed). */
   text: string;

@@ -24,6 +24,7 @@ import { formatIp, hostLiteral, type Ip, parseIp, unmapped } from "../web/addres
 import { type HostAllowlist, hostAllowed } from "../web/host-grants.js";
 import { type AllowPrivate, addressRefusal, hostKey, isMetadataName, splitPort } from "../web/policy.js";
 
+/** What the egress proxy lets a sandboxed process reach: which hosts, and the operator's exceptions to the address rules. */
 export interface EgressRules {
   /**
    * The hosts the grants name, one list per fighter whose grant names some: a host must be in every

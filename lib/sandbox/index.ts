@@ -26,6 +26,7 @@ export type { CommandResult } from "./process.js";
 /** What runs the sandbox here, or nothing. */
 export type SandboxKind = "bubblewrap" | "sandbox-exec" | "none";
 
+/** What the sandbox is here (`Sandbox.status`): for `spar doctor`, the security audit and a refusal's words. */
 export interface SandboxStatus {
   mode: SandboxConfig["mode"];
   kind: SandboxKind;
@@ -63,6 +64,7 @@ export interface SandboxedCommand {
   binds?: readonly { path: string; writable?: boolean }[];
 }
 
+/** Starts processes contained, or refuses to (SANDBOX_UNAVAILABLE) when `[sandbox] mode` requires what is not there. */
 export interface Sandbox {
   status(): Promise<SandboxStatus>;
   run(command: SandboxedCommand): Promise<CommandResult>;

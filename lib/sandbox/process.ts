@@ -21,6 +21,7 @@ export interface CommandSpec {
   spawnCwd?: string;
 }
 
+/** How a process ended: its output (cut to the limit), its exit code or the signal that ended it, and whether time ran out. */
 export interface CommandResult extends CollectedOutput {
   exit_code: number | null;
   signal: string | null;

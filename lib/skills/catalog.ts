@@ -25,6 +25,7 @@ export interface SkillRoot {
   only?: ReadonlySet<string>;
 }
 
+/** A skill that did not load: its SKILL.md, and why (the skill is left out, the rest load). */
 export interface LoadProblem {
   file: string;
   error: string;
@@ -158,17 +159,17 @@ export function readSkillFile(skill: Skill, file?: string): string {
   return readFileSync(real, "utf8");
 }
 
-/**
- * What a fighter may use: a manifest's `skills` list restricts it to those names; and what a skill
- * needs that the fighter lacks (capability types it is not granted), so a skill says so instead of
- * loading.
- */
+/** What a fighter may use: a manifest's `skills` list restricts it to those names (all when empty). */
 export function skillsFor(all: readonly Skill[], allowed: readonly string[]): Skill[] {
   if (allowed.length === 0) return [...all];
   const names = new Set(allowed);
   return all.filter((s) => names.has(s.name));
 }
 
+/**
+ * The capability types `skill` needs that `grants` do not give (none under `full_access`), so a
+ * skill says so instead of loading.
+ */
 export function missingCapabilities(skill: Skill, grants: readonly Capability[]): string[] {
   if (grants.some((g) => g.type === "full_access")) return [];
   const held = new Set(grants.map((g) => g.type));

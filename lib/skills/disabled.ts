@@ -7,6 +7,7 @@ import { join } from "node:path";
  */
 const fileOf = (home: string) => join(home, "skills", "disabled.json");
 
+/** The bundled skills switched off, by name; none when the file is missing or unreadable. */
 export function disabledNames(home: string): Set<string> {
   const file = fileOf(home);
   if (!existsSync(file)) return new Set();

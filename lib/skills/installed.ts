@@ -78,6 +78,7 @@ export interface ChangeOptions {
   onStep?: (step: SkillStep) => void | Promise<void>;
 }
 
+/** How `installSkill` treats a name already taken, and the limits it checks the files against. */
 export interface InstallOptions extends ChangeOptions {
   /** Replace a skill of the same name; otherwise that is CONFLICT. */
   replace?: boolean;
@@ -88,6 +89,7 @@ export interface InstallOptions extends ChangeOptions {
   now?: () => Date;
 }
 
+/** What `recoverInstalled` found and did, by skill name. */
 export interface RecoveryReport {
   /** `.staging-…` leftovers and unlisted folders deleted. */
   removed: string[];

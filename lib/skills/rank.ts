@@ -13,6 +13,7 @@ export interface Rankable {
   tags?: readonly string[];
 }
 
+/** One entry a query matched, with its score. */
 export interface Ranked<T> {
   item: T;
   score: number;

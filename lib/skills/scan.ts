@@ -28,6 +28,7 @@ import { MAX_SKILL_BYTES, type ParsedSkill, parseSkill, SKILL_FILE } from "./ski
 
 export type { Severity } from "./scan-text.js";
 
+/** One thing the skill scanner found in a skill's files, with the rule and where. */
 export interface Finding {
   /** A stable rule id from SCAN_RULES. */
   rule: string;
@@ -41,6 +42,7 @@ export interface Finding {
   excerpt: string;
 }
 
+/** What the scanner knows beside the files: the moves the daemon has, to judge what a skill asks for. */
 export interface ScanOptions {
   /** Known move name → its capability type ("none" for moves that need no grant). */
   moves?: ReadonlyMap<string, string>;

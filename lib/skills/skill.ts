@@ -14,6 +14,7 @@ let yaml: typeof import("yaml") | undefined;
 /** What a skill says about itself: its listing but for where it came from. */
 export type SkillMeta = Omit<SkillListing, "source">;
 
+/** A SKILL.md read: its front matter checked, and its Markdown body. */
 export interface ParsedSkill {
   meta: SkillMeta;
   /** The Markdown after the front matter. */
@@ -22,6 +23,7 @@ export interface ParsedSkill {
   bodyLine: number;
 }
 
+/** The file every skill folder holds. */
 export const SKILL_FILE = "SKILL.md";
 /** A skill's name: also its folder's. */
 export const SKILL_NAME = /^[a-z0-9](?:[a-z0-9-]{1,46}[a-z0-9])$/;

@@ -50,6 +50,7 @@ export const SKILLS_ALLOW: AllowSetting = {
   who: "skill install",
 };
 
+/** Where a skill may be fetched from, and the limits of the download. */
 export interface FetchSkillOptions {
   /** allow_private entries: addresses, ranges and names (each optionally `:port`) that may be private. */
   allowPrivate: readonly string[];

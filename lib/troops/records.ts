@@ -17,6 +17,7 @@ export interface TroopRecord {
   created_at: string;
 }
 
+/** Where a task is: waiting, running, or how it ended. */
 export type TroopTaskStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
 
 /** A failure as recorded: the error's stable code and its message. */
@@ -57,6 +58,7 @@ export interface SpecialistReason {
   scores: { fighter_id: string; score: number; matched: string[] }[];
 }
 
+/** One task given to a troop: its steps, votes or reason, result or error, and usage, as recorded. */
 export interface TroopTaskRecord {
   id: string;
   troop_id: string;

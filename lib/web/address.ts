@@ -8,6 +8,7 @@
  */
 import { isIPv4, isIPv6 } from "node:net";
 
+/** An IPv4 or IPv6 address as bytes. */
 export interface Ip {
   readonly family: 4 | 6;
   /** 4 or 16 bytes, network order. */

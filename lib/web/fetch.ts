@@ -20,15 +20,18 @@ import { formatIp, hostLiteral, type Ip, parseIp, unmapped } from "./address.js"
 /** Every address a name resolves to. Injectable so tests can play DNS. */
 export type Resolver = (hostname: string) => Promise<string[]>;
 
+/** The system's resolver (getaddrinfo through node:dns), every address of the name. */
 export const systemResolver: Resolver = async (hostname) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
+/** The last hop's URL, status and headers, as `onHeaders` sees them before the body is read. */
 export interface FinalHeaders {
   url: string;
   status: number;
   headers: IncomingHttpHeaders;
 }
 
+/** What `guardedGet` checks on every hop and the limits it keeps. */
 export interface GuardedGet {
   resolve: Resolver;
   /** Throws when the URL's host may not be fetched at all (checked before resolution, every hop). */
@@ -51,6 +54,7 @@ export interface GuardedGet {
   ca?: string;
 }
 
+/** The final response: its body up to `maxBytes` (decompressed), and whether it was cut there. */
 export interface GuardedResponse extends FinalHeaders {
   body: Buffer;
   truncated: boolean;

@@ -146,6 +146,7 @@ const METADATA_NAMES = new Set([
   "instance-data.ec2.internal",
 ]);
 
+/** Whether the host `key` (see hostKey) names a cloud metadata service: refused before any lookup. */
 export function isMetadataName(key: string): boolean {
   return METADATA_NAMES.has(key) || key.endsWith(".metadata.google.internal");
 }

@@ -11,8 +11,8 @@
  * admin. The WebSocket's frames and events are checked with `socketAccess` (ws.ts).
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { formatScope } from "../../lib/keys.js";
 import { type KeyScope, type RingServices, SparError, type SparEvent } from "../../sdk/index.js";
+import { formatScope } from "../../sdk/kits/http.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 declare module "fastify" {

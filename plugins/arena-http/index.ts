@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { isLoopbackHost } from "../../lib/loopback.js";
 import { definePlugin, parseListen, SparError } from "../../sdk/index.js";
+import { isLoopbackHost } from "../../sdk/kits/http.js";
 import { createPluginRoutes } from "./plugin-routes.js";
 import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";

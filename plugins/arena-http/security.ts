@@ -10,9 +10,14 @@
  * Health is open, and says nothing but whether the daemon is up and its version.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { digestMatches, signatureKeyId, verifyRequest } from "../../lib/http-signatures.js";
-import { isLoopbackAddress, isLoopbackHostHeader } from "../../lib/loopback.js";
 import { findForbiddenKey, forbiddenKeyMessage, type RingServices, SparError } from "../../sdk/index.js";
+import {
+  digestMatches,
+  isLoopbackAddress,
+  isLoopbackHostHeader,
+  signatureKeyId,
+  verifyRequest,
+} from "../../sdk/kits/http.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { ArenaSettings } from "./settings.js";
 import type { TicketBook } from "./ws-tickets.js";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { FastifyValidationResult } from "fastify/types/schema.js";
-import { formatScope } from "../../lib/keys.js";
 import type { EventBus, Logger, PluginData, RingServices } from "../../sdk/index.js";
 import { validatorFor } from "../../sdk/index.js";
+import { formatScope } from "../../sdk/kits/http.js";
 import { allowances, registerAccess } from "./access.js";
 import { guardConnections, serverTimeouts } from "./connections.js";
 import { answerClientError, createErrorHandler, envelope, toSparError } from "./errors.js";

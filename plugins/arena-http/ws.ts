@@ -48,7 +48,21 @@ export function registerWebSocket(
   // subclass has only at run time through inheritance; ws itself only constructs it.
   type SocketClass = NonNullable<NonNullable<WebsocketPluginOptions["options"]>["WebSocket"]>;
   const socketClass = ArenaSocket as unknown as SocketClass;
-  app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES, WebSocket: socketClass } });
+  app.register(websocket, {
+    options: { maxPayload: MAX_FRAME_BYTES, WebSocket: socketClass },
+    // A client's protocol error (a frame over maxPayload, a bad opcode: ws's WS_ERR_* codes) is already
+    // being closed cleanly by ws with its status code. The plugin's default handler would also destroy
+    // the socket at once, and a socket destroyed with the rest of the client's frame still unread
+    // resets the connection: the client would lose the error frame and see 1006 instead of 1009.
+    errorHandler: (error, socket, request) => {
+      if ((error as NodeJS.ErrnoException).code?.startsWith("WS_ERR_")) {
+        request.log.debug({ code: (error as NodeJS.ErrnoException).code }, "websocket client protocol error");
+        return;
+      }
+      request.log.error(error);
+      socket.terminate();
+    },
+  });
   app.register(async (scoped) => {
     // The same socket under both route families, like every other route.
     for (const url of ["/api/v1/ws", "/api/ws"]) {

@@ -4,8 +4,8 @@
  * the variable holding the URL; `[redis] prefix` namespaces the keys, so clusters can share a server.
  */
 
-import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
 import { definePlugin } from "../../sdk/index.js";
+import { connectRedis, type RedisSettings, redisUrl } from "../../sdk/kits/redis.js";
 import { createRedisEvents } from "./events.js";
 import { createRedisLeases } from "./leases.js";
 import { createRedisQuotas } from "./quotas.js";

@@ -12,15 +12,6 @@
 import type { KeyObject } from "node:crypto";
 import type { REST } from "discord.js";
 import { Routes } from "discord.js";
-import type { ChannelGate } from "../../lib/channels/gate.js";
-import type { ChannelRecords } from "../../lib/channels/records.js";
-import { createChannelRelay, type PlatformIo } from "../../lib/channels/relay.js";
-import {
-  discordDeliveryOk,
-  discordTimestampFresh,
-  DISCORD_INTERACTION_WINDOW_S as INTERACTION_WINDOW_S,
-  snowflakeFresh,
-} from "../../lib/channels/verify.js";
 import {
   type EventBus,
   type Logger,
@@ -28,6 +19,16 @@ import {
   type RingServices,
   SparError,
 } from "../../sdk/index.js";
+import {
+  type ChannelGate,
+  type ChannelRecords,
+  createChannelRelay,
+  discordDeliveryOk,
+  discordTimestampFresh,
+  DISCORD_INTERACTION_WINDOW_S as INTERACTION_WINDOW_S,
+  type PlatformIo,
+  snowflakeFresh,
+} from "../../sdk/kits/channels.js";
 import { DISCORD_LIMIT } from "./gateway.js";
 import { DEFERRED, ephemeral, type Interaction, PONG, readInteraction } from "./interaction.js";
 

@@ -5,8 +5,8 @@
  * keeps the connection, so nothing here needs the tunnel.
  */
 import { Client, Events, GatewayIntentBits, type Message, Partials } from "discord.js";
-import type { PlatformIo } from "../../lib/channels/relay.js";
 import { type Logger, SparError } from "../../sdk/index.js";
+import type { PlatformIo } from "../../sdk/kits/channels.js";
 
 /** Discord's longest message content. */
 export const DISCORD_LIMIT = 2000;

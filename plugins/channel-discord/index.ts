@@ -9,10 +9,13 @@
  * either may fail without stopping the daemon: `spar channel status discord` says why.
  */
 import { REST } from "discord.js";
-import { createChannelGate, type GateVerdict } from "../../lib/channels/gate.js";
-import { createChannelRecords } from "../../lib/channels/records.js";
-import { createChannelRelay } from "../../lib/channels/relay.js";
 import { type ChannelAdapter, definePlugin, SparError } from "../../sdk/index.js";
+import {
+  createChannelGate,
+  createChannelRecords,
+  createChannelRelay,
+  type GateVerdict,
+} from "../../sdk/kits/channels.js";
 import { createAskRunner, interactionsRoute } from "./endpoint.js";
 import { createGateway } from "./gateway.js";
 import { registerInteractions } from "./register.js";

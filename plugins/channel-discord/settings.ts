@@ -5,8 +5,8 @@
  * the variable and never its value.
  */
 import type { KeyObject } from "node:crypto";
-import { discordPublicKey } from "../../lib/channels/verify.js";
 import { SparError } from "../../sdk/index.js";
+import { discordPublicKey } from "../../sdk/kits/channels.js";
 
 export interface DiscordSettings {
   token_env: string;

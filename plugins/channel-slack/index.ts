@@ -9,12 +9,15 @@
  * posted with bolt's `chat.postMessage` in parts of at most 3,000 characters.
  */
 
-import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
-import { createChannelGate } from "../../lib/channels/gate.js";
-import { createChannelRecords } from "../../lib/channels/records.js";
-import { createChannelRelay } from "../../lib/channels/relay.js";
-import { warnAboutSettings } from "../../lib/channels/warnings.js";
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
+import {
+  createChannelGate,
+  createChannelRecords,
+  createChannelRelay,
+  notifyTarget,
+  trafficStatus,
+  warnAboutSettings,
+} from "../../sdk/kits/channels.js";
 import { createSlackBolt, slackErrorText } from "./bolt.js";
 import { readSecrets, type SlackSettings } from "./settings.js";
 import { createReactionTyping } from "./typing.js";

@@ -12,11 +12,9 @@
  *   the app), the message dropped, and a short notice in the chat at most once a minute per member.
  */
 
-import type { ChannelGate } from "../../lib/channels/gate.js";
-import type { ChannelRelay } from "../../lib/channels/relay.js";
-import { slackDeliveryOk } from "../../lib/channels/verify.js";
 import type { Logger, PluginRoute } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
+import { type ChannelGate, type ChannelRelay, slackDeliveryOk } from "../../sdk/kits/channels.js";
 import { readDelivery } from "./delivery.js";
 
 /** Slack's redelivery of an event: which attempt, and why Slack thinks the last one failed. */

@@ -8,12 +8,15 @@
  * `spar channel status`).
  */
 import { Api } from "grammy";
-import { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
-import { createChannelGate } from "../../lib/channels/gate.js";
-import { createChannelRecords } from "../../lib/channels/records.js";
-import { createChannelRelay } from "../../lib/channels/relay.js";
-import { warnAboutSettings } from "../../lib/channels/warnings.js";
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
+import {
+  createChannelGate,
+  createChannelRecords,
+  createChannelRelay,
+  notifyTarget,
+  trafficStatus,
+  warnAboutSettings,
+} from "../../sdk/kits/channels.js";
 import { type Registration, registerWebhook } from "./registration.js";
 import { readSecrets, type TelegramSettings } from "./settings.js";
 import { telegramWebhook } from "./webhook.js";

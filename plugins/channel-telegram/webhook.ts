@@ -14,11 +14,9 @@
  *   retry is then a replay and dropped: a flood never queues up turns.
  */
 
-import type { ChannelGate } from "../../lib/channels/gate.js";
-import type { ChannelRelay } from "../../lib/channels/relay.js";
-import { telegramDeliveryOk } from "../../lib/channels/verify.js";
 import type { Logger, PluginRoute } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
+import { type ChannelGate, type ChannelRelay, telegramDeliveryOk } from "../../sdk/kits/channels.js";
 import { readUpdate } from "./update.js";
 
 /** The webhook route for `path`, checking deliveries against `secret`. */

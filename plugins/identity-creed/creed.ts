@@ -1,5 +1,5 @@
-import { decayedScore } from "../../lib/decay.js";
 import type { FighterManifest } from "../../sdk/index.js";
+import { decayedScore } from "../../sdk/kits/text.js";
 import type { CreedDocument, CreedObservation, Relationship } from "./records.js";
 
 export interface CreedConfig {

@@ -11,8 +11,9 @@
  * which the operator chose. In a turn another fighter started, the platform and the chat must be
  * allowed for every caller too.
  */
-import { type ChannelRecords, createChannelRecords } from "../../lib/channels/records.js";
+
 import { type Capability, definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
+import { type ChannelRecords, createChannelRecords } from "../../sdk/kits/channels.js";
 
 /** The platforms a fighter's grants let it post to; undefined: any. */
 function allowedPlatforms(

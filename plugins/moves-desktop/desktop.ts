@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import type { Sandbox } from "../../lib/sandbox/index.js";
 import { type MoveContext, type MoveHandler, SparError } from "../../sdk/index.js";
+import type { Sandbox } from "../../sdk/kits/sandbox.js";
 import { applicationDirs, findDesktopEntry } from "./desktop-entry.js";
 import {
   type Button,

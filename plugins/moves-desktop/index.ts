@@ -1,5 +1,5 @@
-import { createSandbox } from "../../lib/sandbox/index.js";
 import { definePlugin } from "../../sdk/index.js";
+import { createSandbox } from "../../sdk/kits/sandbox.js";
 import { createDesktopMoves, type DesktopSettings } from "./desktop.js";
 
 /**

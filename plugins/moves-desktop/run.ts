@@ -26,7 +26,7 @@ const KEEP_OUTPUT = 8_000;
  * The absolute path of `name` in `path` (a PATH string), or undefined. Resolved here, not by the
  * child, so "not installed" is known before anything runs and the error can name the tool.
  */
-export { findProgram as findTool } from "../../lib/sandbox/index.js";
+export { findProgram as findTool } from "../../sdk/kits/sandbox.js";
 
 /**
  * Runs `file args` (and the optional second stage it pipes into) in a process group of its own, so

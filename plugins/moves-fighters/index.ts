@@ -1,5 +1,10 @@
-import { refuseLasting } from "../../lib/fighter-chain.js";
-import { type Capability, definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
+import {
+  type Capability,
+  definePlugin,
+  type MoveHandler,
+  refuseLasting,
+  SparError,
+} from "../../sdk/index.js";
 
 /**
  * `fighter_message {to, content}`: a turn of another fighter, started from inside this one. The call

@@ -5,9 +5,9 @@
  * (an entity is never renamed), so the graph reads back without joins.
  */
 import { randomUUID } from "node:crypto";
-import { countMatches, matchWords } from "../../lib/words.js";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
+import { countMatches, matchWords } from "../../sdk/kits/text.js";
 
 export type KgEntity = {
   name: string;

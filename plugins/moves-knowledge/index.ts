@@ -1,5 +1,5 @@
-import { queryWords } from "../../lib/words.js";
 import { definePlugin, type MoveHandler } from "../../sdk/index.js";
+import { queryWords } from "../../sdk/kits/text.js";
 import { createKnowledgeGraph, type KgEntity, type KgRelation } from "./graph.js";
 
 /**

@@ -4,9 +4,9 @@
  * ranks; this finds candidates and keeps scores.
  */
 import { randomUUID } from "node:crypto";
-import { countMatches, matchWords } from "../../lib/words.js";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
+import { countMatches, matchWords } from "../../sdk/kits/text.js";
 
 /** One remembered fact, as stored (and as `api.data.memories` holds it). A type, not an interface: a Doc. */
 export type MemoryRecord = {

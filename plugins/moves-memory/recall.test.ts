@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decayedScore } from "../../lib/decay.js";
-import { queryWords } from "../../lib/words.js";
+import { decayedScore, queryWords } from "../../sdk/kits/text.js";
 import type { Memories, MemoryMatch } from "./memories.js";
 import { recallMemories } from "./recall.js";
 

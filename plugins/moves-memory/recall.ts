@@ -1,6 +1,5 @@
-import { decayedScore } from "../../lib/decay.js";
-import { queryWords } from "../../lib/words.js";
 import type { DecayConfig } from "../../sdk/index.js";
+import { decayedScore, queryWords } from "../../sdk/kits/text.js";
 import type { Memories, MemoryMatch } from "./memories.js";
 
 export interface RecalledMemory {

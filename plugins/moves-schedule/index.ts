@@ -6,8 +6,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { refuseLasting } from "../../lib/fighter-chain.js";
-import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
+import { definePlugin, type MoveHandler, refuseLasting, SparError } from "../../sdk/index.js";
 import { createScheduleRunner } from "./runner.js";
 import { createSchedules, type ScheduleRecord } from "./schedules.js";
 import { firstRun } from "./when.js";

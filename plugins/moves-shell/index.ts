@@ -1,6 +1,5 @@
-import { egressOf } from "../../lib/sandbox/grants.js";
-import { createSandbox, type Sandbox } from "../../lib/sandbox/index.js";
 import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../sdk/index.js";
+import { createSandbox, egressOf, type Sandbox } from "../../sdk/kits/sandbox.js";
 import { commandFolder } from "./cwd.js";
 import { policyOf, refusal } from "./patterns.js";
 import { maskSecrets, secretValues } from "./secrets.js";

@@ -1,17 +1,4 @@
 import {
-  listing,
-  loadSkills,
-  missingCapabilities,
-  readSkillFile,
-  type Skill,
-  type SkillPack,
-  type SkillRoot,
-  skillRoots,
-  skillsFor,
-} from "../../lib/skills/catalog.js";
-import { disabledNames } from "../../lib/skills/disabled.js";
-import { rankIndex } from "../../lib/skills/rank.js";
-import {
   type ChatMessage,
   definePlugin,
   type FighterRow,
@@ -19,6 +6,19 @@ import {
   type MoveHandler,
   SparError,
 } from "../../sdk/index.js";
+import {
+  disabledNames,
+  listing,
+  loadSkills,
+  missingCapabilities,
+  rankIndex,
+  readSkillFile,
+  type Skill,
+  type SkillPack,
+  type SkillRoot,
+  skillRoots,
+  skillsFor,
+} from "../../sdk/kits/skills.js";
 import { installRoutes } from "./install-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 import type { SkillsSettings } from "./settings.js";
@@ -61,7 +61,7 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     async function roots(): Promise<SkillRoot[]> {
       if (!recovered) {
         // An install or removal a crash interrupted is finished or undone before the set is read.
-        const { recoverInstalled } = await import("../../lib/skills/installed.js");
+        const { recoverInstalled } = await import("../../sdk/kits/skill-install.js");
         const report = await recoverInstalled(home);
         for (const name of [...report.missing, ...report.modified]) {
           log.warn("an installed skill's files are missing or changed since it was installed", {

@@ -1,10 +1,9 @@
 import { basename } from "node:path";
-import type { Skill } from "../../lib/skills/catalog.js";
-import { bundledSwitch } from "../../lib/skills/disabled.js";
-import type { Finding } from "../../lib/skills/scan.js";
-import { parseSkill, SKILL_FILE, SKILL_NAME } from "../../lib/skills/skill.js";
 import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
+import type { SkillFiles } from "../../sdk/kits/skill-install.js";
+import type { Finding, Skill } from "../../sdk/kits/skills.js";
+import { bundledSwitch, parseSkill, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
 import type { SkillsSettings } from "./settings.js";
 
 export interface InstallDeps {
@@ -17,8 +16,6 @@ export interface InstallDeps {
   skills(): Promise<{ skills: Skill[]; byName: Map<string, Skill>; bundled: Map<string, Skill> }>;
   moves(): Promise<MoveDeclaration[]>;
 }
-
-type SkillFiles = Map<string, Buffer>;
 
 /** Body of install and scan: a bundled name or a URL (`source`), or the files of a folder (`files`, base64). */
 const SOURCE_BODY = {
@@ -92,7 +89,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     }
     const source = body.source as string;
     if (!isUrl(source)) return { source, files: undefined };
-    const { fetchSkillSource } = await import("../../lib/skills/source.js");
+    const { fetchSkillSource } = await import("../../sdk/kits/skill-install.js");
     const files = await fetchSkillSource(source, {
       allowPrivate: settings.allow_private,
       signal,
@@ -104,7 +101,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
 
   async function scan(files: SkillFiles): Promise<Finding[]> {
     const known = new Map((await deps.moves()).map((m) => [m.name, m.capability] as const));
-    const { scanSkill } = await import("../../lib/skills/scan.js");
+    const { scanSkill } = await import("../../sdk/kits/skill-install.js");
     return scanSkill(files, { moves: known });
   }
 
@@ -130,7 +127,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
             "NOT_FOUND",
             `no skill named "${got.source}"; give a name, a folder or an https URL`,
           );
-        const { readSkillFolder } = await import("../../lib/skills/source.js");
+        const { readSkillFolder } = await import("../../sdk/kits/skill-install.js");
         files = await readSkillFolder(skill.dir);
       }
       const findings = await scan(files);
@@ -213,7 +210,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
           { findings: findings.map(findingLine) },
         );
       }
-      const { installSkill } = await import("../../lib/skills/installed.js");
+      const { installSkill } = await import("../../sdk/kits/skill-install.js");
       const entry = await installSkill(
         home,
         got.files,
@@ -248,7 +245,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
       if (skill.source === "bundled") {
         bundledSwitch(home, name, false);
       } else {
-        const { removeSkill } = await import("../../lib/skills/installed.js");
+        const { removeSkill } = await import("../../sdk/kits/skill-install.js");
         await removeSkill(home, name);
       }
       deps.reload();

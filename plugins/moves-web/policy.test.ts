@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { hostLiteral } from "../../lib/web/address.js";
-import { addressRefusal, parseAllowPrivate } from "../../lib/web/policy.js";
 import { validatorFor } from "../../sdk/index.js";
+import { addressRefusal, hostLiteral, parseAllowPrivate } from "../../sdk/kits/web.js";
 import { WEB_ALLOW } from "./policy.js";
 import { webSettings } from "./settings.js";
 

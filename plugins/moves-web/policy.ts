@@ -5,7 +5,7 @@
  * refusal points at this plugin's setting.
  */
 
-import type { AllowSetting } from "../../lib/web/policy.js";
+import type { AllowSetting } from "../../sdk/kits/web.js";
 
 /** `[moves.web] allow_private`, as refusals and CONFIG_INVALID name it. */
 export const WEB_ALLOW: AllowSetting = {

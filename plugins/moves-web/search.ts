@@ -7,8 +7,8 @@
  * the exemption reaches that one address and nothing it points to.
  */
 
-import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
 import { SparError } from "../../sdk/index.js";
+import { guardedGet, type Resolver, systemResolver } from "../../sdk/kits/web.js";
 import type { SearchBackend, WebSettings } from "./settings.js";
 
 export interface SearchResult {

@@ -3,7 +3,7 @@
  * config.toml; when it is absent the kernel hands over `{}` (it fills defaults only for top-level
  * tables), so the same defaults are applied here. A test in web-fetch.test.ts keeps the two in step.
  */
-import { type AllowPrivate, parseAllowPrivate } from "../../lib/web/policy.js";
+import { type AllowPrivate, parseAllowPrivate } from "../../sdk/kits/web.js";
 import { WEB_ALLOW } from "./policy.js";
 
 export interface WebTable {

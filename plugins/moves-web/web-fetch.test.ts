@@ -9,8 +9,8 @@ import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Resolver } from "../../lib/web/fetch.js";
 import { type Capability, isSparError, type MoveCaller } from "../../sdk/index.js";
+import type { Resolver } from "../../sdk/kits/web.js";
 import { DEFAULTS, webSettings } from "./settings.js";
 import { webFetch } from "./web-fetch.js";
 

@@ -3,10 +3,18 @@
  * (lib/web/policy.ts), the guarded GET (lib/web/fetch.ts), and the body made readable (content.ts).
  */
 
-import { guardedGet, type Resolver, systemResolver } from "../../lib/web/fetch.js";
-import { grantHosts, hostAllowed } from "../../lib/web/host-grants.js";
-import { addressRefusal, hostKey, isMetadataName, urlPort } from "../../lib/web/policy.js";
 import { type Capability, type MoveCaller, SparError } from "../../sdk/index.js";
+import {
+  addressRefusal,
+  grantHosts,
+  guardedGet,
+  hostAllowed,
+  hostKey,
+  isMetadataName,
+  type Resolver,
+  systemResolver,
+  urlPort,
+} from "../../sdk/kits/web.js";
 import { type FetchResult, type Media, mediaOf, readableResult } from "./content.js";
 import type { WebSettings } from "./settings.js";
 

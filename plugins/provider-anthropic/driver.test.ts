@@ -218,7 +218,11 @@ describe("provider-anthropic plugin", () => {
   it("has a manifest the kernel accepts", () => {
     const manifest = readManifest(dirname(fileURLToPath(import.meta.url)), KERNEL_VERSION);
     expect(manifest.contributes?.providers).toEqual([
-      { id: "anthropic", key_env: ["ANTHROPIC_API_KEY"], context_windows: [{ match: "^claude", tokens: 200000 }] },
+      {
+        id: "anthropic",
+        key_env: ["ANTHROPIC_API_KEY"],
+        context_windows: [{ match: "^claude", tokens: 200000 }],
+      },
     ]);
   });
 

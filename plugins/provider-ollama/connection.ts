@@ -9,9 +9,8 @@
  */
 
 import { Ollama } from "ollama";
-import { anySignal } from "../../lib/signals.js";
 import type { SparError } from "../../sdk/index.js";
-import { isSparError, parseRetryAfter, providerError } from "../../sdk/index.js";
+import { anySignal, isSparError, parseRetryAfter, providerError } from "../../sdk/index.js";
 
 export const PROVIDER = "ollama";
 

@@ -9,15 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
-import { type LoadedGorilla, parseGorilla } from "../../lib/gorillas/manifest.js";
-import type { GorillaDesired, GorillaRecords } from "../../lib/gorillas/records.js";
 import type { Logger, Store } from "../../sdk/index.js";
+import type { Firing, FiringHost, GorillaDesired, GorillaRecords } from "../../sdk/kits/gorillas.js";
+import { type LoadedGorilla, parseGorilla } from "../../sdk/kits/gorillas.js";
+import { serviceUrl } from "../../test/helpers/ci.js";
 import { gorillaRecordsOver } from "../../test/helpers/gorilla-records.js";
 import { openSqliteStore } from "../store-sqlite/store.js";
 import { createBullmqFiring } from "./firing.js";
 
-const URL = process.env.SPAR_TEST_REDIS_URL;
+const URL = serviceUrl("SPAR_TEST_REDIS_URL");
 const QUIET: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -17,12 +17,10 @@
 import { randomUUID } from "node:crypto";
 import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
-import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
-import type { GorillaDesired } from "../../lib/gorillas/records.js";
-import { parseSchedule, type Schedule } from "../../lib/gorillas/schedule.js";
-import { connectRedis } from "../../lib/redis.js";
 import type { Logger } from "../../sdk/index.js";
+import type { Firing, FiringHost, GorillaDesired, LoadedGorilla } from "../../sdk/kits/gorillas.js";
+import { parseSchedule, type Schedule } from "../../sdk/kits/gorillas.js";
+import { connectRedis } from "../../sdk/kits/redis.js";
 import { createSlots, type Slots } from "./slots.js";
 
 /** The queue every node shares (its keys are `<prefix>:gorillas:*`). */

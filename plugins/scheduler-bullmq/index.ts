@@ -5,9 +5,9 @@
  * and a gorilla is unleashed or caged from any of them.
  */
 
-import { type GorillasSettings, gorillaTimezone, installGorillas } from "../../lib/gorillas/plugin.js";
-import { connectRedis, type RedisSettings, redisUrl } from "../../lib/redis.js";
 import { definePlugin } from "../../sdk/index.js";
+import { type GorillasSettings, gorillaTimezone, installGorillas } from "../../sdk/kits/gorillas.js";
+import { connectRedis, type RedisSettings, redisUrl } from "../../sdk/kits/redis.js";
 import { createBullmqFiring } from "./firing.js";
 
 export default definePlugin<{ gorillas: GorillasSettings; redis: RedisSettings }>({

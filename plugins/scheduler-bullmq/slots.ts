@@ -16,9 +16,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { CycleSlot } from "../../lib/gorillas/firing.js";
-import type { GorillaRecords } from "../../lib/gorillas/records.js";
 import { isSparError, type Logger } from "../../sdk/index.js";
+import type { CycleSlot, GorillaRecords } from "../../sdk/kits/gorillas.js";
 
 /** How long a slot outlives its holder's last heartbeat. */
 export const SLOT_TTL_MS = 10_000;

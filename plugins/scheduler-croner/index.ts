@@ -4,8 +4,8 @@
  * process (timers.ts).
  */
 
-import { type GorillasSettings, installGorillas } from "../../lib/gorillas/plugin.js";
 import { definePlugin } from "../../sdk/index.js";
+import { type GorillasSettings, installGorillas } from "../../sdk/kits/gorillas.js";
 import { createTimerFiring } from "./timers.js";
 
 export default definePlugin<{ gorillas: GorillasSettings }>({

@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseGorilla } from "../../lib/gorillas/manifest.js";
+import { parseGorilla } from "../../sdk/kits/gorillas.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 

@@ -5,9 +5,8 @@
  * a run found `running` at start was left by this daemon's last life.
  */
 
-import type { Firing, FiringHost } from "../../lib/gorillas/firing.js";
-import type { LoadedGorilla } from "../../lib/gorillas/manifest.js";
 import type { Logger } from "../../sdk/index.js";
+import type { Firing, FiringHost, LoadedGorilla } from "../../sdk/kits/gorillas.js";
 
 /** setTimeout's longest delay: a fire further away is looked at again then. */
 const MAX_DELAY_MS = 2 ** 31 - 1;

@@ -5,10 +5,9 @@
  * the given secret first, then master.key.next.
  */
 import type pg from "pg";
-import { readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
-import { postgresBackupRefusal } from "../../lib/store-backup-advice.js";
 import type { Logger, Store, StoreCheck, StoreOpenOptions } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
+import { postgresBackupRefusal, readNextMasterSecret, settleMasterKeyFiles } from "../../sdk/kits/store.js";
 import { createClock } from "./checks.js";
 import type { Cipher } from "./cipher.js";
 import { createCollections } from "./collections.js";

@@ -17,8 +17,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readBackupManifest } from "../../lib/backup-manifest.js";
 import type { FighterRow, Store } from "../../sdk/index.js";
+import { readBackupManifest } from "../../sdk/kits/store.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 // The integrity check runs in a worker thread, which needs the built module (as corruption.test.ts).

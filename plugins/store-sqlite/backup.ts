@@ -14,8 +14,8 @@ import { closeSync, existsSync, linkSync, openSync, renameSync, statSync, unlink
 import { open } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
-import { manifestPathOf, writeBackupManifest } from "../../lib/backup-manifest.js";
 import { SparError } from "../../sdk/index.js";
+import { manifestPathOf, writeBackupManifest } from "../../sdk/kits/store.js";
 import { corruptError, isCorruption } from "./corruption.js";
 import { isStorageFull, storageFullError } from "./storage-full.js";
 

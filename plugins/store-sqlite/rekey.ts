@@ -17,9 +17,9 @@
  * file, so neither key opened it. With one salt throughout, the old key rolls it back.
  */
 import type Database from "better-sqlite3-multiple-ciphers";
-import { type RekeySettlement, readNextMasterSecret, settleMasterKeyFiles } from "../../lib/home.js";
 import type { Logger } from "../../sdk/index.js";
 import { isSparError, SparError } from "../../sdk/index.js";
+import { type RekeySettlement, readNextMasterSecret, settleMasterKeyFiles } from "../../sdk/kits/store.js";
 import { deriveKey, rawKeyLiteral, readCipherSalt } from "./key.js";
 
 export interface RekeyTarget {

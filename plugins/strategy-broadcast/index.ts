@@ -4,17 +4,17 @@
  * synthesis (the task is then partial); when none answers, there is nothing to synthesize.
  */
 
-import { mapBounded } from "../../lib/troops/bounded.js";
+import { definePlugin, type StrategyTask, type TroopStrategy } from "../../sdk/index.js";
+import type { TroopStep } from "../../sdk/kits/troops.js";
 import {
   cancelled,
   everyStepFailed,
   failedStep,
+  mapBounded,
   noMembers,
   stepError,
   stepFailed,
-} from "../../lib/troops/outcome.js";
-import type { TroopStep } from "../../lib/troops/records.js";
-import { definePlugin, type StrategyTask, type TroopStrategy } from "../../sdk/index.js";
+} from "../../sdk/kits/troops.js";
 
 /** The leader's synthesis prompt: the task and every answer under its member's name. */
 function synthesisPrompt(task: string, answers: { name: string; text: string }[], missing: string[]): string {

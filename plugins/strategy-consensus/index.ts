@@ -6,11 +6,16 @@
  * chose among the successful answers, in member order.
  */
 
-import { mapBounded } from "../../lib/troops/bounded.js";
-import { cancelled, everyStepFailed, noMembers, stepFailed } from "../../lib/troops/outcome.js";
-import type { TroopStep, TroopVote } from "../../lib/troops/records.js";
-import { tallyVotes } from "../../lib/troops/votes.js";
 import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
+import type { TroopStep, TroopVote } from "../../sdk/kits/troops.js";
+import {
+  cancelled,
+  everyStepFailed,
+  mapBounded,
+  noMembers,
+  stepFailed,
+  tallyVotes,
+} from "../../sdk/kits/troops.js";
 
 /** A vote as the model gives it: the 1-based number of the answer it chose, and why. */
 interface Ballot {

@@ -5,18 +5,18 @@
  * result from the subtasks' results, told which ones failed.
  */
 
-import { mapBounded } from "../../lib/troops/bounded.js";
+import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
+import type { TroopStep } from "../../sdk/kits/troops.js";
 import {
   cancelled,
   everyStepFailed,
   failedStep,
   failure,
+  mapBounded,
   noMembers,
   stepError,
   stepFailed,
-} from "../../lib/troops/outcome.js";
-import type { TroopStep } from "../../lib/troops/records.js";
-import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
+} from "../../sdk/kits/troops.js";
 
 /** The most subtasks a decomposition may have. */
 const MAX_SUBTASKS = 8;

@@ -4,8 +4,8 @@
  * A failed step stops the pipeline; the last member's output is the result.
  */
 
-import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
 import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
+import { cancelled, failedStep, noMembers, stepFailed } from "../../sdk/kits/troops.js";
 
 /** What member `index` (0-based, after the first) of `count` is given: the task and the output before it. */
 function handOff(task: string, previous: TroopMember, output: string, index: number, count: number): string {

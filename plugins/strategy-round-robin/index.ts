@@ -3,8 +3,8 @@
  * the troop's rotation counter (`task.rotate()`, kept in the store), so it carries on across restarts.
  */
 
-import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
 import { definePlugin, type StrategyTask, type TroopMember, type TroopStrategy } from "../../sdk/index.js";
+import { cancelled, failedStep, noMembers, stepFailed } from "../../sdk/kits/troops.js";
 
 const roundRobin: TroopStrategy = {
   name: "round_robin",

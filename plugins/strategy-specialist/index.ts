@@ -5,9 +5,8 @@
  * kept on the task as its `reason`, whatever the outcome.
  */
 
-import { cancelled, failedStep, noMembers, stepFailed } from "../../lib/troops/outcome.js";
-import { pickSpecialist } from "../../lib/troops/specialist-score.js";
 import { definePlugin, type StrategyTask, type TroopStrategy } from "../../sdk/index.js";
+import { cancelled, failedStep, noMembers, pickSpecialist, stepFailed } from "../../sdk/kits/troops.js";
 
 const specialist: TroopStrategy = {
   name: "specialist",

@@ -3,8 +3,9 @@
  * the words the stores used when they kept troops): names and ids present, members a list, times
  * ISO, a task's state keepable, its text and what the fighters wrote within their limits.
  */
-import type { RecordedError, TroopTaskRecord, TroopTaskStatus } from "../../lib/troops/records.js";
+
 import { SparError } from "../../sdk/index.js";
+import type { RecordedError, TroopTaskRecord, TroopTaskStatus } from "../../sdk/kits/troops.js";
 
 /**
  * The most task text kept, in bytes of UTF-8. The API allows 100,000 characters (at most 400,000

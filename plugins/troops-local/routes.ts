@@ -4,8 +4,8 @@
  * its name. Lists answer `{troops}` and `{tasks}`.
  */
 
-import { pageOf } from "../../lib/paging.js";
 import type { RouteRegistry } from "../../sdk/index.js";
+import { pageOf } from "../../sdk/kits/http.js";
 import type { TroopChanges, TroopRuntime } from "./runtime.js";
 
 const BASE = "/api/v1/troops";

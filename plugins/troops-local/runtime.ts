@@ -4,7 +4,6 @@
  * start, tasks a stopped daemon left unfinished recorded `failed`.
  */
 
-import type { TroopRecord, TroopTaskRecord } from "../../lib/troops/records.js";
 import {
   type EventBus,
   type Logger,
@@ -12,6 +11,7 @@ import {
   SparError,
   type TroopStrategy,
 } from "../../sdk/index.js";
+import type { TroopRecord, TroopTaskRecord } from "../../sdk/kits/troops.js";
 import { type ActiveTask, cancelTask, runTask } from "./task-run.js";
 import type { TroopData } from "./troop-data.js";
 

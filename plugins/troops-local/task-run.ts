@@ -6,7 +6,6 @@
  * strategy starts no more, and the task ends `cancelled` with what it had.
  */
 
-import type { RecordedError, TroopRecord, TroopStep, TroopTaskRecord } from "../../lib/troops/records.js";
 import {
   cancellation,
   type EventBus,
@@ -21,6 +20,7 @@ import {
   type Usage,
   validatorFor,
 } from "../../sdk/index.js";
+import type { RecordedError, TroopRecord, TroopStep, TroopTaskRecord } from "../../sdk/kits/troops.js";
 import type { TroopData } from "./troop-data.js";
 
 /** A task being run in this process. */

@@ -7,8 +7,8 @@
  * writes, on one daemon or across a cluster's.
  */
 import { randomUUID } from "node:crypto";
-import type { RecordedError, TroopRecord, TroopTaskRecord } from "../../lib/troops/records.js";
 import { type Doc, isSparError, type PluginData, SparError, type TxCollection } from "../../sdk/index.js";
+import type { RecordedError, TroopRecord, TroopTaskRecord } from "../../sdk/kits/troops.js";
 import { count, invalid, isoTime, members, recordedError, taskState, taskText, text } from "./checks.js";
 
 /** Rows one read takes at a time (a listing, the tasks ended at start). */

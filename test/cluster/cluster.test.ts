@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { connectRedis } from "../../lib/redis.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { serviceUrl } from "../helpers/ci.js";
 import {
   freePort,
   removeHome,
@@ -28,8 +29,8 @@ import {
 import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 import { dropSchemas } from "../helpers/postgres.js";
 
-const DATABASE_URL = process.env.SPAR_TEST_DATABASE_URL;
-const REDIS_URL = process.env.SPAR_TEST_REDIS_URL;
+const DATABASE_URL = serviceUrl("SPAR_TEST_DATABASE_URL");
+const REDIS_URL = serviceUrl("SPAR_TEST_REDIS_URL");
 const SKIP = !DATABASE_URL || !REDIS_URL;
 const LONG = process.env.SPAR_CLUSTER === "long";
 /** How long the gorilla is counted. */

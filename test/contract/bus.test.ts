@@ -17,6 +17,7 @@ import { createRedisEvents } from "../../plugins/bus-redis/events.js";
 import { createRedisLeases } from "../../plugins/bus-redis/leases.js";
 import { createRedisQuotas } from "../../plugins/bus-redis/quotas.js";
 import type { Bus, BusOpenOptions, QuotaLimits, SparEvent } from "../../sdk/index.js";
+import { serviceUrl } from "../helpers/ci.js";
 
 interface BusFactory {
   name: string;
@@ -26,7 +27,7 @@ interface BusFactory {
   skip?: string;
 }
 
-const REDIS_URL = process.env.SPAR_TEST_REDIS_URL;
+const REDIS_URL = serviceUrl("SPAR_TEST_REDIS_URL");
 const silentLog = { info() {}, warn() {}, error() {}, debug() {} };
 
 const FACTORIES: BusFactory[] = [

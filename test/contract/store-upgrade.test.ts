@@ -11,11 +11,11 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import { createIdentityRecords } from "../../plugins/identity-creed/records.js";
 import { createKnowledgeGraph } from "../../plugins/moves-knowledge/graph.js";
 import { createMemories } from "../../plugins/moves-memory/memories.js";
 import type { Store } from "../../sdk/index.js";
+import type { GorillaRunRecord } from "../../sdk/kits/gorillas.js";
 import { queryRows } from "../helpers/db.js";
 import { gorillaRecordsOver } from "../helpers/gorilla-records.js";
 import {

@@ -99,7 +99,7 @@ describe("gorillas", () => {
     );
     writeGorilla(home, "tick", gorillaToml("tick", "every 1s", 'catch_up = "once"\ntimeout_s = 60'));
     writeGorilla(home, "budget", gorillaToml("budget", YEARLY, "max_tokens = 3000"));
-    writeGorilla(home, "slow", gorillaToml("slow", YEARLY, "timeout_s = 1"));
+    writeGorilla(home, "slow", gorillaToml("slow", YEARLY, "timeout_s = 3"));
     writeGorilla(home, "broken", `${gorillaToml("broken", YEARLY, "")}\n[extras]\nfoo = 1\n`);
     daemon = await startDaemon(home, port);
   });
@@ -390,7 +390,8 @@ describe("gorillas", () => {
   });
 
   it("fails a cycle that passes timeout_s, and starts no model call after it", async () => {
-    fake.enqueue({ delay_ms: 4000, text: "too late" });
+    // The time out leaves room for the CLI to start and the second request to land under a loaded CI.
+    fake.enqueue({ delay_ms: 7000, text: "too late" });
     const cli = await daemon.cli(["gorilla", "run", "slow", "--json"]);
     expect(cli.code, cli.stderr).toBe(0);
     const started = JSON.parse(cli.stdout) as Run;
@@ -400,8 +401,8 @@ describe("gorillas", () => {
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe("CONFLICT");
     const run = await finished("slow", started.id);
-    expect(run).toMatchObject({ outcome: "failed", error: "timed out after 1 s" });
-    await sleep(3500);
+    expect(run).toMatchObject({ outcome: "failed", error: "timed out after 3 s" });
+    await sleep(4500);
     expect(requestsOf("slow")).toHaveLength(1);
     // A manual run leaves a caged gorilla caged.
     expect((await view("slow")).state).toBe("CAGED");

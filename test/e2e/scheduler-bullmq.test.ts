@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { serviceUrl } from "../helpers/ci.js";
 import {
   freePort,
   removeHome,
@@ -13,7 +14,7 @@ import {
 } from "../helpers/daemon.js";
 import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 
-const REDIS_URL = process.env.SPAR_TEST_REDIS_URL;
+const REDIS_URL = serviceUrl("SPAR_TEST_REDIS_URL");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns something truthy; fails with `what` after `withinMs`. */

@@ -11,11 +11,7 @@ import type { Browser, Page } from "playwright-core";
 /** `SPAR_CHROMIUM`, else Debian's package's path. */
 export const CHROMIUM_PATH = process.env.SPAR_CHROMIUM ?? "/usr/bin/chromium";
 
-/** Whether the tests run under CI, where a missing browser is a failure rather than a skip. */
-export function underCi(): boolean {
-  const ci = process.env.CI;
-  return ci !== undefined && ci !== "" && ci !== "false" && ci !== "0";
-}
+export { underCi } from "./ci.js";
 
 export function chromiumInstalled(): boolean {
   return existsSync(CHROMIUM_PATH);

@@ -4,9 +4,10 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
+import { serviceUrl } from "./ci.js";
 
-/** The test server's URL, or undefined when the PostgreSQL tests are to be skipped. */
-export const TEST_DATABASE_URL: string | undefined = process.env.SPAR_TEST_DATABASE_URL || undefined;
+/** The test server's URL, or undefined when the PostgreSQL tests are to be skipped (never under CI). */
+export const TEST_DATABASE_URL: string | undefined = serviceUrl("SPAR_TEST_DATABASE_URL");
 
 /** Why the PostgreSQL tests were skipped, for a suite's name. */
 export const SKIP_REASON =

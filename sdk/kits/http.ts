@@ -1,0 +1,21 @@
+/**
+ * `spar/sdk/http`: what an HTTP layer needs beside its framework: checking a signed request (RFC
+ * 9421 signatures and the content digest, as `spar/sign` makes them), telling loopback callers and
+ * Host headers apart, showing a key's scope, a bout's origin and filtering by it, and reading a
+ * page's `limit` and `before`. The Arena (arena-http) and plugins' own routes use these.
+ *
+ * @example
+ * import { digestMatches, signatureKeyId, verifyRequest } from "spar/sdk/http";
+ */
+export { originFilter, originMatches, shownBout, USER_ORIGIN } from "../../lib/bout-origins.js";
+export {
+  digestMatches,
+  type SignableRequest,
+  signatureKeyId,
+  type VerifyOptions,
+  type VerifyResult,
+  verifyRequest,
+} from "../../lib/http-signatures.js";
+export { formatScope } from "../../lib/keys.js";
+export { isLoopbackAddress, isLoopbackHost, isLoopbackHostHeader } from "../../lib/loopback.js";
+export { pageOf } from "../../lib/paging.js";
