@@ -3,7 +3,7 @@
  * active store plugin with the same encryption, transactions and durability as the Ring's records,
  * and reached as `api.data.<collection>`, never another plugin's.
  *
- * Three layers: the declaration (plugin.json, checked by `collection-engine.ts` before any plugin code
+ * Three layers: the declaration (plugin.json, checked by `collection-checks.ts` before any plugin code
  * runs), the handle a plugin uses (`Collection`), and what a store plugin implements once for every
  * collection (`CollectionStore`).
  */
@@ -198,7 +198,7 @@ export type CollectionWrite =
   | { op: "deleteWhere"; ref: CollectionRef; where: StoredCondition[] };
 
 /**
- * Every plugin's collections, in the store's own database. The engine (`collection-engine.ts`) checks
+ * Every plugin's collections, in the store's own database. The engine (`collection-engine.ts`, with `collection-checks.ts`) checks
  * declarations, documents and queries before they reach it; the store stores, indexes, encrypts.
  */
 export interface CollectionStore {

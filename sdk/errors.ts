@@ -60,6 +60,8 @@ export const ERROR_CATALOG = {
   PLUGIN_FAILED: 500,
   STORE_KEY_INVALID: 500,
   STORE_FAILED: 500,
+  // A database older than this release upgrades (the message names its version and what to do).
+  STORE_TOO_OLD: 500,
   PORT_IN_USE: 500,
   DAEMON_UNREACHABLE: 503,
 } as const satisfies Record<string, number>;

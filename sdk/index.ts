@@ -18,12 +18,11 @@ export { cancellation, cancelledError, isCancelled, isShutdown, shutdownCancella
 export { canonicalJson } from "./canonical.js";
 export {
   checkDataDeclaration,
-  createPluginData,
   declarationChecksum,
   indexedFields,
   MAX_QUERY_ROWS,
-  TRANSACTION_TIMEOUT_MS,
-} from "./collection-engine.js";
+} from "./collection-checks.js";
+export { createPluginData, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
 export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";

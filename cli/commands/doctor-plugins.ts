@@ -1,7 +1,7 @@
 import type { DiscoveredPlugin } from "../../kernel/host/plugin-manifest.js";
 import { pluginChoiceProblems } from "../../lib/plugin-choices.js";
 import { whyInactive } from "../../lib/plugin-state.js";
-import { checkNamespaces } from "../../sdk/collection-engine.js";
+import { checkNamespaces } from "../../sdk/collection-checks.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError } from "../../sdk/errors.js";
 

@@ -69,12 +69,13 @@ async function opensFine(home: string): Promise<boolean> {
 
 /**
  * A failure that is the database's own: no usable master secret, a key that does not decrypt it, a
- * file that is not Spar's format, or damage. These come from reading the secret (no plugin) or from
+ * file that is not Spar's format or older than this release upgrades, or damage. These come from reading the secret (no plugin) or from
  * the store plugin; the same codes from any other plugin are not about the database.
  */
 function unreadable(err: unknown, storePlugin: string): boolean {
   if (!isSparError(err)) return false;
-  if (!["STORE_KEY_INVALID", "STORE_CORRUPT", "STORE_FAILED"].includes(err.code)) return false;
+  if (!["STORE_KEY_INVALID", "STORE_CORRUPT", "STORE_FAILED", "STORE_TOO_OLD"].includes(err.code))
+    return false;
   const plugin = err.extra.plugin;
   return plugin === undefined || plugin === storePlugin;
 }

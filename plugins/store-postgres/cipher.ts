@@ -98,11 +98,3 @@ export function keyMatches(cipher: Cipher, check: Buffer): boolean {
 export function newSalt(): Buffer {
   return randomBytes(SALT_BYTES);
 }
-
-/**
- * ASCII-only lowercase, as SQLite's lower(): the knowledge graph's entity identity, which the legacy
- * move (legacy-memory.ts) writes into moves-knowledge's folded fields. "Café" and "CAFÉ" stay two.
- */
-export function asciiFold(text: string): string {
-  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
-}

@@ -2,7 +2,7 @@
  * Plugins' collections on PostgreSQL: the CollectionStore over `collection_rows` (how a document is
  * a row: collection-rows.ts; what `ensure` makes: collection-schemas.ts). PostgreSQL never sees a
  * value a plugin stored: documents sealed, keys and indexed strings as HMACs, only numbers, booleans
- * and times plain. The engine (sdk/collection-engine.ts) has checked names, documents and queries
+ * and times plain. The engine (sdk/collection-checks.ts) has checked names, documents and queries
  * before they get here, so names are written into the SQL (a partial index serves only a query
  * naming its collection literally) and values are bound.
  */

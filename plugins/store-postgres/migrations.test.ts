@@ -1,22 +1,28 @@
 /**
- * Migrations against a real server: recorded with their checksums, refused when one changed or the
- * database is newer than the code, and applied once when daemons open one schema at the same time.
+ * Migrations against a real server: a new schema is made from the baseline, and has the schema one of
+ * the previous release (the upgrade fixture) upgrades to; an applied history is checked (checksums
+ * pinned; a changed or unknown migration, a newer schema and one older than the previous release
+ * refused); pending migrations apply all or nothing, once when daemons open one schema at the same
+ * time. What is moved into plugins' collections is tested for every store in
+ * test/contract/store-upgrade.test.ts.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type pg from "pg";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { SparError } from "../../sdk/errors.js";
-import { pluginData } from "../../test/helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
-import { createIdentityRecords } from "../identity-creed/records.js";
+import { UPGRADE_FIXTURES } from "../../test/helpers/previous-release.js";
 import { createPool } from "./connection.js";
-import { openCipher } from "./keys.js";
-import { checksum, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
+import { checksum, MIGRATIONS, type Migration, migrate, RETIRED, SCHEMA_VERSION } from "./migrations.js";
 import { openPostgresStore } from "./store.js";
 
 const URL_ = TEST_DATABASE_URL ?? "";
-const PLUGINS = join(import.meta.dirname, "..");
+const SECRET = "c3".repeat(32);
+const HISTORY = [
+  ...RETIRED,
+  ...MIGRATIONS.map((m) => ({ version: m.version, name: m.name, checksum: checksum(m.sql) })),
+];
 const schemas = new Set<string>();
 const pools: pg.Pool[] = [];
 function schema(): string {
@@ -34,71 +40,161 @@ afterAll(async () => {
   if (TEST_DATABASE_URL) await dropSchemas(URL_, schemas);
 });
 
-const open = (name: string) =>
+const open = (name: string, secret = Buffer.from(SECRET)) =>
   openPostgresStore(
-    { home: "/nonexistent-home", masterSecret: Buffer.from("c3".repeat(32)) },
+    { home: "/nonexistent-home", masterSecret: secret },
     { url: URL_, schema: name, poolMax: 2 },
   );
 
-async function failure(promise: Promise<unknown>): Promise<SparError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SparError);
-  return err as SparError;
+/** Every column, index and constraint of `name` (its name taken out), and the recorded history. */
+async function schemaOf(name: string) {
+  const db = pool(name);
+  const rows = async (sql: string) =>
+    JSON.parse(JSON.stringify((await db.query(sql, [name])).rows).replaceAll(`${name}.`, "")) as unknown[];
+  return {
+    columns: await rows(
+      `SELECT table_name, column_name, ordinal_position, data_type, is_nullable, column_default, is_identity,
+         collation_name FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, ordinal_position`,
+    ),
+    indexes: await rows(
+      "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY 2",
+    ),
+    constraints: await rows(
+      `SELECT conrelid::regclass::text AS on, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+       WHERE connamespace = $1::regnamespace ORDER BY 1, 2`,
+    ),
+    history: (await db.query("SELECT version, name, checksum FROM spar_migrations ORDER BY version")).rows,
+  };
 }
 
 describe.skipIf(!TEST_DATABASE_URL)(
   `store-postgres migrations${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
   () => {
-    it("records each migration with the sha256 of its SQL, and applies nothing twice", async () => {
+    it("makes a new schema from the baseline, recorded as every version, and applies nothing twice", async () => {
       const name = schema();
       const first = pool(name);
-      expect(await migrate(first, name)).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(await migrate(first, name)).toEqual(HISTORY.map((m) => m.version));
       expect(await migrate(first, name)).toEqual([]);
-      const rows = await first.query<{ version: number; checksum: string }>(
-        "SELECT version, checksum FROM spar_migrations ORDER BY version",
-      );
-      expect(rows.rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, checksum: checksum(m.sql) })));
+      const rows = await first.query("SELECT version, name, checksum FROM spar_migrations ORDER BY version");
+      expect(rows.rows).toEqual(HISTORY);
+    });
+
+    it("keeps released migrations byte for byte: their checksums are in users' schemas", () => {
+      expect(HISTORY.map((m) => [m.version, m.checksum])).toEqual([
+        [1, "11888306647933c91aeb30fa0230bf86d83099e4aa7104bcad72e3bcf418aaf2"],
+        [2, "563f060d2c6d5b190de5defae17572877d3219db2c5f618d8633e5f5afca9aa9"],
+        [3, "22b4165c3ed81bb70a8dcf5a95c71de09e971343a44c9bd2df26d07234b8af52"],
+        [4, "7aa26e8f8583ce3bb7f1fc98f1670a3015bbe2bb493f35ceaa000e74fa736922"],
+        [5, "94fcaf3c85a48591a8a45f12042f881a68715b399b9bd38b2bc0d578bab0be5e"],
+      ]);
+    });
+
+    it("gives a new schema the one a schema of the previous release is upgraded to", async () => {
+      const upgraded = schema();
+      const client = new pg.Client({ connectionString: URL_ });
+      await client.connect();
+      try {
+        const dump = readFileSync(join(UPGRADE_FIXTURES, "postgres", "dump.sql"), "utf8");
+        await client.query(dump.replaceAll("__SPAR_SCHEMA__", upgraded));
+      } finally {
+        await client.end();
+      }
+      await (await open(upgraded, readFileSync(join(UPGRADE_FIXTURES, "postgres", "master.key")))).close();
+      const fresh = schema();
+      await (await open(fresh)).close();
+      const baseline = await schemaOf(fresh);
+      expect(baseline).toEqual(await schemaOf(upgraded));
+      // The Ring's records and the plugins' collections; none of the tables that moved into collections.
+      expect([...new Set(baseline.columns.map((c) => (c as { table_name: string }).table_name))]).toEqual([
+        "bout_summaries",
+        "bouts",
+        "collection_rows",
+        "collection_schemas",
+        "fighters",
+        "idempotency",
+        "messages",
+        "nonces",
+        "spar_meta",
+        "spar_migrations",
+        "turns",
+        "usage",
+      ]);
     });
 
     it("migrates once when stores open one new schema at the same moment", async () => {
       const name = schema();
       const applied = await Promise.all([0, 1, 2].map(() => migrate(pool(name), name)));
-      expect(applied.filter((versions) => versions.length > 0)).toEqual([MIGRATIONS.map((m) => m.version)]);
+      expect(applied.filter((versions) => versions.length > 0)).toEqual([HISTORY.map((m) => m.version)]);
       const stores = await Promise.all([open(name), open(name)]);
       const counted = await pool(name).query<{ n: number }>("SELECT count(*)::int AS n FROM spar_migrations");
-      expect(counted.rows[0]?.n).toBe(MIGRATIONS.length);
+      expect(counted.rows[0]?.n).toBe(HISTORY.length);
       await Promise.all(stores.map((s) => s.close()));
     });
 
-    it("refuses a schema whose recorded checksum differs from the code's, naming the migration", async () => {
+    // Each edit of a new schema's history, and how opening it is refused.
+    const at = "'2026-01-01T00:00:00.000Z'";
+    const REFUSALS: { what: string; edit: string; code: string; message: RegExp; extra?: object }[] = [
+      {
+        what: "a released migration whose checksum changed",
+        edit: `UPDATE spar_migrations SET checksum = '${"0".repeat(64)}' WHERE version = 1`,
+        code: "STORE_FAILED",
+        message: /migration 1 \(every-table\) .*the recorded checksum does not match/,
+      },
+      {
+        what: "a migration of the upgrade window whose checksum changed",
+        edit: `UPDATE spar_migrations SET checksum = '${"0".repeat(64)}' WHERE version = 5`,
+        code: "STORE_FAILED",
+        message: /migration 5 \(plugin collections\) .*checksum/,
+      },
+      {
+        what: "a migration unknown here",
+        edit: `INSERT INTO spar_migrations VALUES (0, 'mystery', 'x', ${at})`,
+        code: "STORE_FAILED",
+        message: /records migration 0 \(mystery\), unknown here/,
+      },
+      {
+        what: "a schema written by a newer Spar",
+        edit: `INSERT INTO spar_migrations VALUES (${SCHEMA_VERSION + 1}, 'future', 'x', ${at})`,
+        code: "STORE_FAILED",
+        message: new RegExp(
+          `newer Spar \\(schema version ${SCHEMA_VERSION + 1}, this one knows up to ${SCHEMA_VERSION}\\)`,
+        ),
+      },
+      {
+        what: "a schema older than the previous release",
+        edit: "DELETE FROM spar_migrations WHERE version >= 4",
+        code: "STORE_TOO_OLD",
+        message:
+          /has schema version 3, older than this Spar upgrades \(version 4 and later\)\. Open it once with an earlier Spar/,
+        extra: { schema_version: 3, oldest_upgraded: 4 },
+      },
+    ];
+    it.each(REFUSALS)("refuses $what ($code), changing nothing", async ({ edit, code, message, extra }) => {
       const name = schema();
-      const db = pool(name);
-      await migrate(db, name);
-      await db.query("UPDATE spar_migrations SET checksum = $1 WHERE version = 1", ["0".repeat(64)]);
-      const err = await failure(open(name));
-      expect(err.code).toBe("STORE_FAILED");
-      expect(err.message).toContain(`migration 1 (${MIGRATIONS[0]?.name})`);
-      expect(err.message).toContain("checksum");
-      await failure(migrate(db, name));
+      await (await open(name)).close();
+      await pool(name).query(edit);
+      const before = await schemaOf(name);
+      await expect(open(name)).rejects.toMatchObject({
+        code,
+        message: expect.stringMatching(message),
+        ...(extra ? { extra } : {}),
+      });
+      await expect(migrate(pool(name), name)).rejects.toMatchObject({ code });
+      expect(await schemaOf(name)).toEqual(before);
     });
 
-    it("refuses a schema written by a newer Spar", async () => {
+    it("applies pending migrations all or nothing", async () => {
       const name = schema();
-      const db = pool(name);
-      await migrate(db, name);
-      await db.query(
-        "INSERT INTO spar_migrations (version, name, checksum, applied_at) VALUES ($1, 'future', $2, $3)",
-        [SCHEMA_VERSION + 1, "f".repeat(64), new Date().toISOString()],
-      );
-      const err = await failure(open(name));
-      expect(err.code).toBe("STORE_FAILED");
-      expect(err.message).toContain("newer Spar");
-      expect(err.message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
+      const broken: Migration[] = [
+        ...MIGRATIONS,
+        { version: SCHEMA_VERSION + 1, name: "broken", sql: "CREATE TABLE (" },
+      ];
+      await expect(migrate(pool(name), name, broken)).rejects.toThrow();
+      const left = await pool(name).query("SELECT to_regclass('fighters')::text AS t");
+      expect(left.rows[0]).toEqual({ t: null });
     });
-    it("migration 4 seals the fighter names and Idempotency-Keys an older Spar stored in plaintext", async () => {
+
+    it("seals the fighter names and Idempotency-Keys a Spar before version 4 stored in plaintext", async () => {
       const name = schema();
       const store = await open(name);
       const id = randomUUID();
@@ -127,97 +223,6 @@ describe.skipIf(!TEST_DATABASE_URL)(
               + (SELECT count(*) FROM idempotency WHERE key IS NOT NULL OR key_mac IS NULL) AS n`,
       );
       expect(Number(left.rows[0]?.n)).toBe(0);
-    });
-
-    it("moves an older Spar's creeds and relationships, sealed or plain, into identity-creed's collections", async () => {
-      const name = schema();
-      const raw = pool(name);
-      await migrate(raw, name);
-      const cipher = await openCipher(raw, Buffer.from("c3".repeat(32)), name);
-      const creed = (identity: string) => ({
-        identity,
-        traits: ["warm"],
-        directives: [],
-        observations: [
-          { text: "likes tea", confidence: 0.5, seen: 1, last_seen: "2026-01-02T00:00:00.000Z" },
-        ],
-        counters: { bouts: 1, conversations: 2, messages: 4 },
-        updated_at: "2026-01-02T00:00:00.000Z",
-      });
-      // As the Store's creeds.put and relationships.record wrote them (names sealed, with HMACs)...
-      const putCreed = (fighter: string, document: object, at: string) =>
-        raw.query(
-          `INSERT INTO creeds (fighter_mac, fighter_sealed, document, updated_at) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (fighter_mac) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
-          [
-            cipher.mac("fighters.name", fighter),
-            cipher.seal("creeds.fighter_sealed", fighter),
-            cipher.seal("creeds.document", JSON.stringify(document)),
-            at,
-          ],
-        );
-      const record = (fighter: string, other: string, kind: string, note: string, at: string) =>
-        raw.query(
-          `INSERT INTO relationships (fighter_mac, fighter_sealed, other_mac, other_sealed, kind, exchanges,
-             last_contact, note)
-           VALUES ($1, $2, $3, $4, $5, 1, $6, $7)
-           ON CONFLICT (fighter_mac, other_mac) DO UPDATE SET exchanges = relationships.exchanges + 1,
-             kind = excluded.kind, last_contact = excluded.last_contact, note = excluded.note`,
-          [
-            cipher.mac("fighters.name", fighter),
-            cipher.seal("relationships.fighter_sealed", fighter),
-            cipher.mac("relationships.other", other),
-            cipher.seal("relationships.other_sealed", other),
-            kind,
-            at,
-            cipher.seal("relationships.note", note),
-          ],
-        );
-      const at = (day: number) => `2026-01-0${day}T00:00:00.000Z`;
-      await putCreed("ada", creed("first"), at(1));
-      await putCreed("ada", creed("Ada"), at(2));
-      await record("ada", "bob", "fighter", "met", at(1));
-      await record("ada", "telegram:42", "user", "hi", at(2));
-      await record("ada", "bob", "fighter", "again", at(3));
-      // ...and as a Spar before migration 4 left them: the names plain.
-      await raw.query("INSERT INTO creeds (fighter_name, document, updated_at) VALUES ($1, $2, $3)", [
-        "plainly",
-        cipher.seal("creeds.document", JSON.stringify(creed("Plain"))),
-        at(1),
-      ]);
-      await raw.query(
-        `INSERT INTO relationships (fighter_name, other, kind, exchanges, last_contact, note)
-         VALUES ('plainly', 'ada', 'fighter', 4, $1, $2)`,
-        [at(2), cipher.seal("relationships.note", "plain note")],
-      );
-      cipher.wipe();
-
-      const store = await open(name);
-      try {
-        const { creeds, relationships } = createIdentityRecords(
-          pluginData(store, join(PLUGINS, "identity-creed")),
-        );
-        expect(await creeds.get("ada")).toEqual(creed("Ada"));
-        expect(await creeds.get("plainly")).toEqual(creed("Plain"));
-        expect(await relationships.list("ada")).toEqual([
-          { with: "bob", kind: "fighter", exchanges: 2, last_contact: at(3), note: "again" },
-          { with: "telegram:42", kind: "user", exchanges: 1, last_contact: at(2), note: "hi" },
-        ]);
-        expect(await relationships.list("plainly")).toEqual([
-          { with: "ada", kind: "fighter", exchanges: 4, last_contact: at(2), note: "plain note" },
-        ]);
-        // What was moved is written on as the plugin writes.
-        await relationships.record("ada", { with: "bob", kind: "fighter" }, "third", at(4));
-        expect((await relationships.list("ada"))[0]).toMatchObject({ with: "bob", exchanges: 3 });
-      } finally {
-        await store.close();
-      }
-      const left = await raw.query<{ creeds: string | null; relationships: string | null }>(
-        "SELECT to_regclass('creeds')::text AS creeds, to_regclass('relationships')::text AS relationships",
-      );
-      expect(left.rows[0]).toEqual({ creeds: null, relationships: null });
-      // A second open finds nothing left to move.
-      await (await open(name)).close();
     });
   },
 );

@@ -4,12 +4,17 @@
  * database disagree about the schema). They run in one transaction under a transaction-level
  * advisory lock on the schema's name, so daemons starting at once against one database migrate it
  * once: the others wait, then find nothing left to do.
+ *
+ * A new schema is made in one step from BASELINE, the current schema, and recorded as every version
+ * it holds. A schema of the previous release (version 4, commit bdea67e) or later is upgraded in
+ * place; an older one is refused (STORE_TOO_OLD). Versions 1 to 4 are kept as their recorded
+ * checksums only, so an applied history is still checked.
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import { SparError } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
-import { BOUT_ORIGINS, CHANNEL_DELIVERIES, COLLECTIONS, SCHEMA_V1, SEALED_NAMES } from "./schema.js";
+import { BASELINE, COLLECTIONS } from "./schema.js";
 
 export interface Migration {
   version: number;
@@ -17,13 +22,41 @@ export interface Migration {
   sql: string;
 }
 
+/** A migration as a schema records it. */
+export interface Recorded {
+  version: number;
+  name: string;
+  checksum: string;
+}
+
+/** The oldest schema this release upgrades: the previous release's. */
+export const OLDEST_UPGRADED = 4;
+
+const retired = (version: number, name: string, checksum: string): Recorded => ({ version, name, checksum });
+
+/** Versions 1 to 4, no longer run (a schema without them is refused): what they recorded. */
+export const RETIRED: readonly Recorded[] = [
+  retired(1, "every-table", "11888306647933c91aeb30fa0230bf86d83099e4aa7104bcad72e3bcf418aaf2"),
+  retired(2, "bout origins", "563f060d2c6d5b190de5defae17572877d3219db2c5f618d8633e5f5afca9aa9"),
+  retired(
+    3,
+    "channel deliveries and chats",
+    "22b4165c3ed81bb70a8dcf5a95c71de09e971343a44c9bd2df26d07234b8af52",
+  ),
+  retired(
+    4,
+    "sealed names and idempotency keys",
+    "7aa26e8f8583ce3bb7f1fc98f1670a3015bbe2bb493f35ceaa000e74fa736922",
+  ),
+];
+
+/** The migrations a schema of the previous release or later may still need. */
 export const MIGRATIONS: readonly Migration[] = [
-  { version: 1, name: "every-table", sql: SCHEMA_V1 },
-  { version: 2, name: "bout origins", sql: BOUT_ORIGINS },
-  { version: 3, name: "channel deliveries and chats", sql: CHANNEL_DELIVERIES },
-  { version: 4, name: "sealed names and idempotency keys", sql: SEALED_NAMES },
   { version: 5, name: "plugin collections", sql: COLLECTIONS },
 ];
+
+/** The version the baseline is equal to: migrations after it still run on a new schema. */
+export const BASELINE_VERSION = 5;
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
@@ -33,22 +66,25 @@ export function checksum(sql: string): string {
   return createHash("sha256").update(sql, "utf8").digest("hex");
 }
 
-interface AppliedRow {
-  version: number;
-  name: string;
-  checksum: string;
+/** Every version `migrations` bring this code to, as a schema records them. */
+function historyOf(migrations: readonly Migration[]): Recorded[] {
+  return [
+    ...RETIRED,
+    ...migrations.map((m) => ({ version: m.version, name: m.name, checksum: checksum(m.sql) })),
+  ];
 }
 
 /**
- * Creates the schema if needed, checks the applied migrations against `migrations` and applies the
- * pending ones, all in one transaction (a failure leaves the schema as it was). Returns the versions
- * it applied.
+ * Creates the schema if needed (a new one from the baseline), checks the applied migrations and
+ * applies the pending ones, all in one transaction (a failure leaves the schema as it was). Returns
+ * the versions it recorded.
  */
 export async function migrate(
   pool: pg.Pool,
   schema: string,
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<number[]> {
+  const history = historyOf(migrations);
   return inTransaction(pool, async (client) => {
     // hashtext() is PostgreSQL's own 32-bit hash: one lock per schema name, shared by every node.
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`spar:migrate:${schema}`]);
@@ -63,34 +99,55 @@ export async function migrate(
   applied_at TEXT NOT NULL
 )`);
     const applied = (
-      await client.query<AppliedRow>("SELECT version, name, checksum FROM spar_migrations ORDER BY version")
+      await client.query<Recorded>("SELECT version, name, checksum FROM spar_migrations ORDER BY version")
     ).rows;
-    checkApplied(applied, migrations, schema);
-    const done = new Set(applied.map((row) => row.version));
-    const pending = migrations.filter((m) => !done.has(m.version)).sort((a, b) => a.version - b.version);
+    const record = (m: Recorded) =>
+      client.query(
+        "INSERT INTO spar_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
+        [m.version, m.name, m.checksum, new Date().toISOString()],
+      );
+    let done = applied;
+    if (applied.length === 0) {
+      await client.query(BASELINE);
+      done = history.filter((m) => m.version <= BASELINE_VERSION);
+      for (const m of done) await record(m);
+    } else checkApplied(applied, history, schema);
+    const pending = migrations
+      .filter((m) => !done.some((row) => row.version === m.version))
+      .sort((a, b) => a.version - b.version);
     for (const m of pending) {
       await client.query(m.sql);
-      await client.query(
-        "INSERT INTO spar_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
-        [m.version, m.name, checksum(m.sql), new Date().toISOString()],
-      );
+      await record({ version: m.version, name: m.name, checksum: checksum(m.sql) });
     }
-    return pending.map((m) => m.version);
+    return [...(applied.length === 0 ? done : []), ...pending].map((m) => m.version);
   });
 }
 
-/** STORE_FAILED for a database newer than the code, a migration unknown here, or a changed one. */
-export function checkApplied(applied: AppliedRow[], migrations: readonly Migration[], schema: string): void {
-  const known = new Map(migrations.map((m) => [m.version, m]));
-  const newest = Math.max(0, ...migrations.map((m) => m.version));
+/**
+ * STORE_FAILED for a schema newer than the code, a migration unknown here or a changed one;
+ * STORE_TOO_OLD for one older than the previous release.
+ */
+export function checkApplied(applied: Recorded[], history: Recorded[], schema: string): void {
+  const known = new Map(history.map((m) => [m.version, m]));
+  const newest = Math.max(...history.map((m) => m.version));
+  const found = Math.max(...applied.map((row) => row.version));
+  if (found > newest) {
+    throw new SparError(
+      "STORE_FAILED",
+      `the PostgreSQL schema ${schema} was written by a newer Spar (schema version ${found}, this one ` +
+        `knows up to ${newest}); upgrade Spar to open it`,
+    );
+  }
+  if (found < OLDEST_UPGRADED) {
+    throw new SparError(
+      "STORE_TOO_OLD",
+      `the PostgreSQL schema ${schema} has schema version ${found}, older than this Spar upgrades (version ` +
+        `${OLDEST_UPGRADED} and later). Open it once with an earlier Spar (the previous release, commit ` +
+        `bdea67e, upgrades it to version ${OLDEST_UPGRADED}), then with this one`,
+      { schema_version: found, oldest_upgraded: OLDEST_UPGRADED },
+    );
+  }
   for (const row of applied) {
-    if (row.version > newest) {
-      throw new SparError(
-        "STORE_FAILED",
-        `the PostgreSQL schema ${schema} was written by a newer Spar (schema version ${row.version}, this one ` +
-          `knows up to ${newest}); upgrade Spar to open it`,
-      );
-    }
     const migration = known.get(row.version);
     if (!migration) {
       throw new SparError(
@@ -98,7 +155,7 @@ export function checkApplied(applied: AppliedRow[], migrations: readonly Migrati
         `the PostgreSQL schema ${schema} records migration ${row.version} (${row.name}), unknown here`,
       );
     }
-    if (checksum(migration.sql) !== row.checksum) {
+    if (migration.checksum !== row.checksum) {
       throw new SparError(
         "STORE_FAILED",
         `migration ${row.version} (${migration.name}) applied to the PostgreSQL schema ${schema} differs from ` +
@@ -116,7 +173,7 @@ export async function verifyMigrations(
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<void> {
   const applied = (
-    await db.query<AppliedRow>("SELECT version, name, checksum FROM spar_migrations ORDER BY version")
+    await db.query<Recorded>("SELECT version, name, checksum FROM spar_migrations ORDER BY version")
   ).rows;
-  checkApplied(applied, migrations, schema);
+  checkApplied(applied, historyOf(migrations), schema);
 }

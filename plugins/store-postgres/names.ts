@@ -1,8 +1,9 @@
 /**
- * Fighter names and Idempotency-Keys are not stored in plaintext (migration 4, schema.ts): each is an
- * HMAC for the lookups that need only equality, and sealed beside it. The migration can only make
- * room (SQL has no key), so the rows an older Spar wrote plain are moved over here, once the key is
- * known, in one transaction under the migration lock: the plain value sealed and HMACed, then NULLed.
+ * Fighter names and Idempotency-Keys are not stored in plaintext (since version 4, schema.ts): each is
+ * an HMAC for the lookups that need only equality, and sealed beside it. Version 4 could only make
+ * room (SQL has no key), so rows a Spar left plain (one stopped before its open sealed them) are moved
+ * over here, once the key is known, in one transaction under the migration lock: the plain value
+ * sealed and HMACed, then NULLed.
  */
 import type pg from "pg";
 import type { Cipher } from "./cipher.js";
@@ -26,8 +27,8 @@ const PLAIN: readonly PlainColumn[] = [
 ];
 
 /**
- * Seals and HMACs every plain name and key left by a Spar before migration 4, then NULLs it. Cheap
- * when there is nothing left to do: one `LIMIT 1` probe per column. Returns how many it moved.
+ * Seals and HMACs every plain name and key a Spar left, then NULLs it. Cheap when there is nothing
+ * left to do: one `LIMIT 1` probe per column. Returns how many it moved.
  */
 export async function sealPlainNames(pool: pg.Pool, schema: string, cipher: Cipher): Promise<number> {
   let moved = 0;

@@ -15,12 +15,7 @@ import { createPool, type PostgresSettings, storeError } from "./connection.js";
 import type { StoreContext, StoreData } from "./context.js";
 import { createCore } from "./fighters.js";
 import { openCipher } from "./keys.js";
-import { moveLegacyChannels } from "./legacy-channels.js";
-import { importLegacyGorillas } from "./legacy-gorillas.js";
-import { moveLegacyIdentity } from "./legacy-identity.js";
-import { moveLegacyMemory } from "./legacy-memory.js";
-import { moveLegacySchedules } from "./legacy-schedules.js";
-import { moveLegacyTroops } from "./legacy-troops.js";
+import { moveLegacyTables } from "./legacy.js";
 import { migrate, SCHEMA_VERSION, verifyMigrations } from "./migrations.js";
 import { sealPlainNames } from "./names.js";
 import { createRecords } from "./records.js";
@@ -59,22 +54,9 @@ export async function openPostgresStore(
       const moved = await sealPlainNames(pool, settings.schema, cipher);
       if (moved > 0) log.info("sealed the fighter names and Idempotency-Keys stored in plaintext", { moved });
       // Tables of records plugins now own (issue 29): their rows go to the plugins' collections.
-      const memories = await moveLegacyMemory(pool, settings.schema, cipher);
-      if (memories > 0)
-        log.info("moved memories and knowledge graphs into their plugins' collections", { memories });
-      const troops = await moveLegacyTroops(pool, settings.schema, cipher);
-      if (troops > 0)
-        log.info("moved the troops and their tasks into troops-local's collections", { rows: troops });
-      const gorillas = await importLegacyGorillas(pool, settings.schema, cipher);
-      if (gorillas > 0) log.info("moved the gorillas' states and runs into their collections", { gorillas });
-      const identity = await moveLegacyIdentity(pool, settings.schema, cipher);
-      if (identity > 0)
-        log.info("moved creeds and relationships into identity-creed's collections", { identity });
-      const schedules = await moveLegacySchedules(pool, settings.schema, cipher);
-      if (schedules > 0) log.info("moved the schedules to moves-schedule's collection", { moved: schedules });
-      const channels = await moveLegacyChannels(pool, settings.schema, cipher);
-      if (channels > 0)
-        log.info("moved the channel records to the channel kit's collections", { moved: channels });
+      const rows = await moveLegacyTables(pool, settings.schema, cipher);
+      if (Object.keys(rows).length > 0)
+        log.info("moved an older Spar's records into plugins' collections", rows);
     } catch (err) {
       cipher.wipe();
       throw err;

@@ -2,7 +2,7 @@
  * Every plugin's collections in the one encrypted database (migration 13): a row per document in
  * `collection_rows` (its JSON, its key, its write sequence), and per collection the partial
  * expression indexes its declaration asks for, over `json_extract` of the indexed fields. The engine
- * (sdk/collection-engine.ts) has checked every name, document and query before it gets here, so
+ * (sdk/collection-checks.ts) has checked every name, document and query before it gets here, so
  * names are written into the SQL as they are (a partial index serves only a query that names its
  * collection literally) and values are bound.
  */

@@ -1,69 +1,81 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+/**
+ * store-sqlite's migrations: a new database is made from the baseline, and has the schema a database
+ * of the previous release (the upgrade fixture) upgrades to; an applied history is checked (checksums
+ * pinned; a changed or unknown migration, a newer database and one older than the previous release
+ * refused); pending migrations apply all or nothing. What the migrations move into plugins'
+ * collections is tested for every store in test/contract/store-upgrade.test.ts.
+ */
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type Database from "better-sqlite3-multiple-ciphers";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Store } from "../../sdk/index.js";
-import { pluginData, storeFighters } from "../../test/helpers/plugin-data.js";
-import { createIdentityRecords } from "../identity-creed/records.js";
-import { createKnowledgeGraph } from "../moves-knowledge/graph.js";
-import { createMemories } from "../moves-memory/memories.js";
+import { queryRows } from "../../test/helpers/db.js";
+import { cleanUp, tempHome } from "../../test/helpers/plugin-data.js";
+import { UPGRADE_FIXTURES } from "../../test/helpers/previous-release.js";
 import { deriveKey, rawKeyLiteral } from "./key.js";
-import { checksum, MIGRATIONS, type Migration, migrate } from "./migrations.js";
+import { BASELINE_VERSION, checksum, MIGRATIONS, type Migration, migrate, RETIRED } from "./migrations.js";
 import { openRetained } from "./retain.js";
 import { DB_FILE, openSqliteStore, SALT_FILE } from "./store.js";
 
 const SECRET = "migrations";
+const HISTORY = [
+  ...RETIRED,
+  ...MIGRATIONS.map((m) => ({ version: m.version, name: m.name, checksum: checksum(m.sql) })),
+];
+const NEWEST = Math.max(...HISTORY.map((m) => m.version));
 
-const homes: string[] = [];
-function tempHome(): string {
-  const home = mkdtempSync(join(tmpdir(), "spar-migrations-"));
-  homes.push(home);
+afterAll(cleanUp);
+
+const open = (home: string, secret = Buffer.from(SECRET)) => openSqliteStore({ home, masterSecret: secret });
+
+/** A new database, made by the store and closed. */
+async function newHome(): Promise<string> {
+  const home = tempHome();
+  await (await open(home)).close();
   return home;
 }
-afterAll(() => {
-  for (const home of homes) rmSync(home, { recursive: true, force: true });
-});
 
-function open(home: string): Promise<Store> {
-  return openSqliteStore({ home, masterSecret: Buffer.from(SECRET) });
+/** Runs `sql` on the database behind the store's back, as someone editing it by hand would. */
+async function edit(home: string, sql: string): Promise<void> {
+  const db = openRetained(join(home, DB_FILE), {});
+  try {
+    db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
+    db.key(rawKeyLiteral(await deriveKey(Buffer.from(SECRET), readFileSync(join(home, SALT_FILE)))));
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
 }
 
-const PLUGINS = join(import.meta.dirname, "..");
-const memoriesOf = (store: Store) =>
-  createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store));
-const graphOf = (store: Store) =>
-  createKnowledgeGraph(pluginData(store, join(PLUGINS, "moves-knowledge")), storeFighters(store));
-
-/**
- * The database opened with the right key behind the store's back, as someone editing it by hand
- * would. Retained (retain.ts) and without db.pragma(), like the store's own connections.
- */
-async function keyedDb(home: string, salt: Buffer): Promise<Database.Database> {
-  const literal = rawKeyLiteral(await deriveKey(Buffer.from(SECRET), salt));
-  const db = openRetained(join(home, DB_FILE), {});
-  db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
-  db.key(literal);
-  return db;
+/** Every table and index (its SQL, spacing aside: ALTER TABLE writes its own) and the recorded history. */
+async function schemaOf(home: string, secret: Buffer) {
+  const objects = (await queryRows(
+    home,
+    "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name",
+    secret,
+  )) as { type: string; name: string; sql: string | null }[];
+  const history = "SELECT version, name, checksum FROM schema_migrations ORDER BY version";
+  return {
+    objects: objects.map((o) => ({ ...o, sql: o.sql?.replace(/\s+/g, " ").replace(/ ?([(),]) ?/g, "$1") })),
+    history: await queryRows(home, history, secret),
+  };
 }
 
 describe("migrate", () => {
   const plainDb = () => openRetained(":memory:", {});
-  // Numbers are not contiguous (each move of issue 29 took its own): the next is past the highest.
-  const next = Math.max(...MIGRATIONS.map((m) => m.version)) + 1;
 
-  it("records each migration with its checksum and applies nothing twice", () => {
+  it("makes a new database from the baseline, recorded as every version, and applies nothing twice", () => {
     const db = plainDb();
-    expect(migrate(db, "mem")).toEqual(MIGRATIONS.map((m) => m.version));
+    expect(BASELINE_VERSION).toBe(NEWEST);
+    expect(migrate(db, "mem")).toEqual(HISTORY.map((m) => m.version));
     expect(migrate(db, "mem")).toEqual([]);
-    const row = db.prepare("SELECT version, name, checksum FROM schema_migrations WHERE version = 1").get();
-    expect(row).toMatchObject({ version: 1, name: MIGRATIONS[0]?.name });
-    expect((row as { checksum: string }).checksum).toMatch(/^[0-9a-f]{64}$/);
+    expect(
+      db.prepare("SELECT version, name, checksum FROM schema_migrations ORDER BY version").all(),
+    ).toEqual(HISTORY);
     db.close();
   });
 
   it("keeps released migrations byte for byte: their checksums are in users' databases", () => {
-    expect(MIGRATIONS.map((m) => [m.version, checksum(m.sql)])).toEqual([
+    expect(HISTORY.map((m) => [m.version, m.checksum])).toEqual([
       [1, "1df85f0b0acb104b6f6b4ed95cef078b267b109903cc769618e0dc8d5a943c55"],
       [2, "1ae3eaa352f8bf4d862e9913d14269d37c2cbcbb89afc964f0788936801098fd"],
       [3, "7053011e25e8422cac2f8f7baea623986ff09df073cd00499200d767736ea825"],
@@ -86,357 +98,89 @@ describe("migrate", () => {
     ]);
   });
 
-  it("stops a store whose recorded checksum differs from the code's (STORE_FAILED)", async () => {
-    const home = tempHome();
-    await (await open(home)).close();
-    const db = await keyedDb(home, readFileSync(join(home, SALT_FILE)));
-    db.prepare("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1").run();
-    db.close();
+  it("gives a new database the schema a database of the previous release is upgraded to", async () => {
+    const upgraded = tempHome();
+    cpSync(join(UPGRADE_FIXTURES, "sqlite"), upgraded, { recursive: true });
+    const fixtureSecret = readFileSync(join(upgraded, "master.key"));
+    await (await open(upgraded, Buffer.from(fixtureSecret))).close();
+    const baseline = await schemaOf(await newHome(), Buffer.from(SECRET));
+    expect(baseline).toEqual(await schemaOf(upgraded, fixtureSecret));
+    // The Ring's records and the plugins' collections; none of the tables that moved into collections.
+    expect(baseline.objects.filter((o) => o.type === "table").map((o) => o.name)).toEqual([
+      "bout_summaries",
+      "bouts",
+      "collection_rows",
+      "collection_schemas",
+      "fighters",
+      "idempotency",
+      "messages",
+      "nonces",
+      "schema_migrations",
+      "turns",
+      "usage",
+    ]);
+  });
 
-    await expect(open(home)).rejects.toMatchObject({
+  // Each edit of a new database's history, and how opening it is refused.
+  const REFUSALS: { what: string; edit: string; code: string; message: RegExp; extra?: object }[] = [
+    {
+      what: "a released migration whose checksum changed",
+      edit: "UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1",
       code: "STORE_FAILED",
-      message: expect.stringMatching(/migration 1 \(fighters-bouts-messages-memories\)/),
-    });
-  });
-
-  it("refuses a database written by a newer Spar", () => {
-    const db = plainDb();
-    const newer: Migration[] = [
-      ...MIGRATIONS,
-      { version: next, name: "future", sql: "CREATE TABLE future (x)" },
-    ];
-    migrate(db, "mem", newer);
-    expect(() => migrate(db, "mem")).toThrow(/written by a newer Spar/);
-    db.close();
-  });
+      message: /migration 1 \(fighters-bouts-messages-memories\) .*the recorded checksum does not match/,
+    },
+    {
+      what: "a migration of the upgrade window whose checksum changed",
+      edit: "UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 14",
+      code: "STORE_FAILED",
+      message: /migration 14 \(memories and knowledge to their plugins' collections\) .*checksum/,
+    },
+    {
+      what: "a migration unknown here",
+      edit: "INSERT INTO schema_migrations VALUES (0, 'mystery', 'x', '2026-01-01T00:00:00.000Z')",
+      code: "STORE_FAILED",
+      message: /records migration 0 \(mystery\), unknown here/,
+    },
+    {
+      what: "a database written by a newer Spar",
+      edit: `INSERT INTO schema_migrations VALUES (${NEWEST + 1}, 'future', 'x', '2026-01-01T00:00:00.000Z')`,
+      code: "STORE_FAILED",
+      message: new RegExp(
+        `written by a newer Spar \\(schema version ${NEWEST + 1}, this one knows up to ${NEWEST}\\)`,
+      ),
+    },
+    {
+      what: "a database older than the previous release",
+      edit: "DELETE FROM schema_migrations WHERE version >= 12",
+      code: "STORE_TOO_OLD",
+      message:
+        /has schema version 11, older than this Spar upgrades \(version 12 and later\)\. Open it once with an earlier Spar/,
+      extra: { schema_version: 11, oldest_upgraded: 12 },
+    },
+  ];
+  it.each(REFUSALS)(
+    "refuses $what ($code), changing nothing",
+    async ({ edit: sql, code, message, extra }) => {
+      const home = await newHome();
+      await edit(home, sql);
+      const before = await schemaOf(home, Buffer.from(SECRET));
+      await expect(open(home)).rejects.toMatchObject({
+        code,
+        message: expect.stringMatching(message),
+        ...(extra ? { extra } : {}),
+      });
+      expect(await schemaOf(home, Buffer.from(SECRET))).toEqual(before);
+    },
+  );
 
   it("applies pending migrations all or nothing", () => {
     const db = plainDb();
     const broken: Migration[] = [
       ...MIGRATIONS,
-      { version: next, name: "broken", sql: "CREATE TABLE nope (" },
+      { version: NEWEST + 1, name: "broken", sql: "CREATE TABLE nope (" },
     ];
     expect(() => migrate(db, "mem", broken)).toThrow();
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'fighters'").get()).toBeUndefined();
-    db.close();
-  });
-});
-
-describe("store-sqlite upgrade", () => {
-  const SALT = Buffer.alloc(16, 5);
-  const ada = {
-    id: "id-ada",
-    name: "ada",
-    manifest: { name: "ada" },
-    created_at: "2025-11-01T00:00:00.000Z",
-  };
-
-  /** A data dir whose database the first `count` migrations made, holding the fighter ada. */
-  async function oldDatabase(count: number): Promise<{ home: string; old: Database.Database }> {
-    const home = tempHome();
-    writeFileSync(join(home, SALT_FILE), SALT, { mode: 0o600 });
-    const old = await keyedDb(home, SALT);
-    expect(migrate(old, "old", MIGRATIONS.slice(0, count))).toEqual(
-      MIGRATIONS.slice(0, count).map((m) => m.version),
-    );
-    old
-      .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES (?, ?, ?, ?)")
-      .run(ada.id, ada.name, JSON.stringify(ada.manifest), ada.created_at);
-    return { home, old };
-  }
-
-  it("applies migration 2 to a database made by migration 1 alone, keeping what it held", async () => {
-    const { home, old } = await oldDatabase(1);
-    old
-      .prepare(
-        "INSERT INTO memories (id, fighter_id, key, value, created_at, accessed_at) VALUES (?, ?, ?, ?, ?, ?)",
-      )
-      .run("m1", ada.id, "tea", "Green tea", "2025-12-01T00:00:00.000Z", "2025-12-05T00:00:00.000Z");
-    old.close();
-
-    const store = await open(home);
-    try {
-      // Moved on by migration 14 into moves-memory's collection, scored from its last access.
-      expect(await memoriesOf(store).candidates(ada.id, ["tea"])).toEqual([
-        {
-          id: "m1",
-          fighter_id: ada.id,
-          key: "tea",
-          value: "Green tea",
-          score0: 1,
-          scored_at: "2025-12-05T00:00:00.000Z",
-          created_at: "2025-12-01T00:00:00.000Z",
-          matches: 1,
-        },
-      ]);
-      expect(await graphOf(store).add(ada.id, [{ name: "Tea", type: "drink" }], [])).toMatchObject({
-        entities_added: 1,
-      });
-    } finally {
-      await store.close();
-    }
-    const db = await keyedDb(home, SALT);
-    expect(db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all()).toEqual(
-      MIGRATIONS.map((m) => m.version),
-    );
-    db.close();
-  });
-
-  it("applies migration 5 to a database made by migrations 1–4: earlier messages belong to no turn", async () => {
-    const { home, old } = await oldDatabase(4);
-    const at = "2025-12-01T00:00:00.000Z";
-    old
-      .prepare("INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES ('b1', ?, ?, ?)")
-      .run(ada.id, at, at);
-    const insert = old.prepare(
-      "INSERT INTO messages (id, bout_id, seq, role, content, created_at) VALUES (?, 'b1', ?, ?, ?, ?)",
-    );
-    insert.run("m1", 1, "user", "hello", at);
-    insert.run("m2", 2, "assistant", "hi", at);
-    old.close();
-
-    const store = await open(home);
-    try {
-      const before = await store.messages.list("b1");
-      expect(before.map((m) => [m.seq, m.content])).toEqual([
-        [1, "hello"],
-        [2, "hi"],
-      ]);
-      for (const message of before) expect(message).not.toHaveProperty("turn_id");
-      expect(await store.turns.list("b1")).toEqual([]);
-
-      const { turn, bout } = await store.turns.begin({
-        fighter_id: ada.id,
-        bout_id: "b1",
-        user: { role: "user", content: "again" },
-        idempotency: { key: "k1", request_hash: "h" },
-      });
-      expect(bout).toMatchObject({ id: "b1", message_count: 3 });
-      expect((await store.messages.list("b1"))[2]).toMatchObject({
-        seq: 3,
-        content: "again",
-        turn_id: turn.id,
-      });
-      expect(await store.idempotency.get("k1")).toMatchObject({ turn_id: turn.id });
-    } finally {
-      await store.close();
-    }
-  });
-
-  it("applies migration 6 to a database made by migrations 1–5: bouts count their messages and know what was compacted", async () => {
-    const { home, old } = await oldDatabase(5);
-    const at = "2025-12-01T00:00:00.000Z";
-    const bout = old.prepare(
-      "INSERT INTO bouts (id, fighter_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
-    );
-    bout.run("b1", ada.id, at, at);
-    bout.run("b2", ada.id, at, at);
-    const insert = old.prepare(
-      "INSERT INTO messages (id, bout_id, seq, role, content, created_at, compacted) VALUES (?, 'b1', ?, 'user', ?, ?, ?)",
-    );
-    for (let seq = 1; seq <= 4; seq++) insert.run(`m${seq}`, seq, `m${seq}`, at, seq <= 2 ? 1 : 0);
-    old.close();
-
-    const store = await open(home);
-    try {
-      expect((await store.bouts.list(ada.id)).map((b) => [b.id, b.message_count]).sort()).toEqual([
-        ["b1", 4],
-        ["b2", 0],
-      ]);
-      expect((await store.messages.tail("b1")).map((m) => m.content)).toEqual(["m3", "m4"]);
-      expect(await store.messages.tail("b2")).toEqual([]);
-    } finally {
-      await store.close();
-    }
-  });
-
-  it("applies migration 14 to a database made by migrations 1–13: memories and the knowledge graph move to their plugins' collections", async () => {
-    const { home, old } = await oldDatabase(13);
-    old
-      .prepare("INSERT INTO fighters (id, name, manifest, created_at) VALUES ('id-bob', 'bob', '{}', ?)")
-      .run(ada.created_at);
-    // As the store wrote them before: memories upserted by key, entities merged by lower(name, type),
-    // relations between entity ids.
-    const memory = old.prepare(
-      `INSERT INTO memories (id, fighter_id, key, value, score0, scored_at, created_at, accessed_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    memory.run(
-      "m1",
-      ada.id,
-      "tea",
-      "Green tea",
-      1,
-      "2025-12-05T00:00:00.000Z",
-      "2025-12-01T00:00:00.000Z",
-      "2025-12-05T00:00:00.000Z",
-    );
-    memory.run(
-      "m2",
-      ada.id,
-      "hotel",
-      "Casa do Tejo",
-      2.5,
-      "2025-12-07T00:00:00.000Z",
-      "2025-12-02T00:00:00.000Z",
-      "2025-12-07T00:00:00.000Z",
-    );
-    memory.run(
-      "m3",
-      "id-bob",
-      "tea",
-      "Never",
-      1,
-      "2025-12-03T00:00:00.000Z",
-      "2025-12-03T00:00:00.000Z",
-      "2025-12-03T00:00:00.000Z",
-    );
-    const entity = old.prepare(
-      "INSERT INTO kg_entities (id, fighter_id, name, type, created_at) VALUES (?, ?, ?, ?, ?)",
-    );
-    entity.run("e1", ada.id, "Lovelace", "Person", "2025-12-01T00:00:01.000Z");
-    entity.run("e2", ada.id, "Babbage", "thing", "2025-12-01T00:00:02.000Z");
-    entity.run("e3", ada.id, "Engine", "MACHINE", "2025-12-01T00:00:03.000Z");
-    entity.run("e4", ada.id, "CAFÉ", "place", "2025-12-01T00:00:04.000Z");
-    const relation = old.prepare(
-      "INSERT INTO kg_relations (fighter_id, from_id, to_id, type, created_at) VALUES (?, ?, ?, ?, ?)",
-    );
-    relation.run(ada.id, "e1", "e2", "Knows", "2025-12-01T00:00:05.000Z");
-    relation.run(ada.id, "e3", "e1", "programmed by", "2025-12-01T00:00:06.000Z");
-    old.close();
-
-    const store = await open(home);
-    try {
-      const memories = memoriesOf(store);
-      expect(await memories.candidates(ada.id, [])).toEqual([
-        {
-          id: "m2",
-          fighter_id: ada.id,
-          key: "hotel",
-          value: "Casa do Tejo",
-          score0: 2.5,
-          scored_at: "2025-12-07T00:00:00.000Z",
-          created_at: "2025-12-02T00:00:00.000Z",
-          matches: 0,
-        },
-        {
-          id: "m1",
-          fighter_id: ada.id,
-          key: "tea",
-          value: "Green tea",
-          score0: 1,
-          scored_at: "2025-12-05T00:00:00.000Z",
-          created_at: "2025-12-01T00:00:00.000Z",
-          matches: 0,
-        },
-      ]);
-      expect((await memories.candidates("id-bob", ["tea"])).map((m) => m.id)).toEqual(["m3"]);
-      // The unique key per fighter holds: storing under "tea" again replaces m1.
-      expect(await memories.put(ada.id, "tea", "Oolong")).toMatchObject({ id: "m1", value: "Oolong" });
-
-      const graph = graphOf(store);
-      expect(await graph.query(ada.id, ["lovelace"], 5)).toEqual([
-        {
-          name: "Lovelace",
-          type: "Person",
-          relations: [
-            { from: "Lovelace", to: "Babbage", type: "Knows" },
-            { from: "Engine", to: "Lovelace", type: "programmed by" },
-          ],
-        },
-      ]);
-      expect((await graph.query(ada.id, [], 10)).map((e) => e.name)).toEqual([
-        "CAFÉ",
-        "Engine",
-        "Babbage",
-        "Lovelace",
-      ]);
-      // Identity as it was: names and types in any ASCII case, relations by their folded type.
-      expect(
-        await graph.add(
-          ada.id,
-          [
-            { name: "lovelace", type: "PERSON" },
-            { name: "engine", type: "machine" },
-            { name: "café", type: "place" },
-          ],
-          [{ from: "LOVELACE", to: "babbage", type: "knows" }],
-        ),
-      ).toEqual({ entities_added: 1, entities_merged: 2, relations_added: 0 });
-    } finally {
-      await store.close();
-    }
-    const db = await keyedDb(home, SALT);
-    const left = db
-      .prepare(
-        "SELECT name FROM sqlite_master WHERE name IN ('memories', 'kg_entities', 'kg_relations') OR name LIKE 'memories_%' OR name LIKE 'kg_%'",
-      )
-      .pluck()
-      .all();
-    db.close();
-    expect(left).toEqual([]);
-  });
-
-  it("applies migration 15: Creeds and relationships become identity-creed's collections, in their order", async () => {
-    const { home, old } = await oldDatabase(MIGRATIONS.findIndex((m) => m.version === 15));
-    const creed = (identity: string) => ({
-      identity,
-      traits: ["warm"],
-      directives: ["be brief"],
-      observations: [{ text: "likes tea", confidence: 0.5, seen: 1, last_seen: "2026-01-02T00:00:00.000Z" }],
-      counters: { bouts: 1, conversations: 2, messages: 4 },
-      updated_at: "2026-01-02T00:00:00.000Z",
-    });
-    // As the Store's creeds.put and relationships.record wrote them before migration 15.
-    const putCreed = old.prepare(
-      `INSERT INTO creeds (fighter_name, document, updated_at) VALUES (?, ?, ?)
-       ON CONFLICT (fighter_name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
-    );
-    putCreed.run("ada", JSON.stringify(creed("first")), "2026-01-01T00:00:00.000Z");
-    putCreed.run("bob", JSON.stringify(creed("Bob")), "2026-01-01T00:00:00.000Z");
-    putCreed.run("ada", JSON.stringify(creed("Ada")), "2026-01-02T00:00:00.000Z");
-    const record = old.prepare(
-      `INSERT INTO relationships (fighter_name, other, kind, exchanges, last_contact, note)
-       VALUES (@fighter_name, @other, @kind, 1, @at, @note)
-       ON CONFLICT (fighter_name, other) DO UPDATE SET exchanges = exchanges + 1,
-         kind = excluded.kind, last_contact = excluded.last_contact, note = excluded.note`,
-    );
-    const at = (day: number) => `2026-01-0${day}T00:00:00.000Z`;
-    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(1), note: "met" });
-    record.run({ fighter_name: "ada", other: "telegram:42", kind: "user", at: at(2), note: "hi" });
-    record.run({ fighter_name: "ada", other: "carol", kind: "fighter", at: at(2), note: "same day" });
-    record.run({ fighter_name: "ada", other: "bob", kind: "fighter", at: at(3), note: "again" });
-    record.run({ fighter_name: "bob", other: "ada", kind: "fighter", at: at(3), note: "heard" });
-    old.close();
-
-    const store = await open(home);
-    try {
-      const { creeds, relationships } = createIdentityRecords(
-        pluginData(store, join(PLUGINS, "identity-creed")),
-      );
-      expect(await creeds.get("ada")).toEqual(creed("Ada"));
-      expect(await creeds.get("bob")).toEqual(creed("Bob"));
-      // The latest contact first; on the same day, the later written first, as before.
-      expect(await relationships.list("ada")).toEqual([
-        { with: "bob", kind: "fighter", exchanges: 2, last_contact: at(3), note: "again" },
-        { with: "carol", kind: "fighter", exchanges: 1, last_contact: at(2), note: "same day" },
-        { with: "telegram:42", kind: "user", exchanges: 1, last_contact: at(2), note: "hi" },
-      ]);
-      expect(await relationships.list("bob")).toEqual([
-        { with: "ada", kind: "fighter", exchanges: 1, last_contact: at(3), note: "heard" },
-      ]);
-      // What was migrated is written on as the plugin writes.
-      await relationships.record("ada", { with: "bob", kind: "fighter" }, "third", at(4));
-      expect((await relationships.list("ada"))[0]).toMatchObject({ with: "bob", exchanges: 3 });
-      await creeds.put("ada", { ...creed("Ada"), traits: ["warm", "wise"] });
-      expect((await creeds.get("ada"))?.traits).toEqual(["warm", "wise"]);
-    } finally {
-      await store.close();
-    }
-    const db = await keyedDb(home, SALT);
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
-    expect(tables).not.toContain("creeds");
-    expect(tables).not.toContain("relationships");
     db.close();
   });
 });

@@ -2,6 +2,11 @@
  * Numbered, checksummed schema migrations. A released migration's SQL is frozen: its sha256 is recorded
  * when applied, and a mismatch on a later open means the code and the database disagree about the
  * schema, which is safer to stop on than to guess about. Add a new migration instead of editing one.
+ *
+ * A new database is made in one step from BASELINE, the current schema, and recorded as every version
+ * it holds. A database of the previous release (version 12, commit bdea67e) or later is upgraded in
+ * place by the migrations after it; an older one is refused (STORE_TOO_OLD). Migrations 1 to 12 are
+ * kept as their recorded checksums only, so an applied history is still checked.
  */
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
@@ -13,358 +18,48 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "fighters-bouts-messages-memories",
-    sql: `
-CREATE TABLE fighters (
-  id TEXT PRIMARY KEY,
-  name TEXT NOT NULL,
-  manifest TEXT NOT NULL CHECK (json_valid(manifest)),
-  created_at TEXT NOT NULL,
-  killed_at TEXT
-);
--- Names are unique among live fighters only, so a killed fighter's name can be used again.
-CREATE UNIQUE INDEX fighters_live_name ON fighters(name) WHERE killed_at IS NULL;
+/** A migration as a database records it. */
+export interface Recorded {
+  version: number;
+  name: string;
+  checksum: string;
+}
 
-CREATE TABLE bouts (
-  id TEXT PRIMARY KEY,
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE INDEX bouts_fighter_updated ON bouts(fighter_id, updated_at);
+/** The oldest schema this release upgrades: the previous release's. */
+export const OLDEST_UPGRADED = 12;
 
--- UNIQUE(bout_id, seq) is also the index for listing a bout and for its max(seq).
-CREATE TABLE messages (
-  id TEXT PRIMARY KEY,
-  bout_id TEXT NOT NULL REFERENCES bouts(id),
-  seq INTEGER NOT NULL,
-  role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool')),
-  content TEXT NOT NULL,
-  tool_calls TEXT CHECK (tool_calls IS NULL OR json_valid(tool_calls)),
-  tool_call_id TEXT,
-  name TEXT,
-  is_error INTEGER NOT NULL DEFAULT 0 CHECK (is_error IN (0, 1)),
-  compacted INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL,
-  UNIQUE (bout_id, seq),
-  CHECK (role <> 'tool' OR (tool_call_id IS NOT NULL AND name IS NOT NULL))
-);
+const retired = (version: number, name: string, checksum: string): Recorded => ({ version, name, checksum });
 
-CREATE TABLE memories (
-  id TEXT PRIMARY KEY,
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  key TEXT NOT NULL,
-  value TEXT NOT NULL,
-  score0 REAL NOT NULL DEFAULT 1,
-  created_at TEXT NOT NULL,
-  accessed_at TEXT NOT NULL,
-  UNIQUE (fighter_id, key)
-);
-`,
-  },
-  {
-    version: 2,
-    name: "decay-summaries-creeds-relationships-knowledge",
-    sql: `
--- A memory decays from when it was last scored; until now that was its last write. ALTER TABLE
--- cannot add a NOT NULL column without a default, so the code is what keeps scored_at set.
-ALTER TABLE memories ADD COLUMN scored_at TEXT;
-UPDATE memories SET scored_at = coalesce(accessed_at, created_at);
-CREATE INDEX memories_fighter_scored ON memories(fighter_id, scored_at);
+/** Migrations 1 to 12, no longer run (a database without them is refused): what they recorded. */
+export const RETIRED: readonly Recorded[] = [
+  retired(
+    1,
+    "fighters-bouts-messages-memories",
+    "1df85f0b0acb104b6f6b4ed95cef078b267b109903cc769618e0dc8d5a943c55",
+  ),
+  retired(
+    2,
+    "decay-summaries-creeds-relationships-knowledge",
+    "1ae3eaa352f8bf4d862e9913d14269d37c2cbcbb89afc964f0788936801098fd",
+  ),
+  retired(3, "usage", "7053011e25e8422cac2f8f7baea623986ff09df073cd00499200d767736ea825"),
+  retired(4, "nonces", "9fd716acb463c2b8235e1e7c516672aede75d735576c53f1946ab4ac18c11f09"),
+  retired(5, "turns-idempotency", "9df41fe93f1e5387e66c2f6689e2236df496f867356d8d992f1123e3b6817e32"),
+  retired(6, "bout-counters", "f99877f43d88ce3b4a57469d321d2fa86a13b667eb6587a362f8884b6bde8d13"),
+  retired(7, "schedules", "c6c5554331498ec5103344658507ecd159d619037810a5705adddd29677f36db"),
+  retired(8, "gorillas", "29da9473587ccbad234f005005aac7a0594eb15e11546efe18a8160609faa283"),
+  retired(9, "troops", "5dbcd30167287b1abe22d6ddaac30bce896ac7a76a5fc67765f620db608ad3bb"),
+  retired(10, "channel bouts", "5c3af4fe6d7772b0bd7247e19d490f65267be5373bba16b41ea55751a33048d0"),
+  retired(11, "bout origins", "ec9b703b576539a7e1491bf59148efe776cdb103cb1493823d5ddac5b02c49d6"),
+  retired(
+    12,
+    "channel deliveries and chats",
+    "8d9a38ad1cf2e35b907f43d5e863ca56eb429956582e7c9822fa591ddbf48a6d",
+  ),
+];
 
--- What replaced a bout's compacted messages in the model's context (messages.compacted, migration 1).
-CREATE TABLE bout_summaries (
-  bout_id TEXT PRIMARY KEY REFERENCES bouts(id),
-  summary TEXT NOT NULL,
-  through_seq INTEGER NOT NULL,
-  updated_at TEXT NOT NULL
-);
-
--- Keyed by name, not id: a creed and its relationships outlive a kill and a respawn.
-CREATE TABLE creeds (
-  fighter_name TEXT PRIMARY KEY,
-  document TEXT NOT NULL CHECK (json_valid(document)),
-  updated_at TEXT NOT NULL
-);
-
-CREATE TABLE relationships (
-  fighter_name TEXT NOT NULL,
-  other TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('fighter', 'user')),
-  exchanges INTEGER NOT NULL,
-  last_contact TEXT NOT NULL,
-  note TEXT NOT NULL,
-  PRIMARY KEY (fighter_name, other)
-);
-CREATE INDEX relationships_recent ON relationships(fighter_name, last_contact);
-
-CREATE TABLE kg_entities (
-  id TEXT PRIMARY KEY,
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  name TEXT NOT NULL,
-  type TEXT NOT NULL,
-  created_at TEXT NOT NULL
-);
--- An entity is its name and type in any (ASCII) case; this index also finds an entity by name.
-CREATE UNIQUE INDEX kg_entities_identity ON kg_entities(fighter_id, lower(name), lower(type));
-CREATE INDEX kg_entities_recent ON kg_entities(fighter_id, created_at);
-
--- SQLite refuses expressions in a PRIMARY KEY, so a relation's identity is a unique index instead;
--- it also serves "relations from an entity", kg_relations_to "relations to it".
-CREATE TABLE kg_relations (
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  from_id TEXT NOT NULL REFERENCES kg_entities(id),
-  to_id TEXT NOT NULL REFERENCES kg_entities(id),
-  type TEXT NOT NULL,
-  created_at TEXT NOT NULL
-);
-CREATE UNIQUE INDEX kg_relations_identity ON kg_relations(from_id, to_id, lower(type));
-CREATE INDEX kg_relations_to ON kg_relations(to_id);
-`,
-  },
-  {
-    version: 3,
-    name: "usage",
-    sql: `
--- One row per answered message: what it cost, on which model. Read back summed per model.
-CREATE TABLE usage (
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  provider TEXT NOT NULL,
-  model TEXT NOT NULL,
-  at TEXT NOT NULL,
-  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
-  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0)
-);
-CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
-`,
-  },
-  {
-    version: 4,
-    name: "nonces",
-    sql: `
--- Request-signature nonces seen, kept until they could no longer pass the created-time check, so
--- a replay is refused across restarts too.
-CREATE TABLE nonces (
-  key_id TEXT NOT NULL,
-  nonce TEXT NOT NULL,
-  expires_at INTEGER NOT NULL,
-  PRIMARY KEY (key_id, nonce)
-);
-CREATE INDEX nonces_expiry ON nonces(expires_at);
-`,
-  },
-  {
-    version: 5,
-    name: "turns-idempotency",
-    sql: `
--- A turn is one user message and everything done about it, each step committed as it happened.
--- A turn that did not complete keeps its messages (a tool that ran is never forgotten) and says why.
-CREATE TABLE turns (
-  id TEXT PRIMARY KEY,
-  bout_id TEXT NOT NULL REFERENCES bouts(id),
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
-  error_code TEXT,
-  error_message TEXT,
-  started_at TEXT NOT NULL,
-  finished_at TEXT,
-  input_tokens INTEGER NOT NULL DEFAULT 0,
-  output_tokens INTEGER NOT NULL DEFAULT 0,
-  iterations INTEGER NOT NULL DEFAULT 0,
-  model TEXT,
-  stop_reason TEXT,
-  CHECK ((status = 'running') = (finished_at IS NULL))
-);
-CREATE INDEX turns_bout ON turns(bout_id, started_at);
-CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
-
--- Messages stored before this migration belong to no turn; every later one belongs to exactly one.
-ALTER TABLE messages ADD COLUMN turn_id TEXT REFERENCES turns(id);
-
--- Idempotency-Key: the first attempt's turn and, once it ended, its reply; kept 24 hours.
-CREATE TABLE idempotency (
-  key TEXT PRIMARY KEY,
-  request_hash TEXT NOT NULL,
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  turn_id TEXT NOT NULL UNIQUE REFERENCES turns(id),
-  created_at TEXT NOT NULL,
-  reply TEXT CHECK (reply IS NULL OR json_valid(reply))
-);
-CREATE INDEX idempotency_created ON idempotency(created_at);
-`,
-  },
-  {
-    version: 6,
-    name: "bout-counters",
-    sql: `
--- Kept as messages are added and compacted, so that neither finding a fighter's latest bout nor
--- building a prompt reads more of a bout than its uncompacted tail.
-ALTER TABLE bouts ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE bouts ADD COLUMN compacted_through INTEGER NOT NULL DEFAULT 0;
-UPDATE bouts SET
-  message_count = (SELECT count(*) FROM messages m WHERE m.bout_id = bouts.id),
-  compacted_through = coalesce((SELECT max(seq) FROM messages m WHERE m.bout_id = bouts.id AND m.compacted = 1), 0);
-
--- The turns a prompt's history has to know about: few, however many turns a bout has.
-CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
-`,
-  },
-  {
-    version: 7,
-    name: "schedules",
-    sql: `
--- Messages fighters scheduled for themselves: once, or on a cron expression.
-CREATE TABLE schedules (
-  id TEXT PRIMARY KEY,
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  message TEXT NOT NULL,
-  cron TEXT,
-  timezone TEXT,
-  next_run_at TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  last_run_at TEXT,
-  last_status TEXT
-);
-CREATE INDEX schedules_fighter ON schedules(fighter_id, next_run_at);
-CREATE INDEX schedules_next ON schedules(next_run_at);
-`,
-  },
-  {
-    version: 8,
-    name: "gorillas",
-    sql: `
--- What the operator asked of each gorilla, by name (the gorillas themselves are GORILLA.toml files).
-CREATE TABLE gorillas (
-  name TEXT PRIMARY KEY,
-  desired TEXT NOT NULL CHECK (desired IN ('caged', 'unleashed')),
-  changed_at TEXT NOT NULL,
-  last_fire_at TEXT
-);
-
--- Every cycle and every skipped fire. seq orders runs that started at the same time, and is what
--- stays when a VACUUM renumbers rowids (it is the rowid).
-CREATE TABLE gorilla_runs (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  gorilla TEXT NOT NULL,
-  trigger TEXT NOT NULL CHECK (trigger IN ('schedule', 'manual', 'catch_up')),
-  started_at TEXT NOT NULL,
-  finished_at TEXT,
-  outcome TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed', 'aborted', 'skipped')),
-  input_tokens INTEGER NOT NULL DEFAULT 0,
-  output_tokens INTEGER NOT NULL DEFAULT 0,
-  output TEXT,
-  error TEXT,
-  bout_id TEXT REFERENCES bouts(id),
-  CHECK ((outcome = 'running') = (finished_at IS NULL))
-);
--- Newest first per gorilla, and the pages after a run: (gorilla, started_at, seq) in the index.
-CREATE INDEX gorilla_runs_newest ON gorilla_runs(gorilla, started_at);
--- At most one running cycle per gorilla; also all that abandon() reads at start.
-CREATE UNIQUE INDEX gorilla_runs_running ON gorilla_runs(gorilla) WHERE outcome = 'running';
-`,
-  },
-  {
-    version: 9,
-    name: "troops",
-    sql: `
--- Fighters working on tasks under one strategy. Names are unique; rotation is the round-robin
--- counter, advanced in place so it survives restarts.
-CREATE TABLE troops (
-  id TEXT PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  leader TEXT NOT NULL,
-  members TEXT NOT NULL CHECK (json_valid(members)),
-  strategy TEXT NOT NULL,
-  rotation INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL
-);
-
--- A troop's tasks. What the user and the fighters wrote is in task and body (JSON: result, steps,
--- votes, reason); what abandon() sets is in plain columns, so it is one UPDATE. seq (the rowid)
--- orders tasks created at the same time.
-CREATE TABLE troop_tasks (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  troop_id TEXT NOT NULL REFERENCES troops(id),
-  task TEXT NOT NULL,
-  strategy TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'completed', 'failed', 'cancelled')),
-  body TEXT NOT NULL CHECK (json_valid(body)),
-  error_code TEXT,
-  error_message TEXT,
-  partial INTEGER NOT NULL DEFAULT 0 CHECK (partial IN (0, 1)),
-  input_tokens INTEGER NOT NULL DEFAULT 0,
-  output_tokens INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL,
-  started_at TEXT,
-  finished_at TEXT,
-  CHECK ((error_code IS NULL) = (error_message IS NULL))
-);
--- Newest first per troop, and the pages after a task: (troop_id, created_at, seq) in the index.
-CREATE INDEX troop_tasks_newest ON troop_tasks(troop_id, created_at);
--- The tasks abandon() reads at start: few, however many tasks there are.
-CREATE INDEX troop_tasks_unfinished ON troop_tasks(status) WHERE status IN ('pending', 'running');
-`,
-  },
-  {
-    version: 10,
-    name: "channel bouts",
-    sql: `
--- The bout each channel chat talks to its fighter in: one conversation per chat, so two people
--- writing to the same bot never share a context. Keyed by fighter too: a respawned fighter starts
--- fresh bouts.
-CREATE TABLE channel_bouts (
-  platform TEXT NOT NULL,
-  chat TEXT NOT NULL,
-  fighter_id TEXT NOT NULL,
-  bout_id TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  PRIMARY KEY (platform, chat, fighter_id)
-) WITHOUT ROWID;
-`,
-  },
-  {
-    version: 11,
-    name: "bout origins",
-    sql: `
--- Who started a bout when it was not a user: 'fighter:<id>' (the bout a fighter's messages to this
--- one run in, one per caller) or 'troop-task:<id>'. NULL for a user's bout: only those are the
--- latest bout a message without a bout continues.
-ALTER TABLE bouts ADD COLUMN origin TEXT;
-CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
-`,
-  },
-  {
-    version: 12,
-    name: "channel deliveries and chats",
-    sql: `
--- Every channel delivery taken in, so one replayed after a restart is still refused; pruned by age.
-CREATE TABLE channel_deliveries (
-  platform TEXT NOT NULL,
-  delivery_id TEXT NOT NULL,
-  seen_at TEXT NOT NULL,
-  PRIMARY KEY (platform, delivery_id)
-) WITHOUT ROWID;
-CREATE INDEX channel_deliveries_seen ON channel_deliveries(seen_at);
--- The chats that reached a fighter through an allowed sender: where its channel_notify may post.
-CREATE TABLE channel_chats (
-  platform TEXT NOT NULL,
-  chat TEXT NOT NULL,
-  fighter_id TEXT NOT NULL,
-  first_at TEXT NOT NULL,
-  last_at TEXT NOT NULL,
-  PRIMARY KEY (fighter_id, platform, chat)
-) WITHOUT ROWID;
-`,
-  },
-  {
-    version: 13,
-    name: "plugin collections",
-    sql: `
+/** Migration 13's SQL, which the baseline holds too. */
+const COLLECTION_TABLES = `
 -- Every plugin's own data (api.data, collections.ts): a document per row, by namespace, collection
 -- and key; seq is the write order (kept when a row is replaced). Each collection's indexes are partial
 -- expression indexes over json_extract(doc, ...), made when the plugin first uses it.
@@ -385,8 +80,11 @@ CREATE TABLE collection_schemas (
   updated_at TEXT NOT NULL,
   PRIMARY KEY (namespace, collection)
 ) WITHOUT ROWID;
-`,
-  },
+`;
+
+/** The migrations a database of the previous release or later may still need. */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 13, name: "plugin collections", sql: COLLECTION_TABLES },
   {
     version: 14,
     name: "memories and knowledge to their plugins' collections",
@@ -557,26 +255,141 @@ DROP TABLE troops;
   },
 ];
 
+/** The version the baseline is equal to: migrations after it still run on a new database. */
+export const BASELINE_VERSION = 19;
+
+/**
+ * The current schema, which a new database is made from in one step: the Ring's own records and the
+ * plugins' collections (what migrations 1 to 19 leave, the tables they moved into collections never
+ * made). A test compares it with a database of the previous release upgraded by the migrations.
+ */
+export const BASELINE = `
+-- Names are unique among live fighters only, so a killed fighter's name can be used again.
+CREATE TABLE fighters (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  manifest TEXT NOT NULL CHECK (json_valid(manifest)),
+  created_at TEXT NOT NULL,
+  killed_at TEXT
+);
+CREATE UNIQUE INDEX fighters_live_name ON fighters(name) WHERE killed_at IS NULL;
+
+-- message_count and compacted_through (the last compacted seq) are kept as messages are added and
+-- compacted, so that neither finding a fighter's latest bout nor building a prompt reads more of a bout
+-- than its uncompacted tail. origin: who started the bout when not a user, 'fighter:<id>' (the bout a
+-- fighter's messages to this one run in, one per caller) or 'troop-task:<id>'; NULL for a user's bout,
+-- and only those are the latest bout a message without a bout continues.
+CREATE TABLE bouts (
+  id TEXT PRIMARY KEY,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  message_count INTEGER NOT NULL DEFAULT 0,
+  compacted_through INTEGER NOT NULL DEFAULT 0,
+  origin TEXT
+);
+CREATE INDEX bouts_fighter_updated ON bouts(fighter_id, updated_at);
+CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
+
+-- A turn is one user message and everything done about it, each step committed as it happened.
+-- A turn that did not complete keeps its messages (a tool that ran is never forgotten) and says why.
+CREATE TABLE turns (
+  id TEXT PRIMARY KEY,
+  bout_id TEXT NOT NULL REFERENCES bouts(id),
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  error_code TEXT,
+  error_message TEXT,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  iterations INTEGER NOT NULL DEFAULT 0,
+  model TEXT,
+  stop_reason TEXT,
+  CHECK ((status = 'running') = (finished_at IS NULL))
+);
+CREATE INDEX turns_bout ON turns(bout_id, started_at);
+CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
+-- The turns a prompt's history has to know about: few, however many turns a bout has.
+CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
+
+-- UNIQUE(bout_id, seq) is also the index for listing a bout and for its max(seq). Messages stored
+-- before turns were (migration 5) belong to no turn; every later one belongs to exactly one.
+CREATE TABLE messages (
+  id TEXT PRIMARY KEY,
+  bout_id TEXT NOT NULL REFERENCES bouts(id),
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool')),
+  content TEXT NOT NULL,
+  tool_calls TEXT CHECK (tool_calls IS NULL OR json_valid(tool_calls)),
+  tool_call_id TEXT,
+  name TEXT,
+  is_error INTEGER NOT NULL DEFAULT 0 CHECK (is_error IN (0, 1)),
+  compacted INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  turn_id TEXT REFERENCES turns(id),
+  UNIQUE (bout_id, seq),
+  CHECK (role <> 'tool' OR (tool_call_id IS NOT NULL AND name IS NOT NULL))
+);
+
+-- What replaced a bout's compacted messages in the model's context (messages.compacted).
+CREATE TABLE bout_summaries (
+  bout_id TEXT PRIMARY KEY REFERENCES bouts(id),
+  summary TEXT NOT NULL,
+  through_seq INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+);
+
+-- Idempotency-Key: the first attempt's turn and, once it ended, its reply; kept 24 hours.
+CREATE TABLE idempotency (
+  key TEXT PRIMARY KEY,
+  request_hash TEXT NOT NULL,
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  turn_id TEXT NOT NULL UNIQUE REFERENCES turns(id),
+  created_at TEXT NOT NULL,
+  reply TEXT CHECK (reply IS NULL OR json_valid(reply))
+);
+CREATE INDEX idempotency_created ON idempotency(created_at);
+
+-- One row per answered message: what it cost, on which model. Read back summed per model.
+CREATE TABLE usage (
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  at TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0)
+);
+CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
+
+-- Request-signature nonces seen, kept until they could no longer pass the created-time check, so
+-- a replay is refused across restarts too.
+CREATE TABLE nonces (
+  key_id TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (key_id, nonce)
+);
+CREATE INDEX nonces_expiry ON nonces(expires_at);
+${COLLECTION_TABLES}`;
+
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */
 export function checksum(sql: string): string {
   return createHash("sha256").update(sql, "utf8").digest("hex");
 }
 
-interface AppliedRow {
-  version: number;
-  name: string;
-  checksum: string;
-}
-
 /**
- * Checks the applied migrations against `migrations` and applies the pending ones, all in one
- * transaction: a failure leaves the schema as it was. Returns the versions it applied.
+ * Checks the applied migrations (a new database: makes the baseline and records it) and applies the
+ * pending ones, all in one transaction: a failure leaves the schema as it was. Returns the versions
+ * it recorded.
  */
 export function migrate(
   db: Database.Database,
   dbPath: string,
   migrations: readonly Migration[] = MIGRATIONS,
 ): number[] {
+  const history = [...RETIRED, ...migrations.map((m) => ({ ...m, checksum: checksum(m.sql) }))];
   const run = db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
   version INTEGER PRIMARY KEY,
@@ -585,35 +398,53 @@ export function migrate(
   applied_at TEXT NOT NULL
 )`);
     const applied = db
-      .prepare<[], AppliedRow>("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+      .prepare<[], Recorded>("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
       .all();
-    checkApplied(applied, migrations, dbPath);
-    const done = new Set(applied.map((row) => row.version));
     const record = db.prepare<[number, string, string, string], void>(
       "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
     );
-    const pending = migrations.filter((m) => !done.has(m.version));
+    let done = applied;
+    if (applied.length === 0) {
+      db.exec(BASELINE);
+      done = history.filter((m) => m.version <= BASELINE_VERSION);
+      for (const m of done) record.run(m.version, m.name, m.checksum, new Date().toISOString());
+    } else checkApplied(applied, history, dbPath);
+    const pending = migrations.filter((m) => !done.some((row) => row.version === m.version));
     for (const m of pending) {
       db.exec(m.sql);
       record.run(m.version, m.name, checksum(m.sql), new Date().toISOString());
     }
-    return pending.map((m) => m.version);
+    return [...(applied.length === 0 ? done : []), ...pending].map((m) => m.version);
   });
   // IMMEDIATE takes the write lock first, so a second process cannot migrate the same database at once.
   return run.immediate();
 }
 
-function checkApplied(applied: AppliedRow[], migrations: readonly Migration[], dbPath: string): void {
-  const known = new Map(migrations.map((m) => [m.version, m]));
-  const newest = Math.max(0, ...migrations.map((m) => m.version));
+/**
+ * STORE_FAILED for a database newer than the code, a migration unknown here or a changed one;
+ * STORE_TOO_OLD for one older than the previous release.
+ */
+function checkApplied(applied: Recorded[], history: Recorded[], dbPath: string): void {
+  const known = new Map(history.map((m) => [m.version, m]));
+  const newest = Math.max(...history.map((m) => m.version));
+  const found = Math.max(...applied.map((row) => row.version));
+  if (found > newest) {
+    throw new SparError(
+      "STORE_FAILED",
+      `${dbPath} was written by a newer Spar (schema version ${found}, this one knows up to ${newest}); ` +
+        "upgrade Spar to open it",
+    );
+  }
+  if (found < OLDEST_UPGRADED) {
+    throw new SparError(
+      "STORE_TOO_OLD",
+      `${dbPath} has schema version ${found}, older than this Spar upgrades (version ${OLDEST_UPGRADED} and ` +
+        "later). Open it once with an earlier Spar (the previous release, commit bdea67e, upgrades it to " +
+        `version ${OLDEST_UPGRADED}), then with this one`,
+      { schema_version: found, oldest_upgraded: OLDEST_UPGRADED },
+    );
+  }
   for (const row of applied) {
-    if (row.version > newest) {
-      throw new SparError(
-        "STORE_FAILED",
-        `${dbPath} was written by a newer Spar (schema version ${row.version}, this one knows up to ${newest}); ` +
-          "upgrade Spar to open it",
-      );
-    }
     const migration = known.get(row.version);
     if (!migration) {
       throw new SparError(
@@ -621,7 +452,7 @@ function checkApplied(applied: AppliedRow[], migrations: readonly Migration[], d
         `${dbPath} records migration ${row.version} (${row.name}), unknown here`,
       );
     }
-    if (checksum(migration.sql) !== row.checksum) {
+    if (migration.checksum !== row.checksum) {
       throw new SparError(
         "STORE_FAILED",
         `migration ${row.version} (${migration.name}) applied to ${dbPath} differs from this Spar's: ` +

@@ -5,7 +5,7 @@
  * as the old store code wrote them: a troop inserted then rotated, a task inserted `pending` then
  * saved with its state's columns and its JSON body.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
@@ -13,14 +13,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createPluginData, type DataDeclaration, type Store } from "../../sdk/index.js";
 import type { TroopRecord, TroopTaskRecord } from "../../sdk/kits/troops.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../../test/helpers/postgres.js";
+import { previousPostgres, previousSqlite } from "../../test/helpers/previous-release.js";
 import { createPool } from "../store-postgres/connection.js";
 import { openCipher } from "../store-postgres/keys.js";
-import { migrate as migratePg, MIGRATIONS as PG_MIGRATIONS } from "../store-postgres/migrations.js";
 import { openPostgresStore } from "../store-postgres/store.js";
 import { deriveKey, rawKeyLiteral } from "../store-sqlite/key.js";
 import { MIGRATIONS, migrate } from "../store-sqlite/migrations.js";
 import { openRetained } from "../store-sqlite/retain.js";
-import { DB_FILE, openSqliteStore, SALT_FILE } from "../store-sqlite/store.js";
+import { DB_FILE, openSqliteStore } from "../store-sqlite/store.js";
 import { createTroopData, type TroopData } from "./troop-data.js";
 
 const MANIFEST = JSON.parse(readFileSync(new URL("./plugin.json", import.meta.url), "utf8")) as {
@@ -185,11 +185,10 @@ describe("troops-local data: a store-sqlite database from before the collections
     return db;
   }
 
-  /** A data dir the migrations before 19 made, holding LEGACY in the old tables. */
+  /** A data dir of the previous release, migrated up to 18, holding LEGACY in the old tables. */
   async function legacyHome(): Promise<string> {
     const home = tempHome();
-    writeFileSync(join(home, SALT_FILE), salt, { mode: 0o600 });
-    const db = await keyedDb(home);
+    const db = await previousSqlite(home, Buffer.from(SECRET), salt);
     migrate(
       db,
       "old",
@@ -255,18 +254,14 @@ describe.skipIf(!TEST_DATABASE_URL)(
   () => {
     const url = TEST_DATABASE_URL ?? "";
 
-    /** A schema the migrations of that release made (1 to 4), holding LEGACY as its store wrote it. */
+    /** A schema as the previous release made it (version 4), holding LEGACY as its store wrote it. */
     async function legacyHome(): Promise<{ home: string; schema: string }> {
       const home = tempHome();
       const schema = schemaForHome(home);
       schemas.add(schema);
       const pool = createPool({ url, schema, poolMax: 2 });
       try {
-        await migratePg(
-          pool,
-          schema,
-          PG_MIGRATIONS.filter((m) => m.version <= 4),
-        );
+        await previousPostgres(url, schema);
         const cipher = await openCipher(pool, Buffer.from(SECRET), schema);
         const { crew, alpha } = LEGACY.troops;
         for (const t of [crew, alpha]) {

@@ -18,12 +18,8 @@ import { importDocs } from "../../plugins/store-postgres/collections.js";
 import { openCipher } from "../../plugins/store-postgres/keys.js";
 import { openPostgresStore } from "../../plugins/store-postgres/store.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
-import {
-  checkDataDeclaration,
-  checkNamespaces,
-  createPluginData,
-  TRANSACTION_TIMEOUT_MS,
-} from "../../sdk/collection-engine.js";
+import { checkDataDeclaration, checkNamespaces } from "../../sdk/collection-checks.js";
+import { createPluginData, TRANSACTION_TIMEOUT_MS } from "../../sdk/collection-engine.js";
 import type {
   Collection,
   CollectionDeclaration,

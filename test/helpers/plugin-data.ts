@@ -4,7 +4,7 @@
  * it, built from the plugin's manifest as the host builds it.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3-multiple-ciphers";
@@ -12,12 +12,9 @@ import type pg from "pg";
 import type { Cipher } from "../../plugins/store-postgres/cipher.js";
 import { createPool } from "../../plugins/store-postgres/connection.js";
 import { openCipher } from "../../plugins/store-postgres/keys.js";
-import { migrate as migratePostgres } from "../../plugins/store-postgres/migrations.js";
 import { openPostgresStore } from "../../plugins/store-postgres/store.js";
-import { deriveKey, rawKeyLiteral } from "../../plugins/store-sqlite/key.js";
 import { MIGRATIONS, migrate } from "../../plugins/store-sqlite/migrations.js";
-import { openRetained } from "../../plugins/store-sqlite/retain.js";
-import { DB_FILE, openSqliteStore, SALT_FILE } from "../../plugins/store-sqlite/store.js";
+import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
 import { createPluginData } from "../../sdk/collection-engine.js";
 import type { PluginData } from "../../sdk/collections.js";
 import { SparError } from "../../sdk/errors.js";
@@ -26,6 +23,7 @@ import type { RingServices } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
 import type { FighterRow } from "../../sdk/types.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "./postgres.js";
+import { previousPostgres, previousSqlite } from "./previous-release.js";
 
 /** The master secret every store here is opened with. */
 export const MASTER_SECRET = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -116,16 +114,13 @@ export async function newFighter(store: Store, prefix = "fighter"): Promise<Figh
 }
 
 /**
- * A home as an older Spar left it on store-sqlite: its database made by the migrations numbered
- * below `before` alone, opened behind the store's back (keyed with MASTER_SECRET) to insert rows as
- * that Spar's code did. Close it, then open the store: the newer migrations run on first start.
+ * A home as an older Spar left it on store-sqlite: its database as the previous release made it, then
+ * the migrations numbered below `before` (keyed with MASTER_SECRET), open behind the store's back to
+ * insert rows as that Spar's code did. Close it, then open the store: the newer migrations run on
+ * first start.
  */
 export async function legacySqlite(home: string, before: number): Promise<Database.Database> {
-  const salt = Buffer.alloc(16, 7);
-  writeFileSync(join(home, SALT_FILE), salt, { mode: 0o600 });
-  const db = openRetained(join(home, DB_FILE), {});
-  db.exec("PRAGMA cipher = 'sqlcipher'; PRAGMA legacy = 4");
-  db.key(rawKeyLiteral(await deriveKey(Buffer.from(MASTER_SECRET), salt)));
+  const db = await previousSqlite(home, Buffer.from(MASTER_SECRET));
   migrate(
     db,
     "legacy",
@@ -135,10 +130,10 @@ export async function legacySqlite(home: string, before: number): Promise<Databa
 }
 
 /**
- * The PostgreSQL schema STORE_KINDS opens for `home`, as an older Spar left it: migrated and keyed
- * with MASTER_SECRET but never opened by this code, so the Store's old tables are still there to
- * insert rows into (sealing with `cipher` what that Spar sealed). Close it, then open the store:
- * the records move on first start.
+ * The PostgreSQL schema STORE_KINDS opens for `home`, as the previous release left it (made here
+ * unless it exists already), keyed with MASTER_SECRET but never opened by this code, so the Store's
+ * old tables are still there to insert rows into (sealing with `cipher` what that Spar sealed).
+ * Close it, then open the store: the records move on first start.
  */
 export async function legacyPostgres(
   home: string,
@@ -146,7 +141,8 @@ export async function legacyPostgres(
   const schema = schemaForHome(home);
   schemas.add(schema);
   const db = createPool({ url: TEST_DATABASE_URL ?? "", schema, poolMax: 2 });
-  await migratePostgres(db, schema);
+  const made = await db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+  if (made.rowCount === 0) await previousPostgres(TEST_DATABASE_URL ?? "", schema);
   const cipher = await openCipher(db, Buffer.from(MASTER_SECRET), schema);
   return {
     db,
