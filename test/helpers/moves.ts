@@ -12,27 +12,37 @@ import type {
   TaintSource,
 } from "../../sdk/index.js";
 
-type Resolve = (name: string) => MoveHandler | undefined | Promise<MoveHandler | undefined>;
+type Tap = (...args: never[]) => unknown;
 
 const quiet = { info() {}, warn() {}, error() {} };
 
+/** A plugin applied by `applyMoves`: its handler for a move, and every function it tapped, by hook. */
+export interface AppliedMoves {
+  /** The handler `move.resolve` gives for `name`; throws when the plugin has none. */
+  move(name: string): Promise<MoveHandler>;
+  /** What the plugin tapped on `<group>.<hook>` (e.g. "move.list"), in order. */
+  taps(path: string): Tap[];
+}
+
 /**
- * Applies `plugin` with `api` over a stand-in (hooks that keep only `move.resolve` taps, a quiet log)
- * and returns its handler for a move name; throws when it has none.
+ * Applies `plugin` with `api` over a stand-in (hooks that only record their taps, a quiet log, no
+ * environment) and `sections`, its config tables.
  */
 export async function applyMoves(
   plugin: SparPlugin<never>,
   api: Partial<PluginApi> = {},
   sections: Record<string, unknown> = {},
-): Promise<(name: string) => Promise<MoveHandler>> {
-  const resolvers: Resolve[] = [];
-  const ignored = { tap: () => undefined };
+): Promise<AppliedMoves> {
+  const tapped = new Map<string, Tap[]>();
+  const taps = (path: string) => tapped.get(path) ?? [];
   const group = (groupName: string) =>
     new Proxy(
       {},
       {
-        get: (_, hook) =>
-          groupName === "move" && hook === "resolve" ? { tap: (fn: Resolve) => resolvers.push(fn) } : ignored,
+        get: (_, hook) => ({
+          tap: (fn: Tap) =>
+            tapped.set(`${groupName}.${String(hook)}`, [...taps(`${groupName}.${String(hook)}`), fn]),
+        }),
       },
     );
   const hooks = new Proxy({}, { get: (_, name) => group(String(name)) });
@@ -40,12 +50,15 @@ export async function applyMoves(
     { id: plugin.id, hooks, home: "/nonexistent/spar", env: {}, log: quiet, ...api } as unknown as PluginApi,
     sections,
   );
-  return async (name) => {
-    for (const resolve of resolvers) {
-      const handler = await resolve(name);
-      if (handler) return handler;
-    }
-    throw new Error(`${plugin.id} has no move ${name}`);
+  return {
+    taps,
+    async move(name) {
+      for (const resolve of taps("move.resolve")) {
+        const handler = await (resolve as (name: string) => Promise<MoveHandler | undefined>)(name);
+        if (handler) return handler;
+      }
+      throw new Error(`${plugin.id} has no move ${name}`);
+    },
   };
 }
 
