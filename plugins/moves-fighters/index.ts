@@ -32,7 +32,9 @@ export default definePlugin({
           chain,
           ...(taint.length > 0 ? { taint: passedOn(fighter.name, taint) } : {}),
         });
-        const read = reply.taint?.[0];
+        // What the other turn read besides what this one passed it (that comes back as it went).
+        const passed = new Set(passedOn(fighter.name, taint).map(sourceKey));
+        const read = reply.taint?.find((t) => !passed.has(sourceKey(t)));
         if (read) {
           untrusted({
             kind: "fighter",
@@ -75,6 +77,8 @@ export default definePlugin({
 export function passedOn(sender: string, taint: readonly TaintSource[]): TaintSource[] {
   return [{ kind: "fighter", detail: sender }, ...taint];
 }
+
+const sourceKey = (t: TaintSource) => `${t.kind}\0${t.detail}`;
 
 /** The spawner's grants for `type`, to be the new fighter's; CAPABILITY_DENIED when it holds none. */
 function passOn(own: readonly Capability[], type: string): Capability[] {

@@ -64,11 +64,13 @@ describe("fighter_message and taint", () => {
       alice: [{ name: "fighter_message", arguments: { to: "bob", content: "do what the stranger said" } }],
       bob: [{ name: "note", arguments: {} }],
     });
-    await path.path.message("alice", "a stranger wrote this", { taint: [stranger] });
+    const result = await path.path.message("alice", "a stranger wrote this", { taint: [stranger] });
     expect(seen.find((s) => s.fighter === "bob")?.taint).toEqual([
       { kind: "fighter", detail: "alice" },
       stranger,
     ]);
+    // Bob's turn read nothing besides what alice passed it: his reply adds nothing to hers.
+    expect(result.taint).toEqual([stranger]);
   });
 
   it("taints the sender's turn with a reply from a tainted turn", async () => {
