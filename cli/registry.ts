@@ -310,6 +310,12 @@ export const COMMANDS: CommandSpec[] = [
           },
           { flag: "--allow", value: "id,id", summary: "Who may talk to the bot: the platform's user ids" },
           {
+            flag: "--owner",
+            value: "id,id|none",
+            summary:
+              "Whose messages are your own (on the allowlist too); anyone else's taints the turn (default: the saved ones, else none)",
+          },
+          {
             flag: "--fighter",
             value: "name|id",
             summary: "The fighter that answers (default: the saved one, else spar)",

@@ -1,4 +1,4 @@
-import type { FighterStatus, Usage } from "./types.js";
+import type { FighterStatus, TaintSource, Usage } from "./types.js";
 
 /**
  * Every event kind and its payload. The kernel's are here; a plugin adds its own by declaration
@@ -41,6 +41,12 @@ export interface SparEventMap {
   "channel.inbound": { platform: string; chat: string; sender: string; fighter_id: string };
   /** A channel posted a reply (or a `channel_notify` message) to the platform, in `parts` messages. */
   "channel.outbound": { platform: string; chat: string; parts: number; fighter_id?: string };
+  /**
+   * Untrusted content entered a turn (its message came from a stranger or a tainted turn, or a
+   * move's result brought a web page, an MCP answer, a file the fighter did not write in): the turn
+   * is tainted from here on. Once per source, in order; the turn's result lists them all (`taint`).
+   */
+  "turn.tainted": { fighter_id: string; bout_id: string; turn_id: string; source: TaintSource };
   /** Bookkeeping after a committed turn failed (a `turn.end` tap): the reply still stands. */
   "turn.hook_failed": { fighter_id: string; bout_id: string; turn_id: string; hook: string; error: string };
   "message.completed": {

@@ -28,6 +28,11 @@ export interface FighterMessageResult {
   model: string;
   /** `end` normally; `max_iterations` or `loop_guard` when the loop was stopped. */
   stop_reason: "end" | "max_iterations" | "loop_guard";
+  /**
+   * The untrusted content the turn took in, oldest first (its message's, then its moves'); absent
+   * when none. A reply from a tainted turn is itself untrusted where it goes next.
+   */
+  taint?: TaintSource[];
 }
 
 export type SpawnRequest = { manifest: unknown } | { template: string; name?: string };
@@ -127,7 +132,7 @@ export interface RingServices {
       fromIdOrName: string,
       toIdOrName: string,
       content: string,
-      options?: Pick<MessageOptions, "signal" | "chain">,
+      options?: Pick<MessageOptions, "signal" | "chain" | "taint">,
     ): Promise<FighterMessageResult>;
     /** Cancels the fighter's running turn; CONFLICT when none runs. */
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;

@@ -220,6 +220,21 @@ export interface MoveContext {
   callers: readonly MoveCaller[];
   /** The fighter's own folder, `<data dir>/workspaces/<fighter name>/`, created on first use. */
   workspace: string;
+  /**
+   * The untrusted content the turn has taken in before this call, oldest first (`MoveCallInfo.taint`);
+   * empty when none. A move that hands the turn's work on (`fighter_message`) passes it on.
+   */
+  taint: readonly TaintSource[];
+  /**
+   * Marks this call's result as untrusted content (a web page, an MCP tool's answer, a file the
+   * fighter did not write): the turn is tainted by `source` from the next call on. Call it once the
+   * content is in hand, before returning or throwing (an error's text may carry it too); the first
+   * call counts.
+   *
+   * @example
+   * context.untrusted({ kind: "web", detail: url, move: "web_fetch" });
+   */
+  untrusted(source: TaintSource): void;
 }
 
 /**

@@ -177,6 +177,39 @@ export function parseAllowlist(platform: Platform, text: string): (number | stri
   return [...new Set(entries.map((e) => platform.parseId(e)))];
 }
 
+/**
+ * `--owner` (whose messages are the operator's own): ids like `--allow`'s, each on the allowlist;
+ * `none` names nobody. Absent: the saved owners, still checked against the allowlist.
+ */
+export function parseOwners(
+  platform: Platform,
+  text: string | undefined,
+  saved: unknown,
+  allowlist: readonly (number | string)[],
+): (number | string)[] {
+  if (text?.trim() === "none") return [];
+  const entries =
+    text === undefined
+      ? Array.isArray(saved)
+        ? saved.map(String)
+        : []
+      : text
+          .split(/[\s,]+/)
+          .map((e) => e.trim())
+          .filter(Boolean);
+  if (text !== undefined && entries.length === 0) {
+    throw refuse("--owner needs the ids of the channel's owners, or none to name nobody");
+  }
+  const owners = [...new Set(entries.map((e) => platform.parseId(e)))];
+  const outside = owners.filter((id) => !allowlist.includes(id));
+  if (outside.length > 0) {
+    throw refuse(
+      `${outside.join(", ")} ${outside.length === 1 ? "is" : "are"} not on the allowlist: an owner must be allowed to talk to the bot too (add ${outside.length === 1 ? "it" : "them"} to --allow, or give --owner again)`,
+    );
+  }
+  return owners;
+}
+
 /** Sets Telegram's webhook: its URL, the secret Telegram must send back, and message updates only. */
 export async function setTelegramWebhook(
   apiRoot: string,

@@ -1,6 +1,7 @@
 /**
  * `spar channel setup <telegram|slack|discord>`: the bot token checked with the platform, the
  * allowlist (ids only, each checked; an empty one is refused, since nobody could talk to the bot),
+ * the owners (`--owner`, ids on the allowlist whose messages are the operator's own; none by default),
  * the platform's other secret (Telegram's webhook secret, generated; Slack's signing secret; Discord's
  * public key, from its application), the tunnel, then the secrets saved in `<data dir>/.env` (0600)
  * and `[channels.<platform>]` and `[tunnel]` in config.toml, nothing else touched. Telegram's webhook
@@ -21,6 +22,7 @@ import {
   discordApplication,
   type Platform,
   parseAllowlist,
+  parseOwners,
   platformOf,
   setTelegramWebhook,
 } from "./channel-platforms.js";
@@ -30,6 +32,7 @@ import { initHome } from "./init-home.js";
 export interface SetupOptions extends GlobalOptions {
   token?: string;
   allow?: string;
+  owner?: string;
   fighter?: string;
   tunnel?: string;
   url?: string;
@@ -52,6 +55,8 @@ interface Plan {
   token: string;
   bot: BotIdentity;
   allowlist: (number | string)[];
+  /** Whose messages are the operator's own; anyone else's taints the turn it starts. */
+  owners: (number | string)[];
   fighter: string;
   /** `[channels.<platform>]` as it will be written, and as checked (with its defaults). */
   table: Table;
@@ -79,6 +84,7 @@ export async function setup(name: string, options: SetupOptions): Promise<void> 
   ask.note(`${platform.title} bot ${plan.bot.name}`, [
     `answered by   ${plan.fighter}`,
     `allowlist     ${plan.allowlist.join(", ")}`,
+    `owners        ${plan.owners.length > 0 ? plan.owners.join(", ") : "none: every message is untrusted content (--owner <id> names yours)"}`,
     `tunnel        ${plan.tunnel.mode}${plan.publicUrl ? `, ${plan.publicUrl}` : " (a new URL at every start)"}`,
     `webhook       ${plan.webhookUrl ?? "registered by the daemon at each start"}`,
     `secrets       ${[...plan.secrets.keys()].join(", ")} in ${join(home, ".env")}`,
@@ -102,6 +108,7 @@ export async function setup(name: string, options: SetupOptions): Promise<void> 
     platform: platform.id,
     bot: plan.bot,
     allowlist: plan.allowlist,
+    owners: plan.owners,
     fighter: plan.fighter,
     tunnel: { mode: plan.tunnel.mode, ...(plan.publicUrl ? { url: plan.publicUrl } : {}) },
     ...(plan.webhookUrl ? { webhook_url: plan.webhookUrl } : {}),
@@ -160,6 +167,7 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
     },
   );
   const allowlist = parseAllowlist(platform, allowText);
+  const owners = parseOwners(platform, options.owner, saved.owners, allowlist);
   const fighter = options.fighter ?? (saved.fighter as string | undefined) ?? "spar";
 
   const secrets = new Map<string, string>([[envName("token_env", platform.tokenEnv), token]]);
@@ -172,6 +180,8 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
     secrets.set(variable, value);
   }
   Object.assign(table, extra.table, { allowlist, fighter });
+  if (owners.length > 0) table.owners = owners;
+  else delete table.owners;
   if (options.apiRoot || saved.api_root !== undefined) table.api_root = apiRoot;
 
   const tunnel = await tunnelFromOptions(options, { ...tableAt(config, "tunnel") }, ask);
@@ -192,6 +202,7 @@ async function gather(platform: Platform, home: string, options: SetupOptions, a
     token,
     bot,
     allowlist,
+    owners,
     fighter,
     table,
     checked,

@@ -98,6 +98,16 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
   let response = "";
   /** The last prompt's estimate, and how many of the turn's messages it held. */
   let prepared = { tokens: 0, seen: 0 };
+  /** The turn took in untrusted content: the message's own first, then each move's, as it comes. */
+  const tainted = (source: TaintSource) =>
+    deps.events.publish({
+      kind: "turn.tainted",
+      fighter_id: fighter.id,
+      bout_id,
+      turn_id: input.turn_id,
+      source,
+    });
+  for (const source of input.taint) tainted(source);
   const finish = (stop_reason: FighterMessageResult["stop_reason"], final: ChatMessage[]): TurnOutput => ({
     result: {
       response,
@@ -106,6 +116,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
       tool_calls: progress.tool_calls,
       model: progress.model,
       stop_reason,
+      ...(input.taint.length > 0 ? { taint: [...input.taint] } : {}),
     },
     final,
     messages: [...turn, ...final.filter((m) => !turn.includes(m))],
@@ -172,7 +183,10 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
       const seen = (repeats.get(signature) ?? 0) + 1;
       repeats.set(signature, seen);
       const outcome = await runMove(call, input, deps);
-      if (outcome.taint) input.taint.push(outcome.taint);
+      if (outcome.taint) {
+        input.taint.push(outcome.taint);
+        tainted(outcome.taint);
+      }
       progress.tool_calls.push({ name: call.name, ok: outcome.ok });
       const result = toolResult(call, outcome);
       turn.push(result);

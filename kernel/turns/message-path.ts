@@ -243,7 +243,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     fromIdOrName: string,
     toIdOrName: string,
     content: string,
-    opts: Pick<MessageOptions, "signal" | "chain"> = {},
+    opts: Pick<MessageOptions, "signal" | "chain" | "taint"> = {},
   ): Promise<FighterMessageResult> {
     const from = await fighters.lookup(fromIdOrName);
     const to = await fighters.lookup(toIdOrName);
@@ -253,6 +253,7 @@ export function createMessagePath(deps: MessagePathDeps) {
       // The sender waits on the reply, so it is in the chain even when it is not in a turn itself.
       chain: opts.chain ?? [from.row.id],
       sender: { kind: "fighter", name: from.row.name, content },
+      taint: opts.taint,
     });
   }
 

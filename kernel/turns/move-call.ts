@@ -3,7 +3,7 @@ import { cancelledError, isCancelled } from "../../sdk/cancel.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { MoveCallInfo, MoveOutcome } from "../../sdk/hooks.js";
 import { formatSchemaErrors, validatorFor } from "../../sdk/schema.js";
-import type { MoveDeclaration, ToolCall } from "../../sdk/types.js";
+import type { MoveDeclaration, TaintSource, ToolCall } from "../../sdk/types.js";
 import { matchGrants } from "../fighters/fighter-manifest.js";
 import type { TurnDeps, TurnInput } from "./agent-loop.js";
 
@@ -83,6 +83,9 @@ async function execute(
   if (call.raw_arguments !== undefined) {
     return toolError("VALIDATION_FAILED", `arguments for ${call.name} are not valid JSON`);
   }
+  // What the move marked its result with (context.untrusted), on its value or its error alike.
+  let taint: TaintSource | undefined;
+  const marked = (outcome: MoveOutcome): MoveOutcome => (taint ? { ...outcome, taint } : outcome);
   try {
     const refusal = await deps.hooks.move.beforeCall.promise(info);
     if (refusal) return toolError(refusal.code, refusal.message);
@@ -101,14 +104,18 @@ async function execute(
         grants: info.grants,
         callers: info.callers,
         workspace: info.workspace,
+        taint: info.taint,
+        untrusted: (source) => {
+          taint ??= source;
+        },
       }),
     );
-    return { ok: true, content: typeof value === "string" ? value : JSON.stringify(value) };
+    return marked({ ok: true, content: typeof value === "string" ? value : JSON.stringify(value) });
   } catch (err) {
     if (isCancelled(err) || input.signal.aborted)
       return toolError("CANCELLED", cancelledError(input.signal).message);
     const code = isSparError(err) ? err.code : "INTERNAL";
-    return toolError(code, (err as Error).message);
+    return marked(toolError(code, (err as Error).message));
   }
 }
 

@@ -4,7 +4,9 @@
  * the turn runs, the reply split to the platform's limit and posted, the turn's sender named
  * (`<platform>:<id>`, which the identity plugin counts on the fighter's relationships), the chat
  * recorded as one the fighter's `channel_notify` may post to, and `channel.inbound` /
- * `channel.outbound` events. The platform plugin supplies only the two calls that differ: `typing`
+ * `channel.outbound` events. A message from anyone but the channel's owners starts a tainted turn
+ * (`{kind: "channel", detail: "<platform>:<chat>:<sender>"}`): an allowlist says who may talk to
+ * the fighter, not whose words may steer it. The platform plugin supplies only the two calls that differ: `typing`
  * and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
@@ -61,8 +63,15 @@ export function createChannelRelay(options: {
   records: Pick<ChannelRecords, "bouts" | "chats">;
   events: EventBus;
   log: Logger;
+  /**
+   * The channel's owners (`owners`, the allowlist's form): their messages are the operator's own.
+   * Anyone else's, allowed or not, is untrusted content: the turn starts tainted by it. None: every
+   * message is.
+   */
+  owners?: readonly string[];
 }): ChannelRelay {
   const { platform, io, ring, records, events, log } = options;
+  const owners = new Set(options.owners ?? []);
   const inFlight = new Set<Promise<void>>();
   const counts: ChannelRelay["counts"] = { outbound: 0 };
 
@@ -85,18 +94,21 @@ export function createChannelRelay(options: {
    * The chat's bout, when it has one that still exists; a new one otherwise, of the chat's own
    * origin, so it is never the latest bout a user's `spar chat` continues (nor the other way round).
    */
-  async function turn(fighterId: string, chat: string, text: string, user: string) {
+  async function turn(fighterId: string, chat: string, text: string, from: string) {
     const origin = `channel:${platform}:${chat}`;
-    const sender = { kind: "user", user, platform } as const;
+    const sender = { kind: "user", user: `${platform}:${from}`, platform } as const;
+    const taint = owners.has(from)
+      ? {}
+      : { taint: [{ kind: "channel", detail: `${platform}:${chat}:${from}` } as const] };
     const boutId = await records.bouts.get(platform, chat, fighterId);
     if (boutId) {
       try {
-        return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin, sender });
+        return await ring.fighters.message(fighterId, text, { bout_id: boutId, origin, sender, ...taint });
       } catch (err) {
         if (!isSparError(err, "BOUT_NOT_FOUND")) throw err;
       }
     }
-    const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin, sender });
+    const reply = await ring.fighters.message(fighterId, text, { bout: "new", origin, sender, ...taint });
     await records.bouts.set(platform, chat, fighterId, reply.bout_id);
     return reply;
   }
@@ -125,7 +137,7 @@ export function createChannelRelay(options: {
     const timer = setInterval(typing, TYPING_EVERY_MS);
     let answer: string;
     try {
-      const reply = await turn(fighterId, chat, text, `${platform}:${sender}`);
+      const reply = await turn(fighterId, chat, text, sender);
       answer = reply.response.trim() || "(no answer)";
     } catch (err) {
       log.warn("channel turn failed", { platform, chat, error: String(err) });

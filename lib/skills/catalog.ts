@@ -14,6 +14,8 @@ export interface Skill extends SkillListing {
   pack: string;
   /** Resource files beside SKILL.md, relative to its folder. */
   resources: string[];
+  /** An installed skill's source as its install recorded it (a URL, `local:<path>`, `upload`). */
+  origin?: string;
 }
 
 /** A folder of skills and who contributes it. */
@@ -23,6 +25,8 @@ export interface SkillRoot {
   source: SkillListing["source"];
   /** Only these names (the installed set's lock file lists them); all folders when absent. */
   only?: ReadonlySet<string>;
+  /** Each name's source as its install recorded it (the lock file's `source`). */
+  origins?: ReadonlyMap<string, string>;
 }
 
 /** A skill that did not load: its SKILL.md, and why (the skill is left out, the rest load). */
@@ -64,11 +68,13 @@ export async function skillRoots(
       roots.push({ dir, pack: pack.id, source: "bundled" });
     }
   }
+  const locked = Object.entries((await readLock(home)).skills);
   roots.push({
     dir: join(home, "skills"),
     pack: "installed",
     source: "installed",
-    only: new Set(Object.keys((await readLock(home)).skills)),
+    only: new Set(locked.map(([name]) => name)),
+    origins: new Map(locked.map(([name, entry]) => [name, entry.source])),
   });
   return roots;
 }
@@ -113,6 +119,7 @@ export function loadSkills(roots: readonly SkillRoot[]): { skills: Skill[]; prob
         dir,
         pack: root.pack,
         resources: resources(dir),
+        ...(root.origins?.has(entry.name) ? { origin: root.origins.get(entry.name) } : {}),
       };
       seen.set(skill.name, skill);
       skills.push(skill);

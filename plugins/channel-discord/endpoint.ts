@@ -56,6 +56,8 @@ export function createAskRunner(options: {
   records: Pick<ChannelRecords, "bouts" | "chats">;
   events: EventBus;
   log: Logger;
+  /** The channel's owners: anyone else's `/ask` starts a tainted turn (the relay's rule). */
+  owners: readonly string[];
 }): AskRunner {
   const inFlight = new Set<Promise<void>>();
   let outbound = 0;

@@ -69,12 +69,21 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
       platform: "discord",
       fighter: settings.fighter,
       io: gateway.io,
+      owners: settings.owners,
       ring,
       records,
       events,
       log,
     });
-    const asks = createAskRunner({ rest, fighter: settings.fighter, ring, records, events, log });
+    const asks = createAskRunner({
+      rest,
+      fighter: settings.fighter,
+      ring,
+      records,
+      events,
+      log,
+      owners: settings.owners,
+    });
 
     hooks.arena.routes.tap((routes) => {
       routes.add(

@@ -7,6 +7,7 @@ const SETTINGS: DiscordSettings = {
   token_env: "DISCORD_BOT_TOKEN",
   public_key_env: "DISCORD_PUBLIC_KEY",
   allowlist: [],
+  owners: [],
   fighter: "spar",
   api_root: "https://discord.com",
   path: "/discord/interactions",

@@ -15,6 +15,8 @@ export interface DiscordSettings {
   application_id?: string;
   /** User ids (snowflakes) the bot answers. */
   allowlist: string[];
+  /** Whose messages are the operator's own (the allowlist's form); anyone else's taint the turn. */
+  owners: string[];
   fighter: string;
   /** Discord's root: REST is `<api_root>/api/v10/…`. */
   api_root: string;

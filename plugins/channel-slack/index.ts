@@ -48,6 +48,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
       platform: "slack",
       api_root: settings.api_root,
       allowlist: settings.allowlist,
+      owners: settings.owners,
       ids: "member ids",
       log,
     });
@@ -78,6 +79,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
         },
         limit: SLACK_LIMIT,
       },
+      owners: settings.owners,
       ring,
       records,
       events,

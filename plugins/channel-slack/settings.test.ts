@@ -9,6 +9,7 @@ const settings: SlackSettings = {
   token_env: "MY_SLACK_TOKEN",
   signing_secret_env: "MY_SLACK_SECRET",
   allowlist: [],
+  owners: [],
   fighter: "spar",
   api_root: "https://slack.com",
   path: "/slack/events",

@@ -11,6 +11,8 @@ export interface SlackSettings {
   signing_secret_env: string;
   /** Member ids (`U…`, `W…` on Enterprise Grid); the schema refuses anything else. */
   allowlist: string[];
+  /** Whose messages are the operator's own (the allowlist's form); anyone else's taint the turn. */
+  owners: string[];
   fighter: string;
   /** Slack's host (the Web API is `<api_root>/api/<method>`): a fake in tests. */
   api_root: string;

@@ -34,6 +34,7 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
       platform: "telegram",
       api_root: settings.api_root,
       allowlist: settings.allowlist,
+      owners: settings.owners,
       ids: "numeric user ids",
       log,
     });
@@ -55,6 +56,7 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
         post: async (chat, text) => String((await api.sendMessage(chat, text)).message_id),
         limit: TELEGRAM_LIMIT,
       },
+      owners: settings.owners.map(String),
       ring,
       records,
       events,

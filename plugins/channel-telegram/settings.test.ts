@@ -6,6 +6,7 @@ const SETTINGS: TelegramSettings = {
   token_env: "TG_TOKEN",
   webhook_secret_env: "TG_SECRET",
   allowlist: [42],
+  owners: [],
   fighter: "spar",
   api_root: "https://api.telegram.org",
   path: "/telegram",

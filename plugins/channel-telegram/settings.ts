@@ -11,6 +11,8 @@ export interface TelegramSettings {
   webhook_secret_env: string;
   /** Numeric user ids (the schema refuses anything else). */
   allowlist: number[];
+  /** Whose messages are the operator's own (the allowlist's form); anyone else's taint the turn. */
+  owners: number[];
   fighter: string;
   api_root: string;
   path: string;

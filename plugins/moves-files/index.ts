@@ -9,6 +9,7 @@ import {
 } from "../../sdk/index.js";
 import { type Access, Confinement, fsFailure } from "./confine.js";
 import { listFolder } from "./list.js";
+import { type FileRecords, fileRecords, hashFile, type Provenance } from "./provenance.js";
 import { readText } from "./read.js";
 import { FILE_GRANTS, grantFolders } from "./scopes.js";
 import { editFile, type WriteMode, writeFile } from "./write.js";
@@ -24,11 +25,12 @@ export interface FilesSettings {
  * The file moves. Input arrives validated against plugin.json's schemas and the kernel has checked
  * the capability; each call opens its own confinement (the workspace plus the scope folders of the
  * grants that allow this move, as far as every fighter waiting on the turn grants them too) and
- * every path goes through it (confine.ts says how).
+ * every path goes through it (confine.ts says how). Writes are recorded (provenance.ts): a read of a
+ * file that is not as the fighter last wrote it taints the turn.
  */
 export default definePlugin<{ "moves.files": FilesSettings }>({
   id: "moves-files",
-  apply({ hooks, home, config }, sections) {
+  apply({ hooks, home, config, data, log }, sections) {
     const settings = sections["moves.files"];
     const resultChars = config.agent.max_tool_result_chars;
 
@@ -56,11 +58,33 @@ export default definePlugin<{ "moves.files": FilesSettings }>({
         }
       };
 
+    /**
+     * The fighter's file records for one call. They only ever make a read trusted: a record that
+     * cannot be read or written is logged, and the file is taken as not the fighter's own.
+     */
+    const recordsFor = (context: MoveContext): FileRecords => {
+      const records = fileRecords(data, context.fighter.id, context.taint);
+      const failed = (what: string) => (err: unknown) => {
+        log.warn(`moves-files: could not ${what} a file record`, { error: String(err) });
+        return undefined;
+      };
+      return {
+        wrote: (real, sha256) => records.wrote(real, sha256).catch(failed("write")),
+        own: async (real, sha256) => (await records.own(real, sha256).catch(failed("read"))) === true,
+        provenance: async (real, sha256, display) =>
+          (await records.provenance(real, sha256, display).catch(failed("read"))) ?? {
+            own: false,
+            taint: { kind: "file", detail: display, move: "file_read" },
+          },
+      };
+    };
+
     const handlers: Record<string, MoveHandler> = {
       file_read: {
         name: "file_read",
-        run: confined("read", (c, input) =>
-          readText(
+        run: confined("read", async (c, input, context) => {
+          let found: Provenance | undefined;
+          const text = await readText(
             c,
             {
               path: String(input.path),
@@ -68,12 +92,21 @@ export default definePlugin<{ "moves.files": FilesSettings }>({
               length: input.length as number | undefined,
             },
             { maxBytes: settings.max_read_bytes, resultChars },
-          ),
-        ),
+            async (file, real, display) => {
+              found = await recordsFor(context).provenance(
+                real,
+                async () => (await hashFile(file)).digest("hex"),
+                display,
+              );
+            },
+          );
+          if (found && !found.own) context.untrusted(found.taint);
+          return text;
+        }),
       },
       file_write: {
         name: "file_write",
-        run: confined("write", (c, input) =>
+        run: confined("write", (c, input, context) =>
           writeFile(
             c,
             {
@@ -82,12 +115,13 @@ export default definePlugin<{ "moves.files": FilesSettings }>({
               mode: input.mode as WriteMode | undefined,
             },
             settings.max_write_bytes,
+            recordsFor(context),
           ),
         ),
       },
       file_edit: {
         name: "file_edit",
-        run: confined("write", (c, input) =>
+        run: confined("write", (c, input, context) =>
           editFile(
             c,
             {
@@ -97,6 +131,7 @@ export default definePlugin<{ "moves.files": FilesSettings }>({
               count: input.count as number | undefined,
             },
             settings.max_write_bytes,
+            recordsFor(context),
           ),
         ),
       },

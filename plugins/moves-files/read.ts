@@ -1,6 +1,7 @@
-import { constants } from "node:fs";
+import { constants, promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { SparError } from "../../sdk/index.js";
-import type { Confinement } from "./confine.js";
+import { type Confinement, procPath } from "./confine.js";
 
 export interface ReadInput {
   path: string;
@@ -22,7 +23,7 @@ const HEADER_ROOM = 120;
 
 /**
  * `file_read`: one page of a UTF-8 text file, its first line saying which bytes it holds and where
- * the next page starts. Offsets are bytes: a page never splits a character (the start moves on past
+ * the next page starts. `opened` sees the file once it is open, with its real path (provenance.ts). Offsets are bytes: a page never splits a character (the start moves on past
  * continuation bytes, the end stops before an incomplete character), and the text of N bytes is at
  * most N UTF-16 units, so a page sized to the result limit is never cut by the kernel.
  */
@@ -30,6 +31,7 @@ export async function readText(
   confinement: Confinement,
   input: ReadInput,
   limits: ReadLimits,
+  opened?: (file: FileHandle, real: string, display: string) => Promise<void>,
 ): Promise<string> {
   const found = await confinement.locate(input.path);
   try {
@@ -37,6 +39,8 @@ export async function readText(
     confinement.checkSingleLink(found.stats, found.display);
     const file = await confinement.reopen(found, constants.O_RDONLY);
     try {
+      // Whose words these are is judged on the file as opened here, not on a path read again.
+      await opened?.(file, await fs.readlink(procPath(found.handle.fd)), found.display);
       const size = (await file.stat()).size;
       const offset = input.offset ?? 0;
       if (size === 0) return "[0 bytes: the file is empty]";

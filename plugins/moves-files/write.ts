@@ -2,10 +2,12 @@ import { randomBytes } from "node:crypto";
 import type { Stats } from "node:fs";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
+import { join } from "node:path";
 import { SparError } from "../../sdk/index.js";
 import { type Confinement, procPath, type Slot } from "./confine.js";
+import { type FileRecords, hashFile, sha256Of } from "./provenance.js";
 
-const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND, O_NONBLOCK, O_RDONLY } = constants;
+const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND, O_NONBLOCK, O_RDONLY } = constants;
 /** A new file: never through a symlink, never onto an existing name. */
 const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK;
 
@@ -35,6 +37,7 @@ export async function writeFile(
   confinement: Confinement,
   input: WriteInput,
   maxBytes: number,
+  records?: WriteRecords,
 ): Promise<WriteResult> {
   const mode = input.mode ?? "create";
   const data = Buffer.from(input.content, "utf8");
@@ -56,6 +59,7 @@ export async function writeFile(
     try {
       if (!existing) {
         await createNew(slot, data);
+        await records?.wrote(await realOf(slot), sha256Of(data));
         return done(true);
       }
       if (mode === "create") {
@@ -67,12 +71,18 @@ export async function writeFile(
       confinement.checkFile(existing.stats, slot.display);
       if (mode === "overwrite") {
         await replace(slot, data, existing.stats);
+        await records?.wrote(await realOf(slot), sha256Of(data));
         return done(false);
       }
       confinement.checkSingleLink(existing.stats, slot.display);
-      const file = await confinement.reopen(existing, O_WRONLY | O_APPEND);
+      const file = await confinement.reopen(existing, (records ? O_RDWR : O_WRONLY) | O_APPEND);
       try {
+        // Appended to a file of the fighter's own, the whole stays its own; to anyone else's, it does not.
+        const before = records ? await hashFile(file) : undefined;
+        const real = before ? await realOf(slot) : "";
+        const own = before ? await records?.own(real, before.copy().digest("hex")) : false;
         await file.writeFile(data);
+        if (own && before) await records?.wrote(real, before.update(data).digest("hex"));
       } finally {
         await file.close();
       }
@@ -101,6 +111,7 @@ export async function editFile(
   confinement: Confinement,
   input: EditInput,
   maxBytes: number,
+  records?: WriteRecords,
 ): Promise<{ path: string; replaced: number; bytes: number }> {
   const slot = await confinement.slot(input.path, false);
   try {
@@ -151,7 +162,11 @@ export async function editFile(
           `the edited file would have ${data.length} bytes; file_edit writes at most ${maxBytes}`,
         );
       }
+      // An edit keeps most of what the file held: it is the fighter's own after only if it was before.
+      const real = records ? await realOf(slot) : "";
+      const own = records ? await records.own(real, sha256Of(raw)) : false;
       await replace(slot, data, existing.stats);
+      if (own) await records?.wrote(real, sha256Of(data));
       return { path: slot.display, replaced: found, bytes: data.length };
     } finally {
       await existing.handle.close();
@@ -192,6 +207,14 @@ function utf8(bytes: Buffer): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What a write tells the fighter's file records (provenance.ts). */
+export type WriteRecords = Pick<FileRecords, "wrote" | "own">;
+
+/** The real path of the slot's name: its verified folder's, and the name. */
+async function realOf(slot: Slot): Promise<string> {
+  return join(await fs.readlink(procPath(slot.dir.fd)), slot.name);
 }
 
 async function createNew(slot: Slot, data: Buffer): Promise<void> {

@@ -10,7 +10,8 @@
  * than an unknown move. A fighter that may use a server which is down is told so in its system
  * prompt, with the reason, since it may not see that server's tools at all. `GET /api/v1/mcp/servers`
  * reports every server for `spar doctor`. The daemon's shutdown closes every client and stops every
- * server process.
+ * server process. A tool's answer is untrusted content (mail, tickets, pages anyone can write): it
+ * taints the turn as `<server>/<tool>`, unless the operator marked the server `trusted = true`.
  */
 import { join } from "node:path";
 import { type Capability, definePlugin, type MoveDeclaration, type MoveHandler } from "../../sdk/index.js";
@@ -127,7 +128,15 @@ export default definePlugin<{ mcp: McpSettings }>({
       if (!name.startsWith("mcp_")) return undefined;
       const server = known().owner.get(name);
       if (!server) return undefined;
-      return { name, run: (input, context) => server.call(name, input, context.signal) };
+      // A trusted server's answers are the operator's; any other's are untrusted content.
+      const trusted = specs.find((s) => s.name === server.name)?.trusted === true;
+      return {
+        name,
+        run: (input, { signal, untrusted }) =>
+          server.call(name, input, signal, (tool) => {
+            if (!trusted) untrusted({ kind: "mcp", detail: `${server.name}/${tool}`, move: name });
+          }),
+      };
     });
 
     hooks.turn.prepare.tap((prompt, { fighter }) => {

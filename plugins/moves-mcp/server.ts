@@ -59,8 +59,17 @@ export interface ServerConnection {
   owns(name: string): boolean;
   /** Starts the server if it never was; waits for a start under way. Never rejects. */
   ensureStarted(): Promise<void>;
-  /** Calls the tool behind move `name`; the model gets the result's text, or a SparError. */
-  call(name: string, input: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  /**
+   * Calls the tool behind move `name`; the model gets the result's text, or a SparError. `answered`
+   * is told the tool's own name once the server answered: from then on the text (an error's too) is
+   * the server's.
+   */
+  call(
+    name: string,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+    answered?: (tool: string) => void,
+  ): Promise<string>;
   /** Where it is, for `GET /api/v1/mcp/servers` and `spar doctor`. */
   status(): ServerStatus;
   /** Closes the client and stops the server for good (a stdio server's process group is killed). */
@@ -305,7 +314,12 @@ export function createServerConnection(options: ConnectionOptions): ServerConnec
       server: name,
     });
 
-  async function call(move: string, input: Record<string, unknown>, signal: AbortSignal): Promise<string> {
+  async function call(
+    move: string,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+    answered?: (tool: string) => void,
+  ): Promise<string> {
     if (state.kind === "idle" || state.kind === "starting") await untilAborted(ensureStarted(), signal);
     const tool = toolOf.get(move);
     if (tool === undefined) {
@@ -326,6 +340,7 @@ export function createServerConnection(options: ConnectionOptions): ServerConnec
       if (signal.aborted) throw err;
       throw callFailure(err, current.transport, tool);
     }
+    answered?.(tool);
     const text = clean(resultText(result as ToolResult));
     if (result.isError) {
       throw new SparError("PROVIDER_ERROR", `${tool} (MCP server "${name}") reported an error: ${text}`, {

@@ -161,6 +161,29 @@ describe("the [mcp] table", () => {
     expect(() => load(`[mcp.servers.${"a".repeat(33)}]\ncommand = "node"\n`)).toThrow("up to 32");
   });
 
+  it("reads trusted = true (its results do not taint a turn); absent or false, the server is untrusted", () => {
+    const { specs } = load(
+      [
+        "[mcp.servers.mine]",
+        'command = "node"',
+        "trusted = true",
+        "[mcp.servers.mail]",
+        'url = "https://mail.example.test/mcp"',
+        "trusted = false",
+        "[mcp.servers.web]",
+        'command = "node"',
+      ].join("\n"),
+    );
+    expect(specs().map((s) => [s.name, s.trusted])).toEqual([
+      ["mine", true],
+      ["mail", undefined],
+      ["web", undefined],
+    ]);
+    expect(() => load('[mcp.servers.cal]\ncommand = "node"\ntrusted = "yes"\n')).toThrow(
+      '"mcp.servers.cal.trusted"',
+    );
+  });
+
   it("refuses unknown keys, with their path", () => {
     expect(() => load('[mcp.servers.cal]\ncommand = "node"\nenviron = {}\n')).toThrow(
       'unknown key "mcp.servers.cal.environ"',

@@ -11,6 +11,7 @@ export interface ServerTable {
   url?: string;
   headers?: Record<string, string>;
   tools?: string[];
+  trusted?: boolean;
 }
 
 /** The `[mcp]` table, defaults filled in. */
@@ -23,6 +24,12 @@ interface SpecBase {
   name: string;
   /** Offer only these tools (the server's own names); all when absent. */
   tools?: readonly string[];
+  /**
+   * The operator vouches for what its tools return (`trusted = true`): their results do not taint
+   * the turn. By default a server's results are untrusted content (mail, web pages, tickets anyone
+   * can write), and a turn that read one asks before its side effects.
+   */
+  trusted?: true;
 }
 
 /** A server run as a child process, spoken to over its stdin and stdout. */
@@ -94,7 +101,10 @@ export function serverSpecs(
       throw new SparError("CONFIG_INVALID", `${where} ${message}`, { path: `mcp.servers.${name}` });
     };
     const given = (keys: readonly (keyof ServerTable)[]) => keys.filter((k) => table[k] !== undefined);
-    const tools = table.tools ? { tools: table.tools } : {};
+    const tools = {
+      ...(table.tools ? { tools: table.tools } : {}),
+      ...(table.trusted ? { trusted: true as const } : {}),
+    };
     if (table.command !== undefined && table.url !== undefined) {
       refuse(
         'has both "command" and "url"; give one: command (a program spoken to over stdio) or url (streamable HTTP)',

@@ -1,4 +1,10 @@
-import { definePlugin, type MoveHandler, type SparConfig, SparError } from "../../sdk/index.js";
+import {
+  definePlugin,
+  type MoveHandler,
+  type SparConfig,
+  SparError,
+  type TaintSource,
+} from "../../sdk/index.js";
 import { createSandbox, egressOf, type Sandbox } from "../../sdk/kits/sandbox.js";
 import { commandFolder } from "./cwd.js";
 import { policyOf, refusal } from "./patterns.js";
@@ -24,7 +30,7 @@ export default definePlugin<{ "moves.shell": ShellSettings }>({
 
     const shellExec: MoveHandler = {
       name: "shell_exec",
-      async run(input, { grants, callers, workspace, signal, fighter }) {
+      async run(input, { grants, callers, workspace, signal, fighter, untrusted }) {
         const argv = commandOf(input);
         const denied = [grants, ...callers.map((c) => c.grants)]
           .map((g) => refusal(policyOf(g), argv, input.command !== undefined))
@@ -40,6 +46,8 @@ export default definePlugin<{ "moves.shell": ShellSettings }>({
           ...callers.map((c) => c.capabilities),
         ]);
         sandbox ??= createSandbox(config.sandbox, home, env);
+        // With the network, what the command prints (and leaves) may come from anywhere it reached.
+        if (network) untrusted(shellTaint(network));
         return sandbox.run({
           argv,
           workspace: commandFolder(workspace),
@@ -58,6 +66,18 @@ export default definePlugin<{ "moves.shell": ShellSettings }>({
     hooks.move.resolve.tap((name) => (name === shellExec.name ? shellExec : undefined));
   },
 });
+
+/**
+ * What a command run with network access taints the turn with: the hosts its grants let it reach
+ * (a host had to be on every list), or any public host. Without network a command reads only the
+ * workspace and the read-only system, so its output taints nothing by itself (README: a file another
+ * program left in the workspace is untrusted only when `file_read` reads it).
+ */
+export function shellTaint(network: NonNullable<ReturnType<typeof egressOf>>): TaintSource {
+  const lists = (network.hostSets ?? []).map((set) => set.listed.join(", ") || "none");
+  const hosts = lists.length === 0 ? "any public host" : lists.join(" and also on ");
+  return { kind: "web", detail: `shell with network: ${hosts}`, move: "shell_exec" };
+}
 
 /** The argv to run: `argv` as given, or `command` as `/bin/sh -c <command>`; exactly one of them. */
 function commandOf(input: Record<string, unknown>): string[] {

@@ -5,6 +5,7 @@ import {
   type MoveDeclaration,
   type MoveHandler,
   SparError,
+  type TaintSource,
 } from "../../sdk/index.js";
 import {
   disabledNames,
@@ -39,7 +40,8 @@ const MAX_BOUTS = 1000;
  * Skills on demand, and a prompt that stays small. A fighter's prompt never carries a skill's body:
  * the few skills that match the current message are named beside it, `skill_search` finds others and
  * `skill_load` reads one (and offers the moves it needs). When a fighter may use many moves, only a
- * core set is offered; `move_search` finds the rest and offers them from then on in the bout.
+ * core set is offered; `move_search` finds the rest and offers them from then on in the bout. A
+ * skill installed from a URL is its author's words: reading it taints the turn (`skillTaint`).
  */
 export default definePlugin<{ "moves.skills": SkillsSettings }>({
   id: "moves-skills",
@@ -152,28 +154,30 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     const handlers: Record<string, MoveHandler> = {
       skill_search: {
         name: "skill_search",
-        async run(input, { fighter }) {
+        async run(input, { fighter, untrusted }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
           const grants = fighter.manifest.capabilities ?? [];
-          const results = (await skillIndexFor(fighter))
-            .search(String(input.query), limit)
-            .map(({ item }) => {
-              const missing = missingCapabilities(item, grants);
-              return {
-                name: item.name,
-                description: item.description,
-                category: item.category,
-                ...(missing.length
-                  ? { unavailable: `needs ${missing.join(", ")}, which you do not hold` }
-                  : {}),
-              };
-            });
+          const found = (await skillIndexFor(fighter)).search(String(input.query), limit);
+          // A description is the skill author's words too.
+          const stranger = found.map(({ item }) => skillTaint(item, "skill_search")).find(Boolean);
+          if (stranger) untrusted(stranger);
+          const results = found.map(({ item }) => {
+            const missing = missingCapabilities(item, grants);
+            return {
+              name: item.name,
+              description: item.description,
+              category: item.category,
+              ...(missing.length
+                ? { unavailable: `needs ${missing.join(", ")}, which you do not hold` }
+                : {}),
+            };
+          });
           return { query: input.query, results };
         },
       },
       skill_load: {
         name: "skill_load",
-        async run(input, { fighter, bout_id }) {
+        async run(input, { fighter, bout_id, untrusted }) {
           const name = String(input.name);
           const skill = (await fighterSkills(fighter)).find((s) => s.name === name);
           if (!skill) {
@@ -190,6 +194,8 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
           }
           const file = typeof input.file === "string" ? input.file : undefined;
           const text = readSkillFile(skill, file);
+          const taint = skillTaint(skill, "skill_load");
+          if (taint) untrusted(taint);
           if (file === undefined) activate(bout_id, skill.moves);
           return file === undefined
             ? {
@@ -293,6 +299,16 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     });
   },
 });
+
+/**
+ * What a skill's words taint a turn with, when they are not the operator's: a skill installed from
+ * a URL (or uploaded without saying from where) is its author's; a bundled one (a skill pack, the
+ * operator's own plugin included) and one installed from a local folder or archive are trusted.
+ */
+export function skillTaint(skill: Skill, move: string): TaintSource | undefined {
+  if (skill.source === "bundled" || skill.origin?.startsWith("local:")) return undefined;
+  return { kind: "skill", detail: `${skill.name} from ${skill.origin ?? "an unknown source"}`, move };
+}
 
 /** `?limit=` of the search route: 1 to 100, 10 when absent; anything else is refused, never bent. */
 function searchLimit(raw: string | undefined): number {

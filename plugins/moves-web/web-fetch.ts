@@ -30,6 +30,11 @@ export interface FetchCall {
   resolve?: Resolver;
   /** Tests trust a local TLS server's certificate with this. */
   ca?: string;
+  /**
+   * Told the final URL once its server has answered (before the body is read): from then on what
+   * the call returns, or the error it throws, holds the page's content (the move marks the turn).
+   */
+  answered?(url: string): void;
 }
 
 const ACCEPT =
@@ -74,6 +79,7 @@ export async function webFetch(
     signal: call.signal,
     headers: { "user-agent": settings.userAgent, accept: ACCEPT, "accept-encoding": "gzip, deflate, br" },
     onHeaders: (final) => {
+      call.answered?.(final.url);
       media = mediaOf(final.url, final.headers);
     },
     label: "web_fetch",

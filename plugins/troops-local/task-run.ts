@@ -3,7 +3,8 @@
  * `StrategyTask` whose steps are turns of the members in fresh bouts (each recorded on the task as it
  * starts and as it ends), and the record is saved with its status, result and usage once the
  * strategy returns. Cancellation aborts the task's signal: the member turns in flight stop, the
- * strategy starts no more, and the task ends `cancelled` with what it had.
+ * strategy starts no more, and the task ends `cancelled` with what it had. A step whose turn was
+ * tainted taints every step started after it (its output may be what the next member reads).
  */
 
 import {
@@ -15,6 +16,7 @@ import {
   type RingServices,
   type StrategyOutcome,
   type StrategyTask,
+  type TaintSource,
   type TroopMember,
   type TroopStrategy,
   type Usage,
@@ -64,6 +66,24 @@ async function memberOf(ring: RingServices, id: string): Promise<TroopMember> {
 }
 
 /**
+ * What a tainted step adds to its task's taint: the member (its output goes on), then the sources
+ * its turn had read that the task does not hold yet.
+ */
+export function stepTaint(
+  member: string,
+  read: readonly TaintSource[],
+  held: readonly TaintSource[],
+): TaintSource[] {
+  const key = (t: TaintSource) => `${t.kind}\0${t.detail}`;
+  const known = new Set(held.map(key));
+  return [{ kind: "fighter" as const, detail: member }, ...read].filter((t) => {
+    if (known.has(key(t))) return false;
+    known.add(key(t));
+    return true;
+  });
+}
+
+/**
  * The JSON a model answered with: the whole output, or the fenced block in it, or the outermost
  * braces, whichever parses first.
  */
@@ -110,6 +130,11 @@ export function runTask(
   const controller = new AbortController();
   const signal = controller.signal;
   let saving: Promise<void> = Promise.resolve();
+  /**
+   * What the task's steps have taken in so far: a strategy passes one member's output on to the next
+   * (or to everyone), so once a step's turn was tainted, every step started after it is too.
+   */
+  const taint: TaintSource[] = [];
   const save = (): Promise<void> => {
     const snapshot = structuredClone(record);
     saving = saving.then(
@@ -142,12 +167,15 @@ export function runTask(
         chain: [`troop-task:${record.id}`],
         // No reflection or compaction after a step: a task's model calls are all its steps'.
         aftercare: false,
+        ...(taint.length > 0 ? { taint: [...taint] } : {}),
         started: ({ bout_id }) => {
           s.bout_id = bout_id;
         },
       });
       s.output = reply.response;
       s.usage = reply.usage;
+      if (reply.taint?.length)
+        taint.push(...stepTaint((await memberOf(ring, fighterId)).name, reply.taint, taint));
     } catch (err) {
       s.error = recorded(err);
       if (s.bout_id) s.usage = await usageOf(ring, s.bout_id);
