@@ -123,7 +123,9 @@ async function approve(id: string, options: ApprovalOptions): Promise<void> {
   });
   if (options.json) return printJson(answer);
   const { approval, rule } = answer;
-  process.stdout.write(`Approved ${approval.id}: ${approval.fighter}'s ${approval.move} runs once, if its files have not changed\n`);
+  process.stdout.write(
+    `Approved ${approval.id}: ${approval.fighter}'s ${approval.move} runs once, if its files have not changed\n`,
+  );
   if (rule) {
     const what =
       rule.pattern !== undefined ? `calls matching ${JSON.stringify(rule.pattern)}` : "this exact call";
