@@ -9,8 +9,10 @@
  * file the fighter wrote itself) taints nothing. The turn's result lists the sources, and each is
  * published as `turn.tainted`.
  *
- * The approvals policy (part A) will make these calls wait for an answer: then this suite asserts
- * that they wait, and that none of them ran.
+ * This suite is about where taint comes from, so it turns the approvals policy off (`[approvals]
+ * mode = "off"`): with it on, these calls wait for an answer instead, which test/e2e/approvals.test.ts
+ * proves for a tainted turn. Asserting here that each real source makes them wait, none of them run,
+ * comes with resuming a waiting turn (issue 30, part C).
  */
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -144,6 +146,8 @@ describe("untrusted content taints the turn: an evil model against the real daem
         "",
         "[creed]",
         "reflect = false",
+        "[approvals]",
+        'mode = "off"',
         "[moves.web]",
         `allow_private = ["127.0.0.1:${sitePort}"]`,
         "[mcp]",
