@@ -21,12 +21,22 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
 
   const { startDaemon } = await import("../daemon.js");
   warnOfWeakSecret(home);
-  const daemon = await startDaemon(home).catch((err: unknown) => {
-    tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
-    throw err;
-  });
-  const fighters = (await daemon.ring.services.fighters.list()).length;
+  // Before the daemon starts: it answers health checks before its start is over (gorillas load after
+  // it listens), and a supervisor may signal as soon as it does. A first signal in the meantime stops
+  // the daemon cleanly once it has started; a second one (a start that hangs) quits at once.
+  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+  let requested: string | undefined;
+  let stopping = false;
   const shutdown = (signal: string) => {
+    if (!daemon) {
+      if (requested) process.exit(130);
+      requested = signal;
+      process.stderr.write(`spar: stopping once started (${signal}); again to quit now\n`);
+      return;
+    }
+    // A second signal while stopping quits at once (every acknowledged message is already on disk).
+    if (stopping) process.exit(130);
+    stopping = true;
     process.stdout.write(
       options.json ? `${JSON.stringify({ stopping: signal })}\n` : `Spar stopping (${signal})\n`,
     );
@@ -38,9 +48,13 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
       },
     );
   };
-  // Before the line that says it listens: whoever waits for that line may signal at once.
-  process.once("SIGINT", () => shutdown("SIGINT"));
-  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  daemon = await startDaemon(home).catch((err: unknown) => {
+    tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
+    throw err;
+  });
+  const fighters = (await daemon.ring.services.fighters.list()).length;
   const { version } = daemon.ring.services;
   // With --json, one JSON object per line: this one, then {"stopping": signal}.
   process.stdout.write(
@@ -49,6 +63,7 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
       : `Spar ${version} listening on ${daemon.url} (data: ${home}, fighters: ${fighters})\n`,
   );
   tellParent({ listening: daemon.url, pid: process.pid });
+  if (requested) shutdown(requested);
 }
 
 /** What a daemon started by `spar start --detach` tells the command that started it, over IPC. */

@@ -153,6 +153,27 @@ describe("spar start --detach / stop", () => {
     }
   });
 
+  it("stops cleanly on a SIGTERM sent the moment it answers health checks", async () => {
+    const home = newHome();
+    const port = await freePort();
+    await runCli(home, ["init"]);
+    const child = spawn(process.execPath, [SPAR_BIN, "start"], {
+      env: { ...cleanEnv(), SPAR_HOME: home, SPAR_API_LISTEN: `127.0.0.1:${port}` },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    daemons.push(child.pid as number);
+    let stdout = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    await until(() => healthy(port));
+    child.kill("SIGTERM");
+    // Killed half-started, it would exit by the signal (code null) without its stop.
+    expect(await exited).toBe(0);
+    expect(stdout).toContain("Spar stopping (SIGTERM)");
+  });
+
   it("refuses to start with a config key it does not know, naming the key", async () => {
     const home = newHome();
     await runCli(home, ["init"]);
