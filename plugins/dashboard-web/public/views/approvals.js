@@ -96,6 +96,7 @@ function Waiting({ pending, answer }) {
   const { requests, loaded, error } = pending;
   return html`<section aria-labelledby="waiting-title">
     <h2 id="waiting-title">Waiting for an answer (${requests.length})</h2>
+    <p class="visually-hidden" role="status">${loaded ? `${requests.length} waiting` : ""}</p>
     <${Problem} error=${error} />
     ${
       !loaded
