@@ -3,8 +3,9 @@
  * requests only: the page asks once for a key and signs every request in the browser (WebCrypto
  * Ed25519), its live feed included, or says exactly why it cannot; a `read` key and a
  * `chat:<fighter>` key, added with the real CLI, are offered only what their scope allows (issue 28
- * item 33). The views themselves: dashboard.test.ts. Any console error but the daemon's 401s fails the
- * test.
+ * item 33), and a `read` key sees the approvals waiting without the buttons to answer them. The
+ * views themselves: dashboard.test.ts and dashboard-approvals.test.ts. Any console error but the
+ * daemon's 401s fails the test.
  */
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -156,6 +157,7 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
     expect(await page.locator("#key-scope").textContent()).toBe("scope read: look, not act");
     expect(await navigation(page)).toEqual([
       "Fighters",
+      "Approvals",
       "Gorillas",
       "Schedules",
       "Troops",
@@ -180,6 +182,36 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
     await row.locator(".badge", { hasText: "CAGED" }).waitFor();
     expect(await row.locator("button").count()).toBe(0);
     expect(await row.textContent()).toContain("needs scope operator");
+  });
+
+  it("shows a read key the calls waiting for an answer, without the buttons to answer them (issue 30)", async () => {
+    const spawned = await daemon.cli(["fighter", "spawn", "coder", "--name", "builder"]);
+    expect(spawned.code, spawned.stderr).toBe(0);
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: { argv: ["true"] } }] });
+    // The CLI signs with the data dir's admin key and waits for the turn, which waits for an answer.
+    const chat = daemon.cli(["chat", "--fighter", "builder", "run true"]);
+    const page = await signIn("#/approvals", "approvals-reader", await addKey("approvals-reader", "read"));
+    const card = page.locator("article.approval");
+    await card.waitFor();
+    expect(await card.locator("h3").textContent()).toBe("shell_exec for builder");
+    expect(await card.locator("code.subject").textContent()).toBe("true");
+    expect(await card.locator("button").count()).toBe(0);
+    expect(await card.locator("input").count()).toBe(0);
+    expect(await card.textContent()).toContain(
+      'The key "approvals-reader" has scope read; answering needs scope operator or admin.',
+    );
+    await page.locator('nav a[href="#/approvals"]', { hasText: "1 waiting" }).waitFor();
+
+    // Answered elsewhere (the CLI): it leaves the page, live.
+    const id = await card.getAttribute("data-approval");
+    const denied = await daemon.cli(["approvals", "deny", String(id)]);
+    expect(denied.code, denied.stderr).toBe(0);
+    await card.waitFor({ state: "detached" });
+    await page.getByText("No call is waiting.").waitFor();
+    const done = await chat;
+    expect(done.code, done.stderr).toBe(0);
+    const row = page.locator(`table.approvals-history tr[data-approval="${id}"]`);
+    await row.locator(".badge", { hasText: "denied" }).waitFor();
   });
 
   it("offers a chat:<fighter> key its fighter's chat and events only, and chats there (issue 28 item 33)", async () => {

@@ -27,7 +27,15 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
-import { launch, QUIET, RUN, screenshot, until, writeDigestGorilla } from "../helpers/dashboard.js";
+import {
+  accessibilityProblems,
+  launch,
+  QUIET,
+  RUN,
+  screenshot,
+  until,
+  writeDigestGorilla,
+} from "../helpers/dashboard.js";
 
 const DOCS_SCREENSHOT = resolve(import.meta.dirname, "..", "..", "docs", "dashboard.png");
 
@@ -444,5 +452,26 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(new URL(page.url()).hash).toBe("#/gorillas");
     expect(await focused()).toBe("H1 Gorillas");
     expect(await page.locator('nav a[aria-current="page"]').textContent()).toBe("Gorillas");
+  });
+
+  it("passes the accessibility checks on every view, with data in it", async () => {
+    const views: [string, string][] = [
+      ["#/fighters", 'tr[data-fighter="alice"]'],
+      [`#/fighters/${ids.alice}`, ".tool-call"],
+      [`#/chat/${ids.alice}`, ".message.user"],
+      ["#/approvals", "table.approval-rules"],
+      ["#/gorillas/digest", "table.runs"],
+      ["#/schedules", "h1"],
+      ["#/troops/panel", "article.task"],
+      ["#/moves", "table.skills"],
+      ["#/events", "ol.feed li"],
+      ["#/channels", "h1"],
+    ];
+    const page = await open("#/fighters");
+    for (const [hash, shown] of views) {
+      await page.goto(`${daemon.url}/${hash}`);
+      await page.locator(shown).first().waitFor();
+      expect(await accessibilityProblems(page), hash).toEqual([]);
+    }
   });
 });

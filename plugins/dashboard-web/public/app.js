@@ -5,13 +5,15 @@
  * once a key signs them.
  */
 
-import { describeAccess, homeView, mayOpen, offered, refusal } from "./lib/access.js";
+import { describeAccess, homeView, mayOpen, mayRead, offered, refusal } from "./lib/access.js";
 import { authState, forgetKey, loadAccess, watchAuth } from "./lib/api.js";
 import { KeyPrompt } from "./lib/key-prompt.js";
 import { liveState, onLive, startLive } from "./lib/live.js";
+import { followPending, pendingRequests, watchPending } from "./lib/pending.js";
 import { useRoute, VIEWS } from "./lib/router.js";
 import { Heading, Loading } from "./lib/ui.js";
 import { html, render, useEffect, useRef, useState } from "./vendor/standalone.module.js";
+import { ApprovalsView } from "./views/approvals.js";
 import { ChannelsView } from "./views/channels.js";
 import { ChatView } from "./views/chat.js";
 import { EventsView } from "./views/events.js";
@@ -34,6 +36,13 @@ function useLiveState() {
   return state;
 }
 
+/** How many approval requests wait, for the navigation's badge. */
+function usePendingCount() {
+  const [count, setCount] = useState(0);
+  useEffect(() => watchPending(() => setCount(pendingRequests().length)), []);
+  return count;
+}
+
 function View({ route, view, access }) {
   const [first, second, third] = route.parts;
   if (!mayOpen(view, access)) {
@@ -51,6 +60,8 @@ function View({ route, view, access }) {
         : html`<${FightersView} />`;
     case "chat":
       return html`<${ChatView} id=${first} />`;
+    case "approvals":
+      return html`<${ApprovalsView} />`;
     case "gorillas":
       return html`<${GorillasView} name=${first} />`;
     case "schedules":
@@ -75,6 +86,7 @@ function App() {
   const route = useRoute();
   const auth = useAuth();
   const live = useLiveState();
+  const waiting = usePendingCount();
   const main = useRef(null);
   const opened = useRef(false);
   const access = auth.access;
@@ -88,6 +100,10 @@ function App() {
   useEffect(() => {
     if (access === undefined && auth.mode !== "needs-key") loadAccess();
   }, [access, auth.mode]);
+  // The pending approvals (the navigation's count): for a key that may read them, again for each key.
+  useEffect(() => {
+    if (access && mayRead(access)) followPending();
+  }, [access]);
   // A new view takes the focus to its heading, so the keyboard and screen readers start there.
   useEffect(() => {
     if (opened.current) main.current?.querySelector("h1")?.focus();
@@ -102,7 +118,11 @@ function App() {
         <ul>
           ${VIEWS.filter(([name]) => access && offered(name, access)).map(
             ([name, label]) => html`<li key=${name}>
-              <a href=${`#/${name}`} aria-current=${view === name ? "page" : undefined}>${label}</a>
+              <a href=${`#/${name}`} aria-current=${view === name ? "page" : undefined}>${label}${
+                name === "approvals" &&
+                waiting > 0 &&
+                html` <span class="count">${waiting}<span class="visually-hidden"> waiting</span></span>`
+              }</a>
             </li>`,
           )}
         </ul>

@@ -8,6 +8,7 @@ import { useEffect, useState } from "../vendor/standalone.module.js";
 export const VIEWS = [
   ["fighters", "Fighters"],
   ["chat", "Chat"],
+  ["approvals", "Approvals"],
   ["gorillas", "Gorillas"],
   ["schedules", "Schedules"],
   ["troops", "Troops"],

@@ -6,7 +6,9 @@
  * A chat opens on the conversation it continues: the fighter's latest bout of a user's own (not a
  * troop's or another fighter's), its messages shown and the next message sent to it. A key that may
  * not chat with the fighter (`read`) sees the conversation without the box to write in it; a
- * `chat:<fighter>` key is offered its own fighters only.
+ * `chat:<fighter>` key is offered its own fighters only. While a call of the turn waits for an
+ * approval (`approval.requested` for this fighter, until its `approval.answered`), the chat says so
+ * and links to the Approvals view.
  */
 
 import { currentAccess, mayChat, mayRead, refusal } from "../lib/access.js";
@@ -122,6 +124,8 @@ function Chat({ id }) {
     [id],
   );
   const [status, setStatus] = useState(undefined);
+  /** This fighter's calls waiting for an approval: request id → move. */
+  const [asking, setAsking] = useState({});
   useEffect(() => {
     const listen = () => redraw((n) => n + 1);
     session.listeners.add(listen);
@@ -132,7 +136,13 @@ function Chat({ id }) {
     return () => session.listeners.delete(listen);
   }, [session]);
   useLiveEvents((event) => {
-    if (event.kind === "fighter.status" && event.fighter_id === fighter?.id) setStatus(event.status);
+    if (event.fighter_id !== fighter?.id) return;
+    if (event.kind === "fighter.status") setStatus(event.status);
+    else if (event.kind === "approval.requested")
+      setAsking((a) => ({ ...a, [event.request_id]: event.move }));
+    else if (event.kind === "approval.answered") {
+      setAsking(({ [event.request_id]: _, ...rest }) => rest);
+    }
   });
 
   const submit = (event) => {
@@ -161,6 +171,13 @@ function Chat({ id }) {
     <ol class="transcript" aria-label="Conversation">
       ${session.entries.map((entry, i) => html`<${Entry} key=${i} entry=${entry} />`)}
     </ol>
+    ${
+      session.running &&
+      Object.keys(asking).length > 0 &&
+      html`<p class="notice" role="status">
+      Waiting for an approval: ${Object.values(asking).join(", ")}. <a href="#/approvals">Answer it in Approvals</a>.
+    </p>`
+    }
     ${
       writes
         ? html`<${ChatForm} name=${name} session=${session} draft=${draft} setDraft=${setDraft}
