@@ -61,7 +61,12 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type {
+  ApprovalAnswerer,
+  ApprovalPress,
+  ApprovalPressOutcome,
+  ApprovalPrompt,
   ChannelAdapter,
+  ChannelApprovals,
   ChannelStatus,
   StrategyOutcome,
   StrategyTask,

@@ -75,6 +75,75 @@ export interface ChannelAdapter {
   send(text: string, chat?: string): Promise<{ chat: string; message_ids: string[] }>;
   /** How the channel is doing, for `spar channel status`. */
   status(): Promise<ChannelStatus>;
+  /** Approve / Deny buttons in a chat (README "Approvals"); absent on a platform without them. */
+  readonly approvals?: ChannelApprovals;
+}
+
+/**
+ * What a chat is shown of a call waiting for approval: every field already shortened and stripped of
+ * anything that looks like a secret (the kit's `approvalPrompt` builds it), so a platform only lays
+ * it out.
+ */
+export interface ApprovalPrompt {
+  request_id: string;
+  fighter: string;
+  move: string;
+  /** The call's main argument (the command line, the path …), shortened and masked. */
+  subject: string;
+  /** Why it was asked: the rule or default, and the turn's taint. */
+  why: string;
+  /** The untrusted content the turn read before asking, for people (`web https://…`), when any. */
+  taint?: string;
+  expires_at: string;
+}
+
+/**
+ * A press of Approve or Deny, as a channel hands it to the approvals plugin: who pressed (already
+ * checked against the channel's owners), in which chat, on which request.
+ */
+export interface ApprovalPress {
+  request_id: string;
+  approve: boolean;
+  platform: string;
+  /** The chat the pressed message is in: the request must have come from it. */
+  chat: string;
+  /** The sender's platform id. */
+  sender: string;
+}
+
+/**
+ * How a press ended: `answered` (this press decided it), `already` (answered, expired or cancelled
+ * before: `status` says how), `not_found` (no such request, or not one from this chat), `refused`
+ * (the presser may not answer; nothing changed). `text` is a short line for the presser, `outcome`
+ * what the message should now say in place of its buttons (absent: leave the message as it is).
+ */
+export interface ApprovalPressOutcome {
+  result: "answered" | "already" | "not_found" | "refused";
+  status?: string;
+  text: string;
+  outcome?: string;
+}
+
+/** Answers a press (the approvals plugin supplies it: `ChannelApprovals.answerWith`). */
+export type ApprovalAnswerer = (press: ApprovalPress) => Promise<ApprovalPressOutcome>;
+
+/**
+ * A channel's Approve / Deny buttons. The approvals plugin posts the prompt to the chat a waiting
+ * turn came from (`ask`), edits it once the request ends some other way (`ended`), and hands each
+ * channel, when the daemon is ready, the function that answers presses (`answerWith`). The channel
+ * checks the presser (its owners; with none, its allowlist) before the answerer sees the press.
+ *
+ * @example
+ * const message = await adapter.approvals?.ask("42", prompt);
+ * adapter.approvals?.answerWith(async (press) => answer(press));
+ */
+export interface ChannelApprovals {
+  /** Posts the prompt with Approve / Deny buttons to `chat`; returns the message's id. */
+  ask(chat: string, prompt: ApprovalPrompt): Promise<string>;
+  /** Replaces the buttons of the message `ask` posted with how the request ended (`outcome`). */
+  ended(chat: string, messageId: string, prompt: ApprovalPrompt, outcome: string): Promise<void>;
+  /** Where presses go from now on; before it is called a press is told approvals cannot be answered here. */
+  answerWith(answer: ApprovalAnswerer): void;
 }
 
 export interface ChannelStatus {

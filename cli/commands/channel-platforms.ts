@@ -210,14 +210,18 @@ export function parseOwners(
   return owners;
 }
 
-/** Sets Telegram's webhook: its URL, the secret Telegram must send back, and message updates only. */
+/** Sets Telegram's webhook: its URL, the secret Telegram must send back, messages and button presses. */
 export async function setTelegramWebhook(
   apiRoot: string,
   token: string,
   url: string,
   secret: string,
 ): Promise<void> {
-  await telegram(apiRoot, token, "setWebhook", { url, secret_token: secret, allowed_updates: ["message"] });
+  await telegram(apiRoot, token, "setWebhook", {
+    url,
+    secret_token: secret,
+    allowed_updates: ["message", "callback_query"],
+  });
 }
 
 /** Deletes Telegram's webhook (Telegram then keeps updates for getUpdates, which nothing calls). */

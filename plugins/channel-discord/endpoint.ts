@@ -7,6 +7,7 @@
  *
  * A user not on the allowlist gets 403 and no model call: Discord then shows them "The application
  * did not respond". A replayed interaction and a user over their rate get a note only they see.
+ * A press of an Approve / Deny button (a MESSAGE_COMPONENT interaction) is answered by approvals.ts.
  */
 
 import type { KeyObject } from "node:crypto";
@@ -96,6 +97,8 @@ export function interactionsRoute(options: {
   gate: ChannelGate;
   rate_per_minute: number;
   asks: AskRunner;
+  /** Answers a press of an Approve / Deny button (approvals.ts): the interaction response. */
+  press(pressed: Extract<Interaction, { kind: "press" }>): Promise<unknown>;
   log: Logger;
   /** Called for each admitted `/ask`, before its turn starts. */
   admitted(): void;
@@ -126,6 +129,8 @@ export function interactionsRoute(options: {
           `an interaction older than ${INTERACTION_WINDOW_S / 60} minutes is refused (a replay)`,
         );
       }
+      // A press of an Approve / Deny button (approvals.ts): answered in this response.
+      if (interaction.kind === "press") return { body: await options.press(interaction) };
       const verdict = await gate.admit(interaction.sender, interaction.id);
       if (verdict === "not_allowed") {
         log.warn("discord: /ask from a user not on the allowlist", { user: interaction.sender });

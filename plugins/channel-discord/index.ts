@@ -2,7 +2,8 @@
  * The Discord channel (kind `channel`, imported only when config.toml has `[channels.discord]`):
  * plain messages arrive through the discord.js gateway and are answered in their channel; the `/ask`
  * slash command arrives signed at the HTTP interactions endpoint on the webhook listener and is
- * answered with follow-ups. Both paths pass the same gate (allowlist, per-sender rate, each delivery
+ * answered with follow-ups; Approve / Deny buttons for a waiting call are posted and pressed there
+ * too (approvals.ts). Both paths pass the same gate (allowlist, per-sender rate, each delivery
  * once) and reach the fighter through the shared relay, one conversation per channel.
  *
  * At start the gateway connects and, through the tunnel, the endpoint and `/ask` are registered;
@@ -11,11 +12,13 @@
 import { REST } from "discord.js";
 import { type ChannelAdapter, definePlugin, SparError } from "../../sdk/index.js";
 import {
+  createApprovalDesk,
   createChannelGate,
   createChannelRecords,
   createChannelRelay,
   type GateVerdict,
 } from "../../sdk/kits/channels.js";
+import { createDiscordApprovals } from "./approvals.js";
 import { createAskRunner, interactionsRoute } from "./endpoint.js";
 import { createGateway } from "./gateway.js";
 import { registerInteractions } from "./register.js";
@@ -85,6 +88,18 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
       owners: settings.owners,
     });
 
+    const buttons = createDiscordApprovals({
+      rest,
+      desk: createApprovalDesk({
+        platform: "discord",
+        owners: settings.owners,
+        allowlist: settings.allowlist,
+        log,
+      }),
+      gate,
+      log,
+    });
+
     hooks.arena.routes.tap((routes) => {
       routes.add(
         interactionsRoute({
@@ -93,6 +108,7 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
           gate,
           rate_per_minute: settings.rate_per_minute,
           asks,
+          press: buttons.press,
           log,
           admitted() {
             lastInboundAt = new Date().toISOString();
@@ -177,6 +193,7 @@ export default definePlugin<{ "channels.discord": DiscordSettings }>({
           ...(error ? { error } : {}),
         };
       },
+      approvals: buttons.approvals,
     };
     hooks.channel.resolve.tap((platform) => (platform === "discord" ? adapter : undefined));
   },

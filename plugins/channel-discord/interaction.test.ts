@@ -87,6 +87,32 @@ describe("readInteraction", () => {
   });
 });
 
+describe("a button press", () => {
+  const press = (data: Record<string, unknown>) =>
+    guildAsk({
+      type: 3,
+      data,
+      message: { id: "900000000000000007", channel_id: CHANNEL, content: "Approval needed" },
+    });
+
+  it("reads a press of an approval button: the channel, the presser, the message and the custom_id", () => {
+    expect(readInteraction(press({ custom_id: "spar:d:abc", component_type: 2 }))).toEqual({
+      kind: "press",
+      id: "500000000000000003",
+      chat: CHANNEL,
+      sender: USER,
+      message_id: "900000000000000007",
+      content: "Approval needed",
+      custom_id: "spar:d:abc",
+    });
+  });
+
+  it("refuses any other component", () => {
+    expect(refusal(press({ custom_id: "other", component_type: 2 }))).toMatch(/type 3 other than/);
+    expect(refusal(press({ custom_id: "spar:a:abc", component_type: 3 }))).toMatch(/type 3 other than/);
+  });
+});
+
 describe("the command and the answers", () => {
   it("registers /ask with one required string option, prompt", () => {
     expect(ASK_COMMAND.options).toEqual([

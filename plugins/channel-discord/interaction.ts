@@ -1,8 +1,9 @@
 /**
  * Discord's interactions as this channel understands them: the `/ask prompt:<text>` slash command it
  * registers, read out of the JSON Discord POSTs (after its signature was checked), and the answers
- * Discord expects in the HTTP response. Everything else Discord could send (buttons, modals,
- * autocomplete) is refused: this bot registers none of them.
+ * Discord expects in the HTTP response; and a press of the Approve / Deny buttons the bot posts for
+ * a waiting call (a MESSAGE_COMPONENT interaction, approvals.ts). Everything else Discord could send
+ * (other components, modals, autocomplete) is refused: this bot registers none of them.
  */
 import { SparError } from "../../sdk/index.js";
 
@@ -31,6 +32,18 @@ export type Interaction =
       /** The user who used it. */
       sender: string;
       prompt: string;
+    }
+  | {
+      kind: "press";
+      id: string;
+      /** The channel the pressed message is in. */
+      chat: string;
+      sender: string;
+      /** The pressed message: its id and content. */
+      message_id: string;
+      content: string;
+      /** The button's `custom_id`. */
+      custom_id: string;
     };
 
 /** The answers Discord reads from the HTTP response (interaction callback types). */
@@ -60,6 +73,7 @@ export function readInteraction(body: unknown): Interaction {
   const interaction = record(body);
   if (!interaction) throw new SparError("VALIDATION_FAILED", "an interaction is a JSON object");
   if (interaction.type === 1) return { kind: "ping" };
+  if (interaction.type === 3) return readPress(interaction);
   if (interaction.type !== 2) {
     throw new SparError(
       "VALIDATION_FAILED",
@@ -92,5 +106,28 @@ export function readInteraction(body: unknown): Interaction {
     chat: snowflake(record(interaction.channel)?.id ?? interaction.channel_id, "channel id"),
     sender: snowflake(user?.id, "user id"),
     prompt,
+  };
+}
+
+/** A MESSAGE_COMPONENT interaction: a button (component type 2) pressed on one of the bot's messages. */
+function readPress(interaction: Record<string, unknown>): Interaction {
+  const data = record(interaction.data);
+  const customId = data?.custom_id;
+  if (data?.component_type !== 2 || typeof customId !== "string" || !customId.startsWith("spar:")) {
+    throw new SparError(
+      "VALIDATION_FAILED",
+      "interactions of type 3 other than Spar's Approve / Deny buttons are not handled: this bot has only the /ask command and those buttons",
+    );
+  }
+  const message = record(interaction.message);
+  const user = record(record(interaction.member)?.user) ?? record(interaction.user);
+  return {
+    kind: "press",
+    id: snowflake(interaction.id, "id"),
+    chat: snowflake(record(interaction.channel)?.id ?? interaction.channel_id, "channel id"),
+    sender: snowflake(user?.id, "user id"),
+    message_id: snowflake(message?.id, "message id"),
+    content: typeof message?.content === "string" ? message.content : "",
+    custom_id: customId.slice(0, 100),
   };
 }

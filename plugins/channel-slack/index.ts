@@ -6,11 +6,13 @@
  * status` for the user to paste as the app's Request URL. Deliveries go through the webhook route
  * (webhook.ts) and the shared gate, then to bolt, whose `message` listener hands them to the shared
  * relay: the fighter's turn, with an ⏳ reaction standing in for typing (typing.ts), and the reply
- * posted with bolt's `chat.postMessage` in parts of at most 3,000 characters.
+ * posted with bolt's `chat.postMessage` in parts of at most 3,000 characters. Approve / Deny buttons
+ * for a waiting call, and their presses (interactivity, at the same URL): approvals.ts.
  */
 
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
 import {
+  createApprovalDesk,
   createChannelGate,
   createChannelRecords,
   createChannelRelay,
@@ -18,6 +20,7 @@ import {
   trafficStatus,
   warnAboutSettings,
 } from "../../sdk/kits/channels.js";
+import { createSlackApprovals } from "./approvals.js";
 import { createSlackBolt, slackErrorText } from "./bolt.js";
 import { readSecrets, type SlackSettings } from "./settings.js";
 import { createReactionTyping } from "./typing.js";
@@ -86,6 +89,18 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
       log,
     });
 
+    const buttons = createSlackApprovals({
+      client: () => bolt.client,
+      desk: createApprovalDesk({
+        platform: "slack",
+        owners: settings.owners,
+        allowlist: settings.allowlist,
+        log,
+      }),
+      gate,
+      log,
+    });
+
     let connecting: Promise<void> | undefined;
     let publishing: Promise<void> | undefined;
     const dispatching = new Set<Promise<void>>();
@@ -151,6 +166,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
           ...(error ? { error } : {}),
         };
       },
+      approvals: buttons.approvals,
     };
 
     hooks.channel.resolve.tap((platform) => (platform === "slack" ? adapter : undefined));
@@ -162,6 +178,7 @@ export default definePlugin<{ "channels.slack": SlackSettings }>({
           gate,
           relay,
           dispatch,
+          press: buttons.press,
           log,
         }),
       );

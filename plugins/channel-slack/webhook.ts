@@ -4,6 +4,8 @@
  * refusal is counted and answered 401 by the Arena). Slack wants an answer within 3 s, so the handler
  * answers at once and the turn runs after the answer:
  * - `url_verification`: the challenge, echoed (only ever reached with a valid signature);
+ * - an interactivity payload (form-encoded, the app's Interactivity Request URL, which is this same
+ *   URL): a press of an Approve / Deny button, answered 200 at once and handled after (approvals.ts);
  * - not a plain message from a member (edits, deletions, bot posts, other events): 200, ignored;
  * - an event already seen: 200, nothing done. Slack redelivers an event it thinks was lost, with the
  *   same `event_id` and an `X-Slack-Retry-Num` header, so a retry of a processed event is a replay;
@@ -12,9 +14,10 @@
  *   the app), the message dropped, and a short notice in the chat at most once a minute per member.
  */
 
-import type { Logger, PluginRoute } from "../../sdk/index.js";
+import type { Logger, PluginRoute, RouteResponse } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
 import { type ChannelGate, type ChannelRelay, slackDeliveryOk } from "../../sdk/kits/channels.js";
+import { readPress, type SlackPress } from "./approvals.js";
 import { readDelivery } from "./delivery.js";
 
 /** Slack's redelivery of an event: which attempt, and why Slack thinks the last one failed. */
@@ -48,6 +51,8 @@ export function slackWebhook(options: {
   relay: ChannelRelay;
   /** Hands a gated message's envelope to bolt; not awaited (the answer goes out first). */
   dispatch(envelope: Record<string, unknown>, retry: SlackRetry | undefined): void;
+  /** Handles a press of an Approve / Deny button (approvals.ts); not awaited. */
+  press(pressed: SlackPress): Promise<void>;
   log: Logger;
   now?: () => number;
 }): PluginRoute {
@@ -74,7 +79,17 @@ export function slackWebhook(options: {
       if (!ok) gate.forged();
       return ok;
     },
-    async handler({ body, headers }) {
+    async handler({ body, headers, rawBody }): Promise<RouteResponse> {
+      if (body === undefined) {
+        // Not JSON: an interactivity payload (a press of an Approve / Deny button, approvals.ts),
+        // under the same signature check as the events.
+        const pressed = readPress(rawBody ?? Buffer.alloc(0));
+        if ("ignored" in pressed) return { body: { ok: true, ignored: pressed.ignored } };
+        void options
+          .press(pressed)
+          .catch((err: unknown) => log.error("slack: a button press failed", { error: String(err) }));
+        return { headers: { "content-type": "text/plain" }, body: "" };
+      }
       const delivery = readDelivery(body);
       if (delivery.kind === "challenge") return { body: { challenge: delivery.challenge } };
       if (delivery.kind === "ignored") return { body: { ok: true, ignored: delivery.reason } };

@@ -4,12 +4,13 @@
  * webhook secret stops the daemon); when the daemon is ready it checks the token (getMe) and
  * registers the tunnel's URL (setWebhook with the secret), at every start; deliveries go through
  * the webhook route (webhook.ts) and the shared gate and relay, which run the fighter's turn and post
- * the reply with typing shown. `hooks.channel.resolve` hands out the adapter (`channel_notify`,
+ * the reply with typing shown; presses of Approve / Deny buttons too (approvals.ts). `hooks.channel.resolve` hands out the adapter (`channel_notify`,
  * `spar channel status`).
  */
 import { Api } from "grammy";
 import { type ChannelAdapter, definePlugin } from "../../sdk/index.js";
 import {
+  createApprovalDesk,
   createChannelGate,
   createChannelRecords,
   createChannelRelay,
@@ -17,6 +18,7 @@ import {
   trafficStatus,
   warnAboutSettings,
 } from "../../sdk/kits/channels.js";
+import { createTelegramApprovals } from "./approvals.js";
 import { type Registration, registerWebhook } from "./registration.js";
 import { readSecrets, type TelegramSettings } from "./settings.js";
 import { telegramWebhook } from "./webhook.js";
@@ -62,6 +64,19 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
       events,
       log,
     });
+    const botId = secrets.token.split(":")[0] ?? "";
+    const buttons = createTelegramApprovals({
+      api,
+      desk: createApprovalDesk({
+        platform: "telegram",
+        owners: settings.owners.map(String),
+        allowlist: settings.allowlist.map(String),
+        log,
+      }),
+      gate,
+      botId,
+      log,
+    });
     const registration: Registration = { connected: false };
     let registering: Promise<void> | undefined;
     const stopping = new AbortController();
@@ -83,6 +98,7 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
           ...(registration.error ? { error: registration.error } : {}),
         };
       },
+      approvals: buttons.approvals,
     };
 
     hooks.channel.resolve.tap((platform) => (platform === "telegram" ? adapter : undefined));
@@ -91,9 +107,10 @@ export default definePlugin<{ "channels.telegram": TelegramSettings }>({
         telegramWebhook({
           path: settings.path,
           secret: secrets.webhookSecret,
-          botId: secrets.token.split(":")[0] ?? "",
+          botId,
           gate,
           relay,
+          press: buttons.press,
           log,
         }),
       );

@@ -39,7 +39,7 @@ describe("channel-telegram webhook registration, grammy against the fake Bot API
     return { state, log };
   }
 
-  it("checks the token, then registers the tunnel's URL with the secret, for messages only", async () => {
+  it("checks the token, then registers the tunnel's URL with the secret, for messages and button presses", async () => {
     const { state, log } = await register(telegram.token);
     expect(state).toEqual({
       connected: true,
@@ -49,7 +49,7 @@ describe("channel-telegram webhook registration, grammy against the fake Bot API
     expect(telegram.webhook()).toEqual({
       url: "https://bots.example.com/telegram",
       secret_token: SECRET,
-      allowed_updates: ["message"],
+      allowed_updates: ["message", "callback_query"],
     });
     expect(telegram.calls.slice(-2).map((c) => c.method)).toEqual(["getMe", "setWebhook"]);
     expect(log.lines.join("\n")).not.toContain(SECRET);

@@ -72,7 +72,11 @@ export async function registerWebhook(options: {
   }
   state.url = url;
   try {
-    await api.setWebhook(url, { secret_token: options.secret, allowed_updates: ["message"] }, signal);
+    await api.setWebhook(
+      url,
+      { secret_token: options.secret, allowed_updates: ["message", "callback_query"] },
+      signal,
+    );
   } catch (err) {
     if (signal?.aborted) return;
     state.error = `setWebhook ${url} failed: ${apiProblem(err)}`;

@@ -66,4 +66,36 @@ describe("channel-telegram update reading", () => {
       expect(isSparError(caught, "VALIDATION_FAILED")).toBe(true);
     }
   });
+
+  it("reads a press of an inline button (callback_query): the query id, sender, chat, message and data", () => {
+    const press = {
+      id: "4382bfdwdsb323b2d9",
+      from: { id: 424242, is_bot: false, first_name: "Ada" },
+      message: {
+        message_id: 12,
+        date: 1_700_000_000,
+        chat: { id: 424242, type: "private" },
+        text: "Approval needed",
+      },
+      chat_instance: "1",
+      data: "spar:a:abc",
+    };
+    expect(readUpdate({ update_id: 90, callback_query: press })).toEqual({
+      kind: "press",
+      update_id: 90,
+      callback_id: "4382bfdwdsb323b2d9",
+      sender: "424242",
+      chat: "424242",
+      message_id: 12,
+      text: "Approval needed",
+      data: "spar:a:abc",
+    });
+    expect(readUpdate({ update_id: 91, callback_query: { ...press, message: undefined } })).toMatchObject({
+      kind: "ignored",
+      reason: "a press on no message",
+    });
+    expect(readUpdate({ update_id: 92, callback_query: { ...press, data: undefined } })).toMatchObject({
+      kind: "ignored",
+    });
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * Reading one Telegram Update (https://core.telegram.org/bots/api#update), as the webhook receives
  * it, into what the channel needs: the update id (the replay key), the sender, the chat and the
- * text. The body was verified (secret header) before this runs, but it is still read defensively:
+ * text; or, for a `callback_query` (a press of an Approve / Deny button), the press. The body was verified (secret header) before this runs, but it is still read defensively:
  * anything that is not a text message from a user is "ignored", never an error, so Telegram does
  * not retry it.
  */
@@ -16,6 +16,19 @@ export type ReadUpdate =
       text: string;
       /** When the message was sent (unix seconds): Telegram's webhook carries no other time. */
       date: number;
+    }
+  | {
+      kind: "press";
+      update_id: number;
+      /** The callback query's id: answerCallbackQuery takes it. */
+      callback_id: string;
+      sender: string;
+      chat: string;
+      /** The pressed message: its id and text (edited to show the outcome). */
+      message_id: number;
+      text: string;
+      /** The button's `callback_data`. */
+      data: string;
     }
   | { kind: "ignored"; update_id: number; reason: string };
 
@@ -38,6 +51,7 @@ export function readUpdate(body: unknown): ReadUpdate {
     throw new SparError("VALIDATION_FAILED", "the body is not a Telegram Update (no integer update_id)");
   }
   const update_id = body.update_id;
+  if (isObject(body.callback_query)) return readPress(update_id, body.callback_query);
   const message = body.message;
   if (!isObject(message)) return { kind: "ignored", update_id, reason: "not a message" };
   if (typeof message.text !== "string" || message.text.trim() === "") {
@@ -54,4 +68,30 @@ export function readUpdate(body: unknown): ReadUpdate {
     return { kind: "ignored", update_id, reason: "no date" };
   }
   return { kind: "text", update_id, sender, chat, text: message.text, date: message.date };
+}
+
+/** A `callback_query`: a press of an inline button on a message the bot sent. */
+function readPress(update_id: number, query: Record<string, unknown>): ReadUpdate {
+  const sender = isObject(query.from) ? idOf(query.from.id) : undefined;
+  const message = query.message;
+  if (typeof query.id !== "string" || query.id === "" || query.id.length > 64 || sender === undefined) {
+    return { kind: "ignored", update_id, reason: "a press without its id or sender" };
+  }
+  if (!isObject(message) || typeof message.message_id !== "number" || !isObject(message.chat)) {
+    return { kind: "ignored", update_id, reason: "a press on no message" };
+  }
+  const chat = idOf(message.chat.id);
+  if (chat === undefined || typeof query.data !== "string") {
+    return { kind: "ignored", update_id, reason: "a press without its chat or data" };
+  }
+  return {
+    kind: "press",
+    update_id,
+    callback_id: query.id,
+    sender,
+    chat,
+    message_id: message.message_id,
+    text: typeof message.text === "string" ? message.text : "",
+    data: query.data,
+  };
 }

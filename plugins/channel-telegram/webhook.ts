@@ -4,6 +4,7 @@
  * parsed (a refusal is counted and answered 401 by the Arena). The handler then answers at once,
  * the turn running after the answer:
  * - not a text message from a user: 200, ignored (Telegram would only retry an error);
+ * - a press of an Approve / Deny button (`callback_query`): 200, then answered (approvals.ts);
  * - a sender not on the allowlist: 403, no model call;
  * - an update already seen (Telegram redelivers what it thinks was lost), remembered across restarts
  *   in the store: 200, nothing done;
@@ -17,7 +18,7 @@
 import type { Logger, PluginRoute } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
 import { type ChannelGate, type ChannelRelay, telegramDeliveryOk } from "../../sdk/kits/channels.js";
-import { readUpdate } from "./update.js";
+import { type ReadUpdate, readUpdate } from "./update.js";
 
 /** The webhook route for `path`, checking deliveries against `secret`. */
 /** The oldest message taken in, in seconds: Telegram keeps an undelivered update for a day. */
@@ -33,6 +34,8 @@ export function telegramWebhook(options: {
   botId: string;
   gate: ChannelGate;
   relay: ChannelRelay;
+  /** Handles a press of an Approve / Deny button (approvals.ts). */
+  press(update: Extract<ReadUpdate, { kind: "press" }>): Promise<void>;
   log: Logger;
 }): PluginRoute {
   const { gate, relay, log } = options;
@@ -48,6 +51,13 @@ export function telegramWebhook(options: {
     async handler({ body }) {
       const update = readUpdate(body);
       if (update.kind === "ignored") return { body: { ok: true, ignored: update.reason } };
+      if (update.kind === "press") {
+        // An Approve / Deny press (approvals.ts): answered after the 200, like a message's turn.
+        void options
+          .press(update)
+          .catch((err: unknown) => log.error("telegram: a button press failed", { error: String(err) }));
+        return { body: { ok: true } };
+      }
       const age = Math.floor(Date.now() / 1000) - update.date;
       if (age > TELEGRAM_WINDOW_S || age < -CLOCK_SKEW_S) {
         gate.stale();

@@ -12,6 +12,7 @@ import {
   type MoveOutcome,
   type MoveRefusal,
 } from "../../sdk/index.js";
+import type { ChatPrompts } from "./chat.js";
 import { boundFiles, changedSince, fileTarget, notifyTarget, shellFolder, subjectOf } from "./facts.js";
 import { type ApprovalSettings, type CallFacts, decide, unattended } from "./policy.js";
 import type { ApprovalRequest, Records } from "./records.js";
@@ -27,6 +28,8 @@ export interface GateDeps {
   records: Records;
   events: EventBus;
   log: Logger;
+  /** Approve / Deny buttons in the chat a turn came from (chat.ts); none: asked through the API only. */
+  chat?: Pick<ChatPrompts, "ask" | "ended">;
 }
 
 function quoted(text: string): string {
@@ -121,7 +124,9 @@ export function createGate(deps: GateDeps) {
       tainted: info.taint.length > 0,
     });
     log.info("approvals: waiting for an answer", { request: request.id, fighter: info.fighter.name, move });
+    deps.chat?.ask(request);
     const waited = await waitForAnswer(request, info.signal, deps);
+    deps.chat?.ended(waited.request);
     if (waited.settled) announce(waited.request);
     if (waited.cancelled || info.signal.aborted) throw cancelledError(info.signal);
     return afterAnswer(waited.request, info, call);

@@ -5,6 +5,7 @@
  * gorilla's or a schedule's turn, with no one to ask, is refused at once.
  */
 import { definePlugin } from "../../sdk/index.js";
+import { createChatPrompts } from "./chat.js";
 import { createGate } from "./gate.js";
 import type { ApprovalSettings } from "./policy.js";
 import { createRecords } from "./records.js";
@@ -31,14 +32,18 @@ declare module "../../sdk/index.js" {
 
 export default definePlugin<{ approvals: ApprovalSettings }>({
   id: "policy-approvals",
-  apply({ hooks, data, events, log }, sections) {
+  apply({ hooks, data, events, log, ring }, sections) {
     const settings = sections.approvals;
     const records = createRecords(data);
-    const gate = createGate({ settings, records, events, log });
+    // Approve / Deny buttons in the chat a turn came from (part D): chat.ts.
+    const chat = createChatPrompts({ ring, records, events, log });
+    const gate = createGate({ settings, records, events, log, chat });
     // Last: a call the kernel, a gorilla or any other plugin refuses is never asked about.
     hooks.move.beforeCall.tap((info) => gate.beforeCall(info), { phase: "last" });
     hooks.move.afterCall.tap((outcome, info) => gate.afterCall(outcome, info));
     hooks.arena.routes.tap((routes) => addApprovalRoutes(routes, { records, settings, events }));
+    // Before the Arena opens the webhook listener (normal phase): no press finds a channel unanswered.
+    hooks.daemon.ready.tap(() => chat.attach(), { phase: "early" });
     if (settings.mode === "off") {
       log.warn('approvals are off ([approvals] mode = "off"): every call a grant allows runs unasked');
     }

@@ -7,7 +7,9 @@
  * the collections `bouts`, `deliveries` and `chats` every channel plugin (and moves-channels)
  * declares alike under the namespace "channels" (see channel-telegram's plugin.json). A platform
  * brings only its `PlatformIo` (typing, posting, its length limit) and its webhook or socket.
- * channel-telegram, channel-slack, channel-discord and moves-channels are built on these alone;
+ * Approve / Deny buttons (`ChannelAdapter.approvals`): the prompt's text and the buttons' payload
+ * (`approvalPrompt`, `approvalText`, `approvalAction`), and the desk that says who may press
+ * (`createApprovalDesk`). channel-telegram, channel-slack, channel-discord and moves-channels are built on these alone;
  * such a plugin declares `"uses": ["fighters", "bouts"]` (and `"tunnel"` to open the public URL).
  *
  * @example
@@ -19,6 +21,21 @@
  * }
  */
 export { notifyTarget, trafficStatus } from "../../lib/channels/adapter.js";
+export {
+  type ApprovalDesk,
+  approvalAction,
+  approvalPrompt,
+  approvalText,
+  CALLBACK_DATA_MAX,
+  createApprovalDesk,
+  endedText,
+  maskSecrets,
+  NOT_ALLOWED,
+  outcomeLine,
+  type PromptSource,
+  readApprovalAction,
+  withOutcome,
+} from "../../lib/channels/approvals.js";
 export { type ChannelGate, createChannelGate, type GateVerdict } from "../../lib/channels/gate.js";
 export {
   type ChannelBoutDoc,

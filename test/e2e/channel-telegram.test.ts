@@ -169,11 +169,11 @@ describe("channel-telegram", () => {
       await daemon?.stop();
     });
 
-    it("registers the tunnel's URL with its secret, for messages only, and reports it", async () => {
+    it("registers the tunnel's URL with its secret, for messages and button presses, and reports it", async () => {
       expect(telegram.webhook()).toEqual({
         url: `http://127.0.0.1:${webhookPort}/telegram`,
         secret_token: SECRET,
-        allowed_updates: ["message"],
+        allowed_updates: ["message", "callback_query"],
       });
       await until(() => telegram.calls.some((c) => c.method === "getMe" && c.authorized), "getMe");
       const state = await status();

@@ -187,7 +187,7 @@ describe("spar channel setup telegram, list, status, remove", () => {
     expect(telegram.webhook()).toEqual({
       url: `${url}/telegram`,
       secret_token: secret,
-      allowed_updates: ["message"],
+      allowed_updates: ["message", "callback_query"],
     });
   });
 

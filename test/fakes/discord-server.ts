@@ -5,7 +5,8 @@
 // at the fake's gateway), `GET /users/@me`, `GET|PATCH /applications/@me` (a new
 // `interactions_endpoint_url` is validated as Discord does: a signed PING must get `{type: 1}` and a
 // forged one 401, else 400 "Invalid Form Body"), `PUT /applications/:id/commands`,
-// `POST /channels/:id/messages` (2,000 characters at most, as Discord), `POST /channels/:id/typing`,
+// `POST /channels/:id/messages` (2,000 characters at most, as Discord; components kept),
+// `PATCH /channels/:id/messages/:id` (edits content and components), `POST /channels/:id/typing`,
 // `GET /channels/:id`, and the interaction follow-up webhook `POST /webhooks/:app/:token` (no
 // authorization: the interaction's token is the credential).
 //
@@ -317,6 +318,19 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
       }));
       return sendJson(res, 200, commands);
     }
+    const edit = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(route);
+    if (method === "PATCH" && edit) {
+      const post = posts.find((p) => p.channel === edit[1] && p.id === edit[2] && p.via === "channel");
+      if (!post) return sendJson(res, 404, { message: "Unknown Message", code: 10008 });
+      const patch = (body ?? {}) as Record<string, unknown>;
+      if (typeof patch.content === "string") post.content = patch.content;
+      post.body = { ...post.body, ...patch };
+      return sendJson(
+        res,
+        200,
+        messageObject(post.id, post.channel, channels.get(post.channel)?.guild_id, bot, post.content),
+      );
+    }
     const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(route);
     if (channelRoute) {
       const [, id = "", sub] = channelRoute;
@@ -344,8 +358,9 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
       const limit = `Must be ${DISCORD_CONTENT_LIMIT} or fewer in length.`;
       invalidForm(res, "content", "BASE_TYPE_MAX_LENGTH", limit);
     } else {
-      posts.push({ channel, content, via, body: sent });
-      sendJson(res, 200, messageObject(snowflake(), channel, channels.get(channel)?.guild_id, bot, content));
+      const id = snowflake();
+      posts.push({ id, channel, content, via, body: sent });
+      sendJson(res, 200, messageObject(id, channel, channels.get(channel)?.guild_id, bot, content));
     }
   }
 
@@ -438,6 +453,30 @@ export async function startFakeDiscord(): Promise<FakeDiscord> {
         dm ? { ...message, channel_type: 1 } : { ...message, member, channel_type: 0 },
       );
       return messageId;
+    },
+    button({ user: from, message, custom_id }) {
+      return {
+        id: snowflake(),
+        application_id: applicationId,
+        type: 3,
+        token: `aW50ZXJhY3Rpb24.${randomBytes(32).toString("base64url")}`,
+        version: 1,
+        data: { custom_id, component_type: 2 },
+        channel_id: message.channel,
+        channel: guildChannel(message.channel),
+        guild_id: guildId,
+        member: {
+          user: user(from),
+          roles: [],
+          joined_at: new Date().toISOString(),
+          deaf: false,
+          mute: false,
+        },
+        message: {
+          ...messageObject(message.id, message.channel, guildId, bot, message.content),
+          components: message.body.components ?? [],
+        },
+      };
     },
     ask({ user: from, channel, prompt, id, dm }) {
       const interactionToken = `aW50ZXJhY3Rpb24.${randomBytes(32).toString("base64url")}`;

@@ -11,7 +11,10 @@ export const DISCORD_EPOCH = 1_420_070_400_000n;
 
 /** A message the bot posted: to a channel, or as an interaction's follow-up. */
 export interface FakePost {
+  /** The message's id (what `PATCH /channels/:id/messages/:id` names). */
+  id: string;
   channel: string;
+  /** The content, as posted or as edited since. */
   content: string;
   via: "channel" | "followup";
   /** The JSON body as sent. */
@@ -77,6 +80,11 @@ export interface FakeDiscord {
     dm?: boolean;
     bot?: boolean;
   }): Promise<string>;
+  /**
+   * A button press (MESSAGE_COMPONENT, type 3) from `user` on the posted `message`, the button named
+   * by its `custom_id` (as the message's components hold it).
+   */
+  button(options: { user: string; message: FakePost; custom_id: string }): Record<string, unknown>;
   /** An `ask` slash command interaction from `user` in `channel` (its token then takes follow-ups). */
   ask(options: {
     user: string;

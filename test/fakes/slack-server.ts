@@ -4,7 +4,10 @@
 //   `{ok: false, error}` (`not_authed`, `invalid_auth`, `unknown_method`, and each method's own);
 // - the Events API as Slack delivers it: an `event_callback` (or `url_verification`) envelope POSTed
 //   as JSON to the app's Request URL, signed with the v0 HMAC over `v0:<timestamp>:<body>` keyed by
-//   the signing secret, with `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` on a retry.
+//   the signing secret, with `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` on a retry;
+// - interactivity as Slack delivers it: a `block_actions` payload POSTed form-encoded
+//   (`payload=<JSON>`) to the same URL, signed the same way (`press()`), and the Web API methods a
+//   press leads to: chat.update (edits a posted message's text and blocks), chat.postEphemeral.
 // The signature is computed here from Slack's documented recipe, not with the code under test.
 import { createHmac, randomBytes } from "node:crypto";
 import { request } from "node:http";
@@ -32,6 +35,23 @@ export interface SlackPosted {
   channel: string;
   text: string;
   ts: string;
+  /** The Block Kit blocks, as sent (or as chat.update left them). */
+  blocks?: SlackBlock[];
+}
+
+/** A Block Kit block, as far as the fake reads it. */
+export interface SlackBlock {
+  type: string;
+  block_id?: string;
+  text?: { type: string; text: string };
+  elements?: { type: string; action_id?: string; value?: string; text?: { text: string } }[];
+}
+
+/** A chat.postEphemeral call: what one member alone was shown. */
+export interface SlackEphemeral {
+  channel: string;
+  user: string;
+  text: string;
 }
 
 /** A Slack `message` event (the `event` of an `event_callback`). */
@@ -80,6 +100,8 @@ export interface FakeSlack {
   /** Every Web API call, in order. */
   calls(): SlackApiCall[];
   posted(): SlackPosted[];
+  /** chat.postEphemeral calls, in order. */
+  ephemerals(): SlackEphemeral[];
   /** reactions.add / reactions.remove calls that succeeded, and the reactions still on messages. */
   reactions(): {
     added: number;
@@ -92,6 +114,15 @@ export interface FakeSlack {
     event: SlackMessageEvent,
     options: DeliverOptions,
   ): Promise<SlackAnswer & { eventId: string }>;
+  /**
+   * POSTs a `block_actions` payload, form-encoded as Slack sends interactivity: `user` pressed the
+   * button `action_id` of the posted `message` (its value as the message's blocks hold it).
+   */
+  press(
+    url: string,
+    press: { user: string; message: SlackPosted; action_id: string },
+    options: Omit<DeliverOptions, "eventId" | "retryNum">,
+  ): Promise<SlackAnswer>;
   /** POSTs a `url_verification` request (what Slack sends when the Request URL is saved). */
   challenge(
     url: string,
@@ -154,6 +185,7 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
   const token = options.token ?? `xoxb-1-${randomBytes(12).toString("hex")}`;
   const calls: SlackApiCall[] = [];
   const posted: SlackPosted[] = [];
+  const ephemerals: SlackEphemeral[] = [];
   const present = new Map<string, { channel: string; timestamp: string; name: string }>();
   const counts = { added: 0, removed: 0 };
 
@@ -176,13 +208,32 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
       if (!text && p.blocks === undefined) return { ok: false, error: "no_text" };
       if (text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
       const ts = nextTs();
-      posted.push({ channel, text, ts });
+      const blocks = blocksOf(p.blocks);
+      posted.push({ channel, text, ts, ...(blocks ? { blocks } : {}) });
       return {
         ok: true,
         channel,
         ts,
         message: { type: "message", text, user: SLACK_BOT.user_id, bot_id: SLACK_BOT.bot_id, ts },
       };
+    },
+    "chat.update": (p) => {
+      const message = posted.find((m) => m.channel === p.channel && m.ts === p.ts);
+      if (!message) return { ok: false, error: "message_not_found" };
+      const text = typeof p.text === "string" ? p.text : "";
+      if (text.length > MAX_TEXT) return { ok: false, error: "msg_too_long" };
+      message.text = text;
+      const blocks = blocksOf(p.blocks);
+      if (blocks) message.blocks = blocks;
+      else delete message.blocks;
+      return { ok: true, channel: message.channel, ts: message.ts, text };
+    },
+    "chat.postEphemeral": (p) => {
+      const { channel, user, text } = p;
+      if (typeof channel !== "string" || typeof user !== "string" || typeof text !== "string" || !text)
+        return { ok: false, error: "invalid_arguments" };
+      ephemerals.push({ channel, user, text });
+      return { ok: true, message_ts: nextTs() };
     },
     "reactions.add": (p) => {
       const reaction = reactionOf(p);
@@ -226,11 +277,14 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
     url: string,
     payload: Record<string, unknown>,
     o: DeliverOptions,
+    form = false,
   ): Promise<SlackAnswer> {
-    const body = JSON.stringify(payload);
+    const body = form
+      ? new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
+      : JSON.stringify(payload);
     const timestamp = String(o.timestamp ?? Math.floor(Date.now() / 1000));
     const headers: Record<string, string> = {
-      "content-type": "application/json",
+      "content-type": form ? "application/x-www-form-urlencoded" : "application/json",
       "user-agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
       "x-slack-request-timestamp": timestamp,
       "x-slack-signature": sign(o.forge ? `not-${o.signingSecret}` : o.signingSecret, timestamp, body),
@@ -249,6 +303,47 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
     token,
     calls: () => calls,
     posted: () => posted,
+    ephemerals: () => ephemerals,
+    async press(url, pressed, o) {
+      const button = pressed.message.blocks
+        ?.flatMap((b) => b.elements ?? [])
+        .find((e) => e.action_id === pressed.action_id);
+      const payload = {
+        type: "block_actions",
+        user: { id: pressed.user, username: `user-${pressed.user}`, team_id: SLACK_TEAM.id },
+        api_app_id: SLACK_BOT.app_id,
+        token: "legacy-verification-token",
+        container: {
+          type: "message",
+          message_ts: pressed.message.ts,
+          channel_id: pressed.message.channel,
+          is_ephemeral: false,
+        },
+        trigger_id: `${Date.now()}.${randomBytes(6).toString("hex")}`,
+        team: { id: SLACK_TEAM.id, domain: SLACK_TEAM.domain },
+        channel: { id: pressed.message.channel, name: "general" },
+        message: {
+          type: "message",
+          user: SLACK_BOT.user_id,
+          bot_id: SLACK_BOT.bot_id,
+          ts: pressed.message.ts,
+          text: pressed.message.text,
+          blocks: pressed.message.blocks ?? [],
+        },
+        response_url: "https://hooks.slack.invalid/actions/T0/1/x",
+        actions: [
+          {
+            type: "button",
+            action_id: pressed.action_id,
+            block_id: "spar_approval",
+            value: button?.value ?? "",
+            text: { type: "plain_text", text: button?.text?.text ?? "" },
+            action_ts: `${Date.now() / 1000}`,
+          },
+        ],
+      };
+      return post(url, payload, o, true);
+    },
     reactions: () => ({ ...counts, present: [...present.values()] }),
     async deliver(url, event, o) {
       const eventId = o.eventId ?? `Ev${randomBytes(5).toString("hex").toUpperCase()}`;
@@ -281,6 +376,12 @@ export async function startFakeSlack(options: { token?: string } = {}): Promise<
     },
     close: () => http.close(),
   };
+}
+
+/** The blocks a Web API call carries: JSON in a form field, or already an array. */
+function blocksOf(value: unknown): SlackBlock[] | undefined {
+  const blocks = typeof value === "string" ? (JSON.parse(value) as unknown) : value;
+  return Array.isArray(blocks) && blocks.length > 0 ? (blocks as SlackBlock[]) : undefined;
 }
 
 function reactionOf(

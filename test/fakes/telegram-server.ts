@@ -6,8 +6,10 @@
 // 127.0.0.1 can be registered. Chat ids are taken as given: tests may name chats with letters.
 //
 // Methods: getMe, setWebhook (records url, secret_token, allowed_updates), deleteWebhook,
-// getWebhookInfo, sendMessage (records chat_id and text; refuses empty text and text over 4,096
-// characters, as Telegram does), sendChatAction (counted). `deliver(update)` then plays Telegram's
+// getWebhookInfo, sendMessage (records chat_id, text and reply_markup; refuses empty text and text
+// over 4,096 characters, and callback_data over 64 bytes, as Telegram does), sendChatAction
+// (counted), answerCallbackQuery (recorded), editMessageText (edits a sent message's text and
+// keyboard). `deliver(update)` then plays Telegram's
 // side of the webhook: it POSTs the Update to the registered URL with the
 // `X-Telegram-Bot-Api-Secret-Token` header and returns the HTTP status.
 //
@@ -36,6 +38,14 @@ export interface SentMessage {
   /** The chat id as the bot gave it, as a string. */
   chat_id: string;
   text: string;
+  /** The inline keyboard, as sent (or as editMessageText left it). */
+  reply_markup?: { inline_keyboard?: { text: string; callback_data?: string }[][] };
+}
+
+/** An answerCallbackQuery call: the toast a presser saw. */
+export interface CallbackAnswer {
+  callback_query_id: string;
+  text?: string;
 }
 
 /** One Bot API call the fake answered (successful or not, the right token or not). */
@@ -55,8 +65,10 @@ export interface FakeTelegram {
   readonly calls: ApiCall[];
   /** The registered webhook; undefined before setWebhook and after deleteWebhook. */
   webhook(): FakeWebhook | undefined;
-  /** Messages sent, in order. */
+  /** Messages sent, in order (as edited since). */
   sent(): SentMessage[];
+  /** answerCallbackQuery calls, in order. */
+  callbackAnswers(): CallbackAnswer[];
   /** How many sendChatAction calls succeeded. */
   chatActions(): number;
   /**
@@ -89,6 +101,50 @@ export function textUpdate(options: {
       text: options.text,
     },
   };
+}
+
+/** A press of an inline button (`callback_data`) on the bot's message, as Telegram sends it. */
+export function pressUpdate(options: {
+  update_id: number;
+  from: number | string;
+  message: SentMessage;
+  data: string;
+}): object {
+  const chat = /^-?\d+$/.test(options.message.chat_id)
+    ? Number(options.message.chat_id)
+    : options.message.chat_id;
+  return {
+    update_id: options.update_id,
+    callback_query: {
+      id: `cb${options.update_id}`,
+      from: { id: options.from, is_bot: false, first_name: "Presser", language_code: "en" },
+      message: {
+        message_id: options.message.message_id,
+        date: Math.floor(Date.now() / 1000),
+        from: FAKE_BOT,
+        chat: { id: chat, type: "private" },
+        text: options.message.text,
+        ...(options.message.reply_markup ? { reply_markup: options.message.reply_markup } : {}),
+      },
+      chat_instance: "4242",
+      data: options.data,
+    },
+  };
+}
+
+/** The keyboard of a message, checked as Telegram checks it (callback_data 1 to 64 bytes). */
+function keyboard(value: unknown): SentMessage["reply_markup"] {
+  if (value === undefined) return undefined;
+  const markup = (typeof value === "string" ? JSON.parse(value) : value) as SentMessage["reply_markup"];
+  for (const row of markup?.inline_keyboard ?? []) {
+    for (const button of row) {
+      const data = button.callback_data;
+      if (data !== undefined && (Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64)) {
+        throw badRequest("BUTTON_DATA_INVALID");
+      }
+    }
+  }
+  return markup;
 }
 
 const CHAT_ACTIONS = new Set([
@@ -128,6 +184,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   const token = options.token ?? "7000000001:AAFakeTokenForTestsOnly_0123456789abc";
   const calls: ApiCall[] = [];
   const sent: SentMessage[] = [];
+  const answers: CallbackAnswer[] = [];
   let hook: FakeWebhook | undefined;
   let actions = 0;
   let nextMessageId = 1;
@@ -175,14 +232,42 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       const text = payload.text;
       if (typeof text !== "string" || text.trim() === "") throw badRequest("message text is empty");
       if (text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("message is too long");
+      const markup = keyboard(payload.reply_markup);
       const message_id = nextMessageId++;
-      sent.push({ message_id, chat_id, text });
+      sent.push({ message_id, chat_id, text, ...(markup ? { reply_markup: markup } : {}) });
       const id = /^-?\d+$/.test(chat_id) ? Number(chat_id) : chat_id;
       return {
         message_id,
         date: Math.floor(Date.now() / 1000),
         from: FAKE_BOT,
         chat: { id, type: "private" },
+        text,
+      };
+    },
+    answerCallbackQuery(payload) {
+      if (typeof payload.callback_query_id !== "string")
+        throw badRequest("query is too old or query ID is invalid");
+      answers.push({
+        callback_query_id: payload.callback_query_id,
+        ...(typeof payload.text === "string" ? { text: payload.text } : {}),
+      });
+      return true;
+    },
+    editMessageText(payload) {
+      const chat_id = chatId(payload);
+      const message = sent.find((m) => m.chat_id === chat_id && m.message_id === payload.message_id);
+      if (!message) throw badRequest("message to edit not found");
+      const text = payload.text;
+      if (typeof text !== "string" || text.trim() === "") throw badRequest("message text is empty");
+      if (text.length > TELEGRAM_TEXT_LIMIT) throw badRequest("MESSAGE_TOO_LONG");
+      const markup = keyboard(payload.reply_markup);
+      message.text = text;
+      if (markup?.inline_keyboard?.length) message.reply_markup = markup;
+      else delete message.reply_markup;
+      return {
+        message_id: message.message_id,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chat_id, type: "private" },
         text,
       };
     },
@@ -229,7 +314,8 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     token,
     calls,
     webhook: () => (hook ? { ...hook } : undefined),
-    sent: () => [...sent],
+    sent: () => sent.map((m) => ({ ...m })),
+    callbackAnswers: () => [...answers],
     chatActions: () => actions,
     async deliver(update, deliverOptions = {}) {
       if (!hook) throw new Error("no webhook is registered (setWebhook was not called)");
