@@ -344,31 +344,22 @@ describe.runIf(RUN)("the dashboard's approvals inbox in chromium", () => {
     await page.setContent(
       [
         "<h1>One</h1><h3>Skipped</h3><h1>Two</h1>",
-        '<input id="x"><label for="nowhere">Lost</label><button></button>',
+        '<input id="x"><button></button>',
         '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">',
-        '<p style="color:#999;background:#fff">faint</p><span id="x" aria-describedby="gone">twice</span>',
-        "<table><tr><th>Head</th></tr></table>",
+        '<p style="color:#bbb;background:#fff">faint</p><span id="x">twice</span>',
       ].join(""),
     );
-    const problems = await accessibilityProblems(page);
-    for (const expected of [
-      "html has no lang",
-      'field without a label: input#x ""',
-      "control without a name: <button></button>",
-      "aria-describedby names no element: gone",
-      "label for no element: nowhere",
-      "id used 2 times: x",
-      "2 h1 headings",
-      'heading level skipped: h3 "Skipped" after h1',
-      "image without alt: data:image/gif;base64,R0lGODlhAQABAAAAACw=",
-      'table header without scope: th "Head"',
-      "no main landmark",
+    const rules = new Set((await accessibilityProblems(page)).map((problem) => problem.split(":")[0]));
+    for (const rule of [
+      "html-has-lang",
+      "label",
+      "button-name",
+      "image-alt",
+      "color-contrast",
+      "heading-order",
+      "landmark-one-main",
     ]) {
-      expect(problems).toContain(expected);
+      expect(rules, [...rules].join(", ")).toContain(rule);
     }
-    expect(
-      problems.some((p) => /^contrast 2\.\d\d:1 under 4\.5:1: p "faint"$/.test(p)),
-      problems.join("\n"),
-    ).toBe(true);
   });
 });
