@@ -3,7 +3,9 @@ import { callerRefusal } from "../lib/fighter-chain.js";
 import { DEFAULT_FIGHTER_NAME, fighterTemplate } from "../lib/fighter-files.js";
 import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
+import { createPriceBook } from "../lib/pricing.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
+import { createUsageMeter } from "../lib/usage-meter.js";
 import type { SparConfig } from "../sdk/config.js";
 import { isSparError, SparError } from "../sdk/errors.js";
 import type { EventBus } from "../sdk/events.js";
@@ -148,6 +150,7 @@ export function createRing(options: RingOptions): Ring {
     declaredMoves,
     credentialFor,
     contextWindow: contextWindows(providers),
+    meter: createUsageMeter({ prices: createPriceBook(providers, config.pricing), store: requireStore, log }),
   });
 
   // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.

@@ -64,6 +64,8 @@ export interface SparConfig {
     troops: string;
     tunnel: string;
   };
+  /** `[[pricing]]`: prices that override or add to the providers' shipped ones (lib/pricing.ts). */
+  pricing: PricingOverride[];
   /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
   providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
   /**
@@ -71,6 +73,16 @@ export interface SparConfig {
    * its owner's schema, defaults applied, before any plugin code runs (config-sections.ts).
    */
   sections: Record<string, Record<string, unknown>>;
+}
+
+/** One `[[pricing]]` entry: a model's price in USD per million tokens (`model = "*"`: the provider's others). */
+export interface PricingOverride {
+  provider: string;
+  model: string;
+  input_per_mtok: number;
+  output_per_mtok: number;
+  cached_input_per_mtok?: number;
+  cache_write_per_mtok?: number;
 }
 
 /** `[sandbox]` in config.toml. */

@@ -44,6 +44,10 @@ const int = (minimum: number, value: number, maximum?: number) => ({
 const num = (value: number, bounds: object) => ({ type: "number", ...bounds, default: value });
 const strings = (item: object = { type: "string" }) => ({ type: "array", items: item, default: [] });
 
+/** A price in USD per million tokens: none is negative, and none near a thousand is a real one. */
+export const MAX_PRICE_PER_MTOK = 1000;
+const PRICE = { type: "number", minimum: 0, maximum: MAX_PRICE_PER_MTOK } as const;
+
 export const CONFIG_SCHEMA = {
   type: "object",
   additionalProperties: false,
@@ -89,6 +93,19 @@ export const CONFIG_SCHEMA = {
         reinforce_on_access: num(0.2, { minimum: 0 }),
         forget_below: num(0.05, { minimum: 0 }),
       }),
+    }),
+    pricing: strings({
+      type: "object",
+      additionalProperties: false,
+      required: ["provider", "model", "input_per_mtok", "output_per_mtok"],
+      properties: {
+        provider: MODEL_SETTINGS_SCHEMA.properties.provider,
+        model: { type: "string", minLength: 1 },
+        input_per_mtok: PRICE,
+        output_per_mtok: PRICE,
+        cached_input_per_mtok: PRICE,
+        cache_write_per_mtok: PRICE,
+      },
     }),
     providers: table({
       endpoints: strings({

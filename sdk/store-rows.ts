@@ -9,13 +9,43 @@ export interface BoutSummary {
   updated_at: string;
 }
 
-/** What one fighter spent on one model, summed over every message it answered. */
+/**
+ * What one fighter spent on one model, summed over every model call it made (every message it
+ * answered, before the ledger counted calls). `cost_micros` sums the priced calls, null when none
+ * was; `unpriced_requests` counts the others.
+ */
 export interface UsageSummary {
   provider: string;
   model: string;
   requests: number;
   input_tokens: number;
   output_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  cost_micros: number | null;
+  unpriced_requests: number;
+}
+
+/**
+ * One model call in the usage ledger: whose turn it was, what the provider reported, and its cost
+ * in micro-units of `currency` (lib/pricing.ts), both null when the model is unpriced.
+ */
+export interface UsageRecord {
+  fighter_id: string;
+  bout_id?: string;
+  turn_id?: string;
+  /** Who started the bout (lib/bout-origins.ts): `user`, `channel:…`, `gorilla:…`, `troop-task:…`, `fighter:…`, `schedule`. */
+  origin: string;
+  provider: string;
+  model: string;
+  /** ISO time of the call's end. */
+  at: string;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  cost_micros: number | null;
+  currency: string | null;
 }
 
 /** Whether the store's data can be trusted. */
@@ -91,8 +121,6 @@ export interface TurnEnd {
   iterations: number;
   model?: string;
   stop_reason?: string;
-  /** Where the tokens went: recorded in the fighter's usage when any were spent. */
-  provider?: { provider: string; model: string };
   /** Stored for the turn's Idempotency-Key, if it has one. */
   reply?: StoredReply;
 }

@@ -12,6 +12,7 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
+  UsageRecord,
   UsageSummary,
 } from "./store-rows.js";
 import type { BoutRecord, ChatMessage, FighterRow, StoredMessage } from "./types.js";
@@ -122,11 +123,8 @@ export interface Store {
     claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean>;
   };
   readonly usage: {
-    record(
-      fighterId: string,
-      entry: { provider: string; model: string; input_tokens: number; output_tokens: number },
-      at: string,
-    ): Promise<void>;
+    /** Records one model call (each call of a turn, as it returns). */
+    record(entry: UsageRecord): Promise<void>;
     summary(fighterId: string): Promise<UsageSummary[]>;
   };
   /** Every plugin's collections (`api.data`), in this store's database, with its encryption and durability. */

@@ -132,8 +132,13 @@ export interface ToolDefinition {
 }
 
 export interface Usage {
+  /** Every prompt token, those read from or written to the provider's prompt cache included. */
   input_tokens: number;
   output_tokens: number;
+  /** Of `input_tokens`, those read from the provider's prompt cache (absent: none reported). */
+  cached_tokens?: number;
+  /** Of `input_tokens`, those written to the provider's prompt cache (absent: none reported). */
+  cache_write_tokens?: number;
 }
 
 /** The one request shape every provider plugin accepts. */
@@ -192,6 +197,27 @@ export interface ProviderDeclaration {
    * `match` (a regular expression) matches the lowercased model name without a `vendor/` prefix.
    */
   context_windows?: { match: string; tokens: number }[];
+  /** Prices of its models (lib/pricing.ts); `[[pricing]]` in config.toml overrides or adds. */
+  pricing?: ModelPrice[];
+}
+
+/**
+ * One model's price as a provider's manifest ships it, in `currency` per million tokens, with the
+ * date it was read and the page it was read from. `model` is an exact model id (a dated snapshot
+ * `-YYYYMMDD` / `-YYYY-MM-DD` of it is priced the same unless it has an entry of its own), or `*`
+ * for every model of the provider without one; `local_only`: only for a `base_url` on loopback.
+ * Cached input defaults to the input price, cache writes to the input price.
+ */
+export interface ModelPrice {
+  model: string;
+  input_per_mtok: number;
+  output_per_mtok: number;
+  cached_input_per_mtok?: number;
+  cache_write_per_mtok?: number;
+  currency: "USD";
+  as_of: string;
+  source: string;
+  local_only?: boolean;
 }
 
 /** What the agent loop tells a move about the call it is running. */

@@ -1,5 +1,6 @@
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import { anySignal } from "../../lib/signals.js";
+import type { UsageMeter } from "../../lib/usage-meter.js";
 import { cancellation, childController, shutdownCancellation } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
@@ -36,6 +37,8 @@ export interface MessagePathDeps {
   credentialFor: (settings: ModelSettings) => CredentialCheck;
   /** The model's context window (its setting, else its provider's manifest). */
   contextWindow: (model: ModelSettings) => number;
+  /** Records each model call of a turn in the usage ledger, priced. */
+  meter: UsageMeter;
 }
 
 /** A turn that has begun: what cancelling the fighter's turn aborts. */
@@ -95,6 +98,7 @@ export function createMessagePath(deps: MessagePathDeps) {
     declaredMoves: deps.declaredMoves,
     histories,
     driver: resolveDriver,
+    meter: deps.meter,
     move: async (name) => {
       await host.activate(`onMove:${name}`);
       return hooks.move.resolve.promise(name);

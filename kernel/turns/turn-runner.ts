@@ -1,6 +1,7 @@
 import { USER_ORIGIN } from "../../lib/bout-origins.js";
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { workspaceOf } from "../../lib/fighter-files.js";
+import type { UsageMeter } from "../../lib/usage-meter.js";
 import { cancelledError } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
@@ -29,6 +30,8 @@ export interface TurnRunnerDeps {
   store: () => Store;
   declaredMoves: ReadonlyMap<string, MoveListing>;
   driver: TurnDeps["driver"];
+  /** Records each model call of a turn in the usage ledger (lib/usage-meter.ts). */
+  meter: UsageMeter;
   move: TurnDeps["move"];
   /** Histories of recent bouts, kept after each completed turn (history-cache.ts). */
   histories: HistoryCache;
@@ -112,7 +115,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         {
           hooks,
           events,
-          driver: deps.driver,
+          driver: async (settings) =>
+            deps.meter(await deps.driver(settings), settings, { ...ids, origin: origin ?? USER_ORIGIN }),
           move: deps.move,
           commit: async (steps) => {
             await db.turns.append(turn.id, steps);
@@ -134,7 +138,6 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       iterations: progress.iterations,
       model: progress.model,
       stop_reason: result.stop_reason,
-      provider: { provider: model.provider, model: model.model },
       ...(request.idempotency ? { reply: { ok: true, result } } : {}),
     });
     const completed: TurnSummary = {
@@ -189,7 +192,6 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       usage: progress.usage,
       iterations: progress.iterations,
       model: progress.model,
-      provider: { provider: request.model.provider, model: request.model.model },
       ...(request.idempotency ? { reply: { ok: false, error: error.toJSON().error } } : {}),
     });
     await deps.store().durable();

@@ -53,10 +53,27 @@ export const RETIRED: readonly Recorded[] = [
 /** The migrations a schema of the previous release or later may still need. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "plugin collections", sql: COLLECTIONS },
+  {
+    version: 6,
+    name: "usage ledger per model call",
+    sql: `
+-- The usage ledger gets a row per model call: its bout, turn and origin, the prompt-cache tokens the
+-- provider reported, and its cost in micro-units of the currency (NULL: the model is unpriced, as
+-- every row written before this was). usage_at serves the time ranges.
+ALTER TABLE usage ADD COLUMN bout_id TEXT;
+ALTER TABLE usage ADD COLUMN turn_id TEXT;
+ALTER TABLE usage ADD COLUMN origin TEXT;
+ALTER TABLE usage ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0 CHECK (cached_tokens >= 0);
+ALTER TABLE usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0);
+ALTER TABLE usage ADD COLUMN cost_micros BIGINT CHECK (cost_micros IS NULL OR cost_micros >= 0);
+ALTER TABLE usage ADD COLUMN currency TEXT;
+CREATE INDEX usage_at ON usage(at);
+`,
+  },
 ];
 
 /** The version the baseline is equal to: migrations after it still run on a new schema. */
-export const BASELINE_VERSION = 5;
+export const BASELINE_VERSION = 6;
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

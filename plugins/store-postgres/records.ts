@@ -1,4 +1,4 @@
-/** The small tables: signature nonces and usage. Each write is one statement, atomic across daemons. */
+/** The small tables: signature nonces and the usage ledger (a row per model call). Each write is one statement, atomic across daemons. */
 import type { UsageSummary } from "../../sdk/index.js";
 import type { StoreContext, StoreData } from "./context.js";
 
@@ -23,17 +23,35 @@ export function createRecords(ctx: StoreContext): Records {
       },
     },
     usage: {
-      async record(fighterId, entry, at) {
+      async record(entry) {
         await pool.query(
-          "INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6)",
-          [fighterId, entry.provider, entry.model, at, entry.input_tokens, entry.output_tokens],
+          `INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens, bout_id, turn_id,
+             origin, cached_tokens, cache_write_tokens, cost_micros, currency)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+          [
+            entry.fighter_id,
+            entry.provider,
+            entry.model,
+            entry.at,
+            entry.input_tokens,
+            entry.output_tokens,
+            entry.bout_id ?? null,
+            entry.turn_id ?? null,
+            entry.origin,
+            entry.cached_tokens,
+            entry.cache_write_tokens,
+            entry.cost_micros,
+            entry.currency,
+          ],
         );
       },
       summary: async (fighterId) =>
         (
           await pool.query<UsageSummary>(
-            `SELECT provider, model, count(*) AS requests, sum(input_tokens)::bigint AS input_tokens,
-                    sum(output_tokens)::bigint AS output_tokens
+            `SELECT provider, model, count(*)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
+                    sum(output_tokens)::bigint AS output_tokens, sum(cached_tokens)::bigint AS cached_tokens,
+                    sum(cache_write_tokens)::bigint AS cache_write_tokens, sum(cost_micros)::bigint AS cost_micros,
+                    (count(*) - count(cost_micros))::int AS unpriced_requests
              FROM usage WHERE fighter_id = $1 GROUP BY provider, model ORDER BY provider, model`,
             [fighterId],
           )

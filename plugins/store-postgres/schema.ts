@@ -147,9 +147,17 @@ CREATE TABLE usage (
   model TEXT NOT NULL,
   at TEXT NOT NULL,
   input_tokens BIGINT NOT NULL CHECK (input_tokens >= 0),
-  output_tokens BIGINT NOT NULL CHECK (output_tokens >= 0)
+  output_tokens BIGINT NOT NULL CHECK (output_tokens >= 0),
+  bout_id TEXT,
+  turn_id TEXT,
+  origin TEXT,
+  cached_tokens BIGINT NOT NULL DEFAULT 0 CHECK (cached_tokens >= 0),
+  cache_write_tokens BIGINT NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0),
+  cost_micros BIGINT CHECK (cost_micros IS NULL OR cost_micros >= 0),
+  currency TEXT
 );
 CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
+CREATE INDEX usage_at ON usage(at);
 
 CREATE TABLE nonces (
   key_id TEXT NOT NULL,

@@ -189,19 +189,6 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
                 end.stop_reason ?? null,
               ],
             );
-            if (end.provider && end.usage.input_tokens + end.usage.output_tokens > 0) {
-              await client.query(
-                "INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6)",
-                [
-                  turn.fighter_id,
-                  end.provider.provider,
-                  end.provider.model,
-                  at,
-                  end.usage.input_tokens,
-                  end.usage.output_tokens,
-                ],
-              );
-            }
             if (end.reply) {
               await client.query("UPDATE idempotency SET reply = $1 WHERE turn_id = $2", [
                 cipher.seal(REPLY, JSON.stringify(end.reply)),

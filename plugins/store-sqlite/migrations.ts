@@ -253,14 +253,31 @@ DROP TABLE troop_tasks;
 DROP TABLE troops;
 `,
   },
+  {
+    version: 20,
+    name: "usage ledger per model call",
+    sql: `
+-- The usage ledger gets a row per model call: its bout, turn and origin, the prompt-cache tokens the
+-- provider reported, and its cost in micro-units of the currency (NULL: the model is unpriced, as
+-- every row written before this was). ALTER TABLE keeps the rows; usage_at serves the time ranges.
+ALTER TABLE usage ADD COLUMN bout_id TEXT;
+ALTER TABLE usage ADD COLUMN turn_id TEXT;
+ALTER TABLE usage ADD COLUMN origin TEXT;
+ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cached_tokens >= 0);
+ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0);
+ALTER TABLE usage ADD COLUMN cost_micros INTEGER CHECK (cost_micros IS NULL OR cost_micros >= 0);
+ALTER TABLE usage ADD COLUMN currency TEXT;
+CREATE INDEX usage_at ON usage(at);
+`,
+  },
 ];
 
 /** The version the baseline is equal to: migrations after it still run on a new database. */
-export const BASELINE_VERSION = 19;
+export const BASELINE_VERSION = 20;
 
 /**
  * The current schema, which a new database is made from in one step: the Ring's own records and the
- * plugins' collections (what migrations 1 to 19 leave, the tables they moved into collections never
+ * plugins' collections (what migrations 1 to 20 leave, the tables they moved into collections never
  * made). A test compares it with a database of the previous release upgraded by the migrations.
  */
 export const BASELINE = `
@@ -352,16 +369,22 @@ CREATE TABLE idempotency (
 );
 CREATE INDEX idempotency_created ON idempotency(created_at);
 
--- One row per answered message: what it cost, on which model. Read back summed per model.
+-- One row per model call (per answered message before migration 20): whose, on which model, the
+-- tokens the provider reported and the cost in micro-units of the currency (NULL: unpriced). Read
+-- back summed per model.
 CREATE TABLE usage (
   fighter_id TEXT NOT NULL REFERENCES fighters(id),
   provider TEXT NOT NULL,
   model TEXT NOT NULL,
   at TEXT NOT NULL,
   input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
-  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0)
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0), bout_id TEXT, turn_id TEXT, origin TEXT,
+  cached_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cached_tokens >= 0),
+  cache_write_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0),
+  cost_micros INTEGER CHECK (cost_micros IS NULL OR cost_micros >= 0), currency TEXT
 );
 CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
+CREATE INDEX usage_at ON usage(at);
 
 -- Request-signature nonces seen, kept until they could no longer pass the created-time check, so
 -- a replay is refused across restarts too.

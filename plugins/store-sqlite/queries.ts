@@ -112,7 +112,6 @@ export function createSqliteStore(db: Database.Database): StoreData {
     now,
     requireLiveFighter,
     bout: (id) => toBout(s.bout.get(id)),
-    recordUsage: usage.record,
   });
 
   return {

@@ -110,8 +110,22 @@ describe("store-sqlite lifecycle", () => {
       usage: { input_tokens: 3, output_tokens: 2 },
       iterations: 2,
       model: MARKER,
-      provider: { provider: "openai", model: MARKER },
       reply: { ok: true, result: { text: `Done: ${MARKER}` } },
+    });
+    await store.usage.record({
+      fighter_id: ada.id,
+      bout_id: bout.id,
+      turn_id: turn.id,
+      origin: "user",
+      provider: "openai",
+      model: MARKER,
+      at: new Date().toISOString(),
+      input_tokens: 3,
+      output_tokens: 2,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      cost_micros: 2,
+      currency: "USD",
     });
     // Plugins' collections are in the same encrypted file.
     await createMemories(pluginData(store, join(PLUGINS, "moves-memory")), storeFighters(store)).put(

@@ -68,7 +68,6 @@ describe("store-sqlite turns: all or nothing", () => {
     const end = ending({
       messages: [said("fine"), bad],
       usage: { input_tokens: 5, output_tokens: 5 },
-      provider: { provider: "openai", model: "m" },
       reply: { ok: true, result: "fine" },
     });
     expect(() => data.turns.finish(turn.id, end)).toThrow(/CHECK/);

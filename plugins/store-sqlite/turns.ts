@@ -52,7 +52,6 @@ export interface TurnDeps {
   now: () => string;
   requireLiveFighter(fighterId: string): void;
   bout(boutId: string): BoutRecord | undefined;
-  recordUsage: StoreData["usage"]["record"];
 }
 
 export function createTurns(
@@ -194,9 +193,6 @@ export function createTurns(
       model: end.model ?? null,
       stop_reason: end.stop_reason ?? null,
     });
-    if (end.provider && end.usage.input_tokens + end.usage.output_tokens > 0) {
-      deps.recordUsage(turn.fighter_id, { ...end.provider, ...end.usage }, at);
-    }
     if (end.reply) s.replyFor.run(JSON.stringify(end.reply), turnId);
     return toTurn(s.turn.get(turnId) as TurnDbRow);
   });

@@ -1,22 +1,29 @@
-/** Usage per fighter and model: one row per answered message, summed when read. */
+/** The usage ledger: one row per model call (one per answered message before migration 20), summed when read. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { UsageSummary } from "../../sdk/index.js";
+import type { UsageRecord, UsageSummary } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
+
+type UsageRow = Omit<UsageRecord, "bout_id" | "turn_id"> & { bout_id: string | null; turn_id: string | null };
 
 export function createUsage(db: Database.Database): StoreData["usage"] {
   const s = {
-    record: db.prepare<[string, string, string, string, number, number], void>(
-      "INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?)",
+    record: db.prepare<[UsageRow], void>(
+      `INSERT INTO usage (fighter_id, provider, model, at, input_tokens, output_tokens, bout_id, turn_id, origin,
+         cached_tokens, cache_write_tokens, cost_micros, currency)
+       VALUES (@fighter_id, @provider, @model, @at, @input_tokens, @output_tokens, @bout_id, @turn_id, @origin,
+         @cached_tokens, @cache_write_tokens, @cost_micros, @currency)`,
     ),
     summary: db.prepare<[string], UsageSummary>(
       `SELECT provider, model, count(*) AS requests, sum(input_tokens) AS input_tokens,
-              sum(output_tokens) AS output_tokens
+              sum(output_tokens) AS output_tokens, sum(cached_tokens) AS cached_tokens,
+              sum(cache_write_tokens) AS cache_write_tokens, sum(cost_micros) AS cost_micros,
+              count(*) - count(cost_micros) AS unpriced_requests
        FROM usage WHERE fighter_id = ? GROUP BY provider, model ORDER BY provider, model`,
     ),
   };
   return {
-    record(fighterId, entry, at) {
-      s.record.run(fighterId, entry.provider, entry.model, at, entry.input_tokens, entry.output_tokens);
+    record(entry) {
+      s.record.run({ ...entry, bout_id: entry.bout_id ?? null, turn_id: entry.turn_id ?? null });
     },
     summary: (fighterId) => s.summary.all(fighterId),
   };

@@ -23,6 +23,7 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
+  UsageRecord,
 } from "../../sdk/index.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
@@ -131,6 +132,24 @@ function ending(end: Partial<TurnEnd> = {}): TurnEnd {
     usage: { input_tokens: 0, output_tokens: 0 },
     iterations: 1,
     ...end,
+  };
+}
+
+/** One model call for the usage ledger: an openai call by a user, priced in USD, unless told otherwise. */
+function call(fighter: FighterRow, entry: Partial<UsageRecord> = {}): UsageRecord {
+  return {
+    fighter_id: fighter.id,
+    origin: "user",
+    provider: "openai",
+    model: "m",
+    at: day(1),
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost_micros: 0,
+    currency: "USD",
+    ...entry,
   };
 }
 
@@ -366,7 +385,6 @@ for (const factory of FACTORIES) {
           iterations: 2,
           model: "gpt-fake-0613",
           stop_reason: "end",
-          provider: { provider: "openai", model: "gpt-fake" },
         });
         expect(done).toMatchObject({
           id: turn.id,
@@ -385,9 +403,8 @@ for (const factory of FACTORIES) {
           { role: "user", content: "hi", seq: 1, turn_id: turn.id },
           { role: "assistant", content: "Hello!", seq: 2, turn_id: turn.id },
         ]);
-        expect(await store.usage.summary(kit.id)).toEqual([
-          { provider: "openai", model: "gpt-fake", requests: 1, input_tokens: 12, output_tokens: 4 },
-        ]);
+        // The ledger is written per model call as each returns (lib/usage-meter.ts), never by finish.
+        expect(await store.usage.summary(kit.id)).toEqual([]);
       });
 
       it.each(["failed", "cancelled"] as const)(
@@ -417,23 +434,6 @@ for (const factory of FACTORIES) {
           ]);
         },
       );
-
-      it("records usage for the fighter only when the turn spent tokens", async () => {
-        const max = await newFighter(store);
-        const provider = { provider: "ollama", model: "llama-fake" };
-        const spent = async (input_tokens: number, output_tokens: number) => {
-          const { turn } = await begin(store, max, "count me");
-          await store.turns.finish(turn.id, ending({ usage: { input_tokens, output_tokens }, provider }));
-        };
-        await spent(0, 0);
-        expect(await store.usage.summary(max.id)).toEqual([]);
-        await spent(7, 0);
-        await spent(0, 0);
-        await spent(1, 2);
-        expect(await store.usage.summary(max.id)).toEqual([
-          { ...provider, requests: 2, input_tokens: 8, output_tokens: 2 },
-        ]);
-      });
 
       it("refuses to change an ended turn (CONFLICT), and a turn it does not know", async () => {
         const ned = await newFighter(store);
@@ -652,22 +652,93 @@ for (const factory of FACTORIES) {
     });
 
     describe("usage", () => {
-      it("sums recorded usage per provider and model", async () => {
+      it("sums the recorded calls per provider and model: tokens, cache tokens, cost and unpriced calls", async () => {
         const bo = await newFighter(store);
-        const record = (provider: string, model: string, input_tokens: number, output_tokens: number) =>
-          store.usage.record(bo.id, { provider, model, input_tokens, output_tokens }, day(1));
-        await record("openai", "m1", 10, 2);
-        await record("openai", "m1", 5, 1);
-        await record("ollama", "m2", 7, 3);
+        await store.usage.record(
+          call(bo, { model: "m1", input_tokens: 10, output_tokens: 2, cost_micros: 7 }),
+        );
+        await store.usage.record(
+          call(bo, { model: "m1", input_tokens: 5, output_tokens: 1, cached_tokens: 4, cost_micros: 3 }),
+        );
+        await store.usage.record(
+          call(bo, { model: "m1", input_tokens: 1, output_tokens: 1, cost_micros: null, currency: null }),
+        );
+        await store.usage.record(
+          call(bo, {
+            provider: "ollama",
+            model: "m2",
+            input_tokens: 7,
+            output_tokens: 3,
+            cache_write_tokens: 6,
+          }),
+        );
+        await store.usage.record(
+          call(bo, {
+            provider: "x",
+            model: "free",
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_micros: null,
+            currency: null,
+          }),
+        );
         const summary = await store.usage.summary(bo.id);
-        expect(summary).toHaveLength(2);
+        expect(summary).toHaveLength(3);
         expect(summary).toEqual(
           expect.arrayContaining([
-            { provider: "openai", model: "m1", requests: 2, input_tokens: 15, output_tokens: 3 },
-            { provider: "ollama", model: "m2", requests: 1, input_tokens: 7, output_tokens: 3 },
+            {
+              provider: "openai",
+              model: "m1",
+              requests: 3,
+              input_tokens: 16,
+              output_tokens: 4,
+              cached_tokens: 4,
+              cache_write_tokens: 0,
+              cost_micros: 10,
+              unpriced_requests: 1,
+            },
+            {
+              provider: "ollama",
+              model: "m2",
+              requests: 1,
+              input_tokens: 7,
+              output_tokens: 3,
+              cached_tokens: 0,
+              cache_write_tokens: 6,
+              cost_micros: 0,
+              unpriced_requests: 0,
+            },
+            {
+              provider: "x",
+              model: "free",
+              requests: 1,
+              input_tokens: 0,
+              output_tokens: 0,
+              cached_tokens: 0,
+              cache_write_tokens: 0,
+              cost_micros: null,
+              unpriced_requests: 1,
+            },
           ]),
         );
         expect(await store.usage.summary(randomUUID())).toEqual([]);
+      });
+
+      it("keeps a call's cost whole however large: micro-units past 2^31", async () => {
+        const big = await newFighter(store);
+        await store.usage.record(call(big, { input_tokens: 3_000_000_000, cost_micros: 4_000_000_000_000 }));
+        await store.usage.record(call(big, { input_tokens: 1, cost_micros: 1 }));
+        expect(await store.usage.summary(big.id)).toMatchObject([
+          { input_tokens: 3_000_000_001, cost_micros: 4_000_000_000_001 },
+        ]);
+      });
+
+      it("refuses negative tokens and a negative cost", async () => {
+        const neg = await newFighter(store);
+        await expect(store.usage.record(call(neg, { output_tokens: -1 }))).rejects.toThrow();
+        await expect(store.usage.record(call(neg, { cached_tokens: -1 }))).rejects.toThrow();
+        await expect(store.usage.record(call(neg, { cost_micros: -5 }))).rejects.toThrow();
+        expect(await store.usage.summary(neg.id)).toEqual([]);
       });
     });
 
@@ -772,7 +843,6 @@ for (const factory of FACTORIES) {
           ending({
             messages: [answers("c1", "look", "green"), said("Green tea.")],
             usage: { input_tokens: 5, output_tokens: 2 },
-            provider: { provider: "openai", model: "m" },
             reply,
           }),
         );
@@ -782,6 +852,9 @@ for (const factory of FACTORIES) {
         });
         await first.turns.append(left.turn.id, [asks("c2", "look", { q: "coffee" })]);
         const lone = await begin(first, gus, "also interrupted");
+        await first.usage.record(
+          call(gus, { bout_id: done.bout.id, turn_id: done.turn.id, cost_micros: 1234 }),
+        );
         turns = { done: finished, left: left.turn, lone: lone.turn };
         await first.messages.compact(done.bout.id, 2, "asked about tea");
         expect(await first.nonces.claim("restart-key", "n1", 9e9, 1)).toBe(true);

@@ -13,6 +13,8 @@ import { loadConfig } from "../../kernel/host/config.js";
 import type { PluginHost } from "../../kernel/host/plugin-host.js";
 import { contextWindows } from "../../kernel/turns/compaction.js";
 import { createMessagePath } from "../../kernel/turns/message-path.js";
+import { createPriceBook } from "../../lib/pricing.js";
+import { createUsageMeter } from "../../lib/usage-meter.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
 import type { SparConfig } from "../../sdk/config.js";
@@ -259,6 +261,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     declaredMoves,
     credentialFor: () => ({ ok: true, credential: {}, names: [] }),
     contextWindow: contextWindows(new Map()),
+    meter: createUsageMeter({ prices: createPriceBook(new Map(), config.pricing), store: () => store, log }),
   });
 
   return {
