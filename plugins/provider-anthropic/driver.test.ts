@@ -222,6 +222,18 @@ describe("provider-anthropic plugin", () => {
         id: "anthropic",
         key_env: ["ANTHROPIC_API_KEY"],
         context_windows: [{ match: "^claude", tokens: 200000 }],
+        pricing: expect.arrayContaining([
+          {
+            model: "claude-sonnet-4-5",
+            input_per_mtok: 3,
+            output_per_mtok: 15,
+            cached_input_per_mtok: 0.3,
+            cache_write_per_mtok: 3.75,
+            currency: "USD",
+            as_of: "2026-11-28",
+            source: "https://platform.claude.com/docs/en/about-claude/pricing",
+          },
+        ]),
       },
     ]);
   });

@@ -8,7 +8,7 @@ import Anthropic, { AnthropicError, APIConnectionError, APIError } from "@anthro
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
 import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
 import { foldStream, IncompleteReply } from "./stream.js";
-import { fromWireContent, requestBody, stopReason } from "./wire.js";
+import { fromWireContent, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface AnthropicDriverOptions {
   /** The data dir, so the missing-key message can name the exact `.env` file. */
@@ -95,7 +95,7 @@ async function unary(api: Anthropic, request: LlmRequest): Promise<LlmResponse> 
   );
   return {
     ...fromWireContent(message.content),
-    usage: { input_tokens: message.usage.input_tokens, output_tokens: message.usage.output_tokens },
+    usage: usageOf(message.usage),
     stop_reason: stopReason(message.stop_reason),
     model: message.model,
   };

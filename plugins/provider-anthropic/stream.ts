@@ -8,7 +8,7 @@ import type {
   StopReason as WireStopReason,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { LlmResponse, ToolCall } from "../../sdk/index.js";
-import { parseToolCall, stopReason } from "./wire.js";
+import { parseToolCall, stopReason, usageOf, type WireUsage } from "./wire.js";
 
 /** A reply the SDK accepted but the driver cannot use; its message is already fit for people. */
 export class IncompleteReply extends Error {}
@@ -22,7 +22,8 @@ export async function foldStream(
   let model = requested.model;
   let stop: WireStopReason | null = null;
   let finished = false;
-  const usage = { input_tokens: 0, output_tokens: 0 };
+  // Folded as reported: message_start has every count, message_delta the running ones it repeats.
+  let usage: WireUsage = {};
   // Keyed by block index: a tool_use block's id and name come at its start, its input in pieces.
   const open = new Map<number, { id: string; name: string; json: string }>();
   const calls = new Map<number, ToolCall>();
@@ -30,8 +31,7 @@ export async function foldStream(
     switch (event.type) {
       case "message_start":
         model = event.message.model || model;
-        usage.input_tokens = event.message.usage.input_tokens;
-        usage.output_tokens = event.message.usage.output_tokens;
+        usage = { ...event.message.usage };
         break;
       case "content_block_start":
         if (event.content_block.type === "tool_use") {
@@ -55,9 +55,8 @@ export async function foldStream(
       }
       case "message_delta":
         stop = event.delta.stop_reason ?? stop;
-        // Both counts are cumulative; input_tokens is only repeated here by some API versions.
-        usage.output_tokens = event.usage.output_tokens;
-        if (event.usage.input_tokens != null) usage.input_tokens = event.usage.input_tokens;
+        // Every count is cumulative; the input ones are only repeated here by some API versions.
+        usage = { ...usage, ...definedCounts(event.usage) };
         break;
       case "message_stop":
         finished = true;
@@ -69,5 +68,10 @@ export async function foldStream(
   if (requested.signal?.aborted) throw new IncompleteReply("Request was aborted.");
   if (!finished || stop === null) throw new IncompleteReply("the stream ended before the reply was complete");
   const ordered = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
-  return { text, tool_calls: ordered, usage, stop_reason: stopReason(stop), model };
+  return { text, tool_calls: ordered, usage: usageOf(usage), stop_reason: stopReason(stop), model };
+}
+
+/** The counts a message_delta gives (null or absent: not repeated). */
+function definedCounts(counts: WireUsage): WireUsage {
+  return Object.fromEntries(Object.entries(counts).filter(([, n]) => typeof n === "number"));
 }

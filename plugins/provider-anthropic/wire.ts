@@ -21,6 +21,30 @@ import type {
   ToolDefinition,
 } from "../../sdk/index.js";
 
+/** The usage counts the Messages API reports (message_start's full set, message_delta's running ones). */
+export interface WireUsage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+}
+
+/**
+ * Anthropic's input_tokens leave out the prompt tokens read from and written to its cache
+ * (cache_read_input_tokens, cache_creation_input_tokens); Usage counts them in, as the other
+ * providers do, and names each part.
+ */
+export function usageOf(usage: WireUsage): LlmResponse["usage"] {
+  const cached = usage.cache_read_input_tokens ?? 0;
+  const written = usage.cache_creation_input_tokens ?? 0;
+  return {
+    input_tokens: (usage.input_tokens ?? 0) + cached + written,
+    output_tokens: usage.output_tokens ?? 0,
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
+    ...(written > 0 ? { cache_write_tokens: written } : {}),
+  };
+}
+
 /** Anthropic requires `max_tokens` on every request; this is the ceiling when the settings give none. */
 export const DEFAULT_MAX_TOKENS = 4096;
 

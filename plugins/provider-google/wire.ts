@@ -150,9 +150,12 @@ function toToolCall(functionCall: NonNullable<Part["functionCall"]>): ToolCall {
 
 // Thinking tokens are billed as output, and candidatesTokenCount leaves them out.
 export function usageOf(usage: GenerateContentResponseUsageMetadata | undefined): LlmResponse["usage"] {
+  // promptTokenCount counts the cached ones too (cachedContentTokenCount), as Usage does.
+  const cached = usage?.cachedContentTokenCount ?? 0;
   return {
     input_tokens: usage?.promptTokenCount ?? 0,
     output_tokens: (usage?.candidatesTokenCount ?? 0) + (usage?.thoughtsTokenCount ?? 0),
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
   };
 }
 

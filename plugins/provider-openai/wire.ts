@@ -87,8 +87,14 @@ export function parseToolCall(id: string, name: string, raw: string): ToolCall {
   return { id, name, arguments: {}, raw_arguments: raw };
 }
 
+/** prompt_tokens counts the cached ones too (prompt_tokens_details.cached_tokens), as Usage does. */
 export function usageOf(usage: ChatCompletion["usage"]): LlmResponse["usage"] {
-  return { input_tokens: usage?.prompt_tokens ?? 0, output_tokens: usage?.completion_tokens ?? 0 };
+  const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  return {
+    input_tokens: usage?.prompt_tokens ?? 0,
+    output_tokens: usage?.completion_tokens ?? 0,
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
+  };
 }
 
 export function stopReason(finish: string | null): StopReason {

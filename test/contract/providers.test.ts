@@ -28,6 +28,8 @@ interface ProviderCase {
   settings: (url: string) => ModelSettings;
   /** Whether the SDK lets the driver read a 429's retry-after header. */
   retryAfter: boolean;
+  /** Which prompt-cache counts the API reports (Ollama: none; OpenAI-style APIs: reads only). */
+  cache: "none" | "reads" | "reads and writes";
 }
 
 const CASES: ProviderCase[] = [
@@ -36,12 +38,14 @@ const CASES: ProviderCase[] = [
     start: startFakeOpenAI,
     settings: (url) => ({ provider: "openai", model: "gpt-fake", base_url: url, api_key_env: KEY_ENV }),
     retryAfter: true,
+    cache: "reads",
   },
   {
     id: "openai_compatible",
     start: startFakeOpenAI,
     settings: (url) => ({ provider: "openai_compatible", model: "local-fake", base_url: url }),
     retryAfter: true,
+    cache: "reads",
   },
   {
     id: "openrouter",
@@ -53,24 +57,28 @@ const CASES: ProviderCase[] = [
       api_key_env: KEY_ENV,
     }),
     retryAfter: true,
+    cache: "reads",
   },
   {
     id: "anthropic",
     start: startFakeAnthropic,
     settings: (url) => ({ provider: "anthropic", model: "claude-fake", base_url: url, api_key_env: KEY_ENV }),
     retryAfter: true,
+    cache: "reads and writes",
   },
   {
     id: "google",
     start: startFakeGemini,
     settings: (url) => ({ provider: "google", model: "gemini-fake", base_url: url, api_key_env: KEY_ENV }),
     retryAfter: true,
+    cache: "reads",
   },
   {
     id: "ollama",
     start: startFakeOllama,
     settings: (url) => ({ provider: "ollama", model: "llama-fake", base_url: url }),
     retryAfter: true,
+    cache: "none",
   },
 ];
 
@@ -136,6 +144,21 @@ describe.each(CASES)("provider $id", (c) => {
     expect(call?.system).toContain("You are a contract test.");
     expect(call?.last_user_text).toBe("hello there");
     expect(call?.tools).toEqual(["lookup"]);
+  });
+
+  it("reports the prompt tokens read from and written to the provider's cache, within the input", async () => {
+    fake.reset();
+    const usage = { prompt_tokens: 100, completion_tokens: 5, cached_tokens: 60, cache_write_tokens: 30 };
+    fake.enqueue({ text: "cached", usage }, { text: "streamed", usage });
+    const unary = await callProvider(driver, ask(), policy);
+    const streamed = await callProvider(driver, ask({ onDelta: () => undefined }), policy);
+    const reported = {
+      none: { input_tokens: 100, output_tokens: 5 },
+      reads: { input_tokens: 100, output_tokens: 5, cached_tokens: 60 },
+      "reads and writes": { input_tokens: 100, output_tokens: 5, cached_tokens: 60, cache_write_tokens: 30 },
+    }[c.cache];
+    expect(unary.usage).toEqual(reported);
+    expect(streamed.usage).toEqual(reported);
   });
 
   it("streams a reply in several deltas", async () => {

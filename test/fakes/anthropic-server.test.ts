@@ -43,7 +43,12 @@ describe("fake Anthropic server", () => {
     expect(res).toMatchObject({ type: "message", role: "assistant", model: "claude-test" });
     expect(res.content).toEqual([{ type: "text", text: "Hello there" }]);
     expect(res.stop_reason).toBe("end_turn");
-    expect(res.usage).toEqual({ input_tokens: 11, output_tokens: 7 });
+    expect(res.usage).toEqual({
+      input_tokens: 11,
+      output_tokens: 7,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
     expect(fake.calls()).toEqual([
       {
         model: "claude-test",

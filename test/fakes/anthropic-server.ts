@@ -220,8 +220,13 @@ function buildMessage(body: MessagesRequestBody, reply: ScriptedReply) {
     input: call.arguments,
     json: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
   }));
+  // As the real API counts: input_tokens leaves out the tokens read from and written to the cache.
+  const cached = reply.usage?.cached_tokens ?? 0;
+  const written = reply.usage?.cache_write_tokens ?? 0;
   const usage = {
-    input_tokens: reply.usage?.prompt_tokens ?? estimateTokens(promptText(body)),
+    input_tokens: (reply.usage?.prompt_tokens ?? estimateTokens(promptText(body))) - cached - written,
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: cached,
     output_tokens: reply.usage?.completion_tokens ?? estimateTokens(text + uses.map((u) => u.json).join("")),
   };
   const message = {
@@ -244,7 +249,10 @@ type StreamEvent = { type: string } & Record<string, unknown>;
 
 /** The event sequence the real API sends for one message, ping included (the SDK must skip it). */
 function streamEvents(
-  message: { stop_reason: string; usage: { input_tokens: number; output_tokens: number } },
+  message: {
+    stop_reason: string;
+    usage: { input_tokens: number; output_tokens: number } & Record<string, number>;
+  },
   text: string,
   uses: ToolUse[],
 ): StreamEvent[] {

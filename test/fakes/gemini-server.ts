@@ -193,6 +193,8 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
       promptTokenCount: tokens.prompt_tokens,
       candidatesTokenCount: tokens.completion_tokens,
       totalTokenCount: tokens.prompt_tokens + tokens.completion_tokens,
+      // As the real API reports: promptTokenCount counts the cached ones, named only when there are some.
+      ...(tokens.cached_tokens ? { cachedContentTokenCount: tokens.cached_tokens } : {}),
     };
     const modelVersion = reply.model ?? model;
     const responseId = randomBytes(8).toString("base64url");

@@ -50,7 +50,12 @@ describe("fake OpenAI server", () => {
     expect(res.choices[0]?.message).toMatchObject({ role: "assistant", content: "Hello there" });
     expect(res.choices[0]?.message.tool_calls).toBeUndefined();
     expect(res.choices[0]?.finish_reason).toBe("stop");
-    expect(res.usage).toEqual({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 });
+    expect(res.usage).toEqual({
+      prompt_tokens: 11,
+      completion_tokens: 7,
+      total_tokens: 18,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    });
   });
 
   it("answers queued replies in FIFO order and honours a model override", async () => {
@@ -73,7 +78,12 @@ describe("fake OpenAI server", () => {
     });
     expect(res.choices[0]?.message.content).toBe("echo: ping");
     // 14 + 4 prompt chars -> ceil(18 / 4); "echo: ping" is 10 chars -> ceil(10 / 4).
-    expect(res.usage).toEqual({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 });
+    expect(res.usage).toEqual({
+      prompt_tokens: 5,
+      completion_tokens: 3,
+      total_tokens: 8,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    });
   });
 
   it("setDefault replaces the default reply and reset restores it", async () => {
@@ -109,7 +119,12 @@ describe("fake OpenAI server", () => {
     expect(finishes).toEqual(["stop"]);
     const last = chunks.at(-1);
     expect(last?.choices).toEqual([]);
-    expect(last?.usage).toEqual({ prompt_tokens: 1, completion_tokens: 7, total_tokens: 8 });
+    expect(last?.usage).toEqual({
+      prompt_tokens: 1,
+      completion_tokens: 7,
+      total_tokens: 8,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    });
   });
 
   it("returns a non-streamed tool call whose arguments parse back to the object", async () => {

@@ -160,7 +160,13 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       prompt_tokens: Math.ceil(promptChars / 4),
       completion_tokens: Math.max(1, Math.ceil(text.length / 4)),
     };
-    const usage = { ...tokens, total_tokens: tokens.prompt_tokens + tokens.completion_tokens };
+    // As the real API reports: prompt_tokens counts the cached ones, named in prompt_tokens_details.
+    const usage = {
+      prompt_tokens: tokens.prompt_tokens,
+      completion_tokens: tokens.completion_tokens,
+      total_tokens: tokens.prompt_tokens + tokens.completion_tokens,
+      prompt_tokens_details: { cached_tokens: tokens.cached_tokens ?? 0, audio_tokens: 0 },
+    };
 
     if (body.stream !== true) {
       const message = {

@@ -10,7 +10,16 @@ export interface ScriptedToolCall {
 export interface ScriptedReply {
   text?: string;
   tool_calls?: ScriptedToolCall[];
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * Counted as OpenAI counts them: prompt_tokens includes the cached (read from the prompt cache)
+   * and cache-write ones. Each fake reports them as its real API does.
+   */
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+  };
   /** Answer with this HTTP error status (and the protocol's error body) instead. */
   status?: number;
   error_message?: string;

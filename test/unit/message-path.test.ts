@@ -157,7 +157,17 @@ describe("durable steps", () => {
       }),
     ]);
     expect(await store.usage.summary(alice.id)).toEqual([
-      { provider: "scripted", model: "scripted-1", requests: 1, input_tokens: 7, output_tokens: 3 },
+      {
+        provider: "scripted",
+        model: "scripted-1",
+        requests: 1,
+        input_tokens: 7,
+        output_tokens: 3,
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cost_micros: null,
+        unpriced_requests: 1,
+      },
     ]);
     expect(published).toContainEqual(
       expect.objectContaining({
