@@ -118,6 +118,11 @@ export const COMMANDS: CommandSpec[] = [
       },
       { name: "list", args: "", summary: "Every fighter, its state and model" },
       {
+        name: "usage",
+        args: "<name|id>",
+        summary: "What a fighter spent per model: calls, tokens (cached ones too) and cost, or unpriced",
+      },
+      {
         name: "kill",
         args: "<name|id>",
         summary: "Stop a fighter and remove it (warns when a troop loses it: spar troop edit mends that)",

@@ -8,6 +8,8 @@
 import type { PricingOverride, SparConfig } from "../sdk/config.js";
 import { SparError } from "../sdk/errors.js";
 import { MAX_PRICE_PER_MTOK } from "../sdk/schemas.js";
+import type { FighterUsage } from "../sdk/services.js";
+import type { UsageSummary } from "../sdk/store-types.js";
 import type { ModelPrice, ModelSettings, ProviderDeclaration, Usage } from "../sdk/types.js";
 import { isLoopbackHost } from "./loopback.js";
 
@@ -111,6 +113,27 @@ export function formatCost(micros: number | null | undefined, currency = "USD"):
   if (micros === null || micros === undefined) return "unpriced";
   const amount = (micros / 1_000_000).toFixed(6);
   return currency === "USD" ? `$${amount}` : `${amount} ${currency}`;
+}
+
+/** A fighter's usage as GET /api/v1/fighters/:id/usage answers it: per model, summed, and its cost. */
+export function fighterUsage(fighter: string, usage: UsageSummary[]): FighterUsage {
+  const sum = (k: "requests" | "input_tokens" | "output_tokens" | "unpriced_requests") =>
+    usage.reduce((n, u) => n + u[k], 0);
+  const priced = usage.filter((u) => u.cost_micros !== null);
+  return {
+    fighter,
+    usage,
+    totals: {
+      requests: sum("requests"),
+      input_tokens: sum("input_tokens"),
+      output_tokens: sum("output_tokens"),
+    },
+    cost: {
+      cost_micros: priced.length > 0 ? priced.reduce((n, u) => n + (u.cost_micros ?? 0), 0) : null,
+      currency: "USD",
+      unpriced_requests: sum("unpriced_requests"),
+    },
+  };
 }
 
 function keyOf(provider: string, model: string): string {

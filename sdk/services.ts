@@ -91,6 +91,8 @@ export interface FighterUsage {
   fighter: string;
   usage: UsageSummary[];
   totals: { requests: number; input_tokens: number; output_tokens: number };
+  /** What the priced calls cost in micro-units of `currency` (null: none was priced), and how many were not. */
+  cost: { cost_micros: number | null; currency: "USD"; unpriced_requests: number };
 }
 
 export interface MoveListing extends MoveDeclaration {

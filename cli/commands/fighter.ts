@@ -1,9 +1,10 @@
 import { SparError } from "../../sdk/errors.js";
+import type { FighterUsage } from "../../sdk/services.js";
 import type { FighterRecord } from "../../sdk/types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
-/** `spar fighter spawn|list|kill`; the parser has checked that spawn has a kind and kill a target. */
+/** `spar fighter spawn|list|usage|kill`; the parser has checked that spawn has a kind, usage and kill a target. */
 export async function fighter(
   action: string,
   target: string | undefined,
@@ -27,11 +28,45 @@ export async function fighter(
       process.stdout.write(`${table([["NAME", "STATUS", "MODEL", "ID"], ...rows])}\n`);
       return;
     }
+    case "usage":
+      return usage(target ?? "", options);
     case "kill":
       return kill(target ?? "", options);
     default:
       throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for fighter`);
   }
+}
+
+/** A fighter's usage per model, with its cost ("unpriced" for a model without a price) and the total. */
+async function usage(target: string, options: GlobalOptions): Promise<void> {
+  const { formatCost } = await import("../../lib/pricing.js");
+  const spent = await api<FighterUsage>("GET", `/api/v1/fighters/${encodeURIComponent(target)}/usage`);
+  if (options.json) return printJson(spent);
+  const cost = (micros: number | null, unpriced: number, requests: number) =>
+    micros === null
+      ? "unpriced"
+      : `${formatCost(micros)}${unpriced > 0 ? ` (+${unpriced} of ${requests} unpriced)` : ""}`;
+  const rows = spent.usage.map((u) => [
+    `${u.provider}/${u.model}`,
+    String(u.requests),
+    String(u.input_tokens),
+    String(u.cached_tokens),
+    String(u.cache_write_tokens),
+    String(u.output_tokens),
+    cost(u.cost_micros, u.unpriced_requests, u.requests),
+  ]);
+  const { totals } = spent;
+  rows.push([
+    "TOTAL",
+    String(totals.requests),
+    String(totals.input_tokens),
+    String(spent.usage.reduce((n, u) => n + u.cached_tokens, 0)),
+    String(spent.usage.reduce((n, u) => n + u.cache_write_tokens, 0)),
+    String(totals.output_tokens),
+    cost(spent.cost.cost_micros, spent.cost.unpriced_requests, totals.requests),
+  ]);
+  const head = ["MODEL", "CALLS", "INPUT", "CACHED", "CACHE WRITE", "OUTPUT", "COST"];
+  process.stdout.write(`${table([head, ...rows])}\n`);
 }
 
 /**

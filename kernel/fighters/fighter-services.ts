@@ -1,3 +1,4 @@
+import { fighterUsage } from "../../lib/pricing.js";
 import type { RingServices } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
 import type { MessagePath } from "../turns/message-path.js";
@@ -26,17 +27,7 @@ export function fighterServices(
     cancel: path.cancel,
     usage: async (idOrName) => {
       const row = await fighterRow(idOrName);
-      const usage = await requireStore().usage.summary(row.id);
-      const sum = (k: "requests" | "input_tokens" | "output_tokens") => usage.reduce((n, u) => n + u[k], 0);
-      return {
-        fighter: row.name,
-        usage,
-        totals: {
-          requests: sum("requests"),
-          input_tokens: sum("input_tokens"),
-          output_tokens: sum("output_tokens"),
-        },
-      };
+      return fighterUsage(row.name, await requireStore().usage.summary(row.id));
     },
     bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
   };

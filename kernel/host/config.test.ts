@@ -56,6 +56,47 @@ describe("config", () => {
     expect(() => loadConfig(homeWith('api_listen = "nowhere"\n'), {})).toThrow(/api_listen/);
   });
 
+  it("takes [[pricing]] entries, and refuses a negative or absurd price naming the key", () => {
+    const entry = (rates: string) => `[[pricing]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n${rates}\n`;
+    expect(loadConfig(homeWith(""), {}).pricing).toEqual([]);
+    expect(
+      loadConfig(
+        homeWith(entry("input_per_mtok = 0.15\noutput_per_mtok = 0.6\ncached_input_per_mtok = 0.075")),
+        {},
+      ).pricing,
+    ).toEqual([
+      {
+        provider: "openai",
+        model: "gpt-4o-mini",
+        input_per_mtok: 0.15,
+        output_per_mtok: 0.6,
+        cached_input_per_mtok: 0.075,
+      },
+    ]);
+    const refusal = (rates: string) => {
+      try {
+        loadConfig(homeWith(entry(rates)), {});
+      } catch (err) {
+        return err;
+      }
+      throw new Error("accepted");
+    };
+    expect(refusal("input_per_mtok = -1\noutput_per_mtok = 1")).toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringContaining('"pricing.0.input_per_mtok" must be >= 0'),
+    });
+    expect(refusal("input_per_mtok = 1\noutput_per_mtok = 5000")).toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringContaining('"pricing.0.output_per_mtok" must be <= 1000'),
+    });
+    expect(refusal("input_per_mtok = 1")).toMatchObject({
+      message: expect.stringContaining('missing required key "pricing.0.output_per_mtok"'),
+    });
+    expect(refusal('input_per_mtok = 1\noutput_per_mtok = 1\ncurrency = "EUR"')).toMatchObject({
+      message: expect.stringContaining('unknown key "pricing.0.currency"'),
+    });
+  });
+
   it("lets SPAR_API_LISTEN override the file", () => {
     const config = loadConfig(homeWith('api_listen = "127.0.0.1:7000"\n'), {
       SPAR_API_LISTEN: "127.0.0.1:7001",
