@@ -1,0 +1,218 @@
+/**
+ * A price for every call, end to end (issue 31 part 1): the real daemon, fighters on fake OpenAI and
+ * Anthropic servers that report usage and prompt-cache tokens as the real APIs do, and a scripted
+ * conversation. Every model call lands in the usage ledger with its fighter, bout, turn, origin,
+ * tokens and cost (shipped prices, a `[[pricing]]` override, and an unpriced model), and
+ * GET /api/v1/fighters/:id/usage and `spar fighter usage` show it.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FighterMessageResult } from "../../sdk/index.js";
+import type { FighterUsage } from "../../sdk/services.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-server.js";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
+import { queryRows } from "../helpers/db.js";
+
+/** Micro-dollars of a call: tokens × USD per million tokens, fresh input = input − cached − written. */
+function micros(
+  rates: { input: number; output: number; cached: number; write: number },
+  usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+  },
+): number {
+  const cached = usage.cached_tokens ?? 0;
+  const written = usage.cache_write_tokens ?? 0;
+  return Math.round(
+    (usage.prompt_tokens - cached - written) * rates.input +
+      cached * rates.cached +
+      written * rates.write +
+      usage.completion_tokens * rates.output,
+  );
+}
+
+// The shipped prices (plugins/provider-*/plugin.json) and the override in this test's config.toml.
+const GPT_4O_MINI = { input: 0.15, output: 0.6, cached: 0.075, write: 0.15 };
+const SONNET_4_5 = { input: 3, output: 15, cached: 0.3, write: 3.75 };
+const OVERRIDE = { input: 1.5, output: 2, cached: 1.5, write: 1.5 };
+
+describe("pricing end to end", () => {
+  let openai: FakeOpenAI;
+  let anthropic: FakeAnthropic;
+  let home: string;
+  let daemon: TestDaemon;
+
+  beforeAll(async () => {
+    [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
+    home = tempHome();
+    const port = await freePort();
+    writeFileSync(
+      join(home, "config.toml"),
+      `api_listen = "127.0.0.1:${port}"\n\n[default_model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n` +
+        `base_url = "${openai.url}"\napi_key_env = "OPENAI_API_KEY"\n\n` +
+        `[[providers.endpoints]]\nprovider = "openai"\nbase_url = "${openai.url}"\n\n` +
+        `[[providers.endpoints]]\nprovider = "anthropic"\nbase_url = "${anthropic.url}"\n\n` +
+        `[[pricing]]\nprovider = "openai"\nmodel = "house-model"\ninput_per_mtok = ${OVERRIDE.input}\noutput_per_mtok = ${OVERRIDE.output}\n`,
+    );
+    daemon = await startDaemon(home, port, { ANTHROPIC_API_KEY: "sk-ant-e2e" });
+    const spawn = (name: string, model: object) =>
+      daemon.request("POST", "/api/v1/fighters", {
+        manifest: { name, description: name, system_prompt: `You are ${name}.`, model },
+      });
+    for (const [name, model] of [
+      ["mini", { provider: "openai", model: "gpt-4o-mini", base_url: openai.url }],
+      ["sonnet", { provider: "anthropic", model: "claude-sonnet-4-5", base_url: anthropic.url }],
+      ["house", { provider: "openai", model: "house-model", base_url: openai.url }],
+      ["mystery", { provider: "openai", model: "gpt-mystery", base_url: openai.url }],
+    ] as const) {
+      expect((await spawn(name, model)).status).toBe(201);
+    }
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await Promise.all([openai?.close(), anthropic?.close()]);
+    removeHome(home);
+  });
+
+  const send = (fighter: string, message: string) =>
+    daemon.request<FighterMessageResult>("POST", `/api/v1/fighters/${fighter}/message`, { message });
+  const usageOf = async (fighter: string) =>
+    (await daemon.request<FighterUsage>("GET", `/api/v1/fighters/${fighter}/usage`)).body;
+
+  const miniCalls = [
+    { prompt_tokens: 1200, completion_tokens: 40, cached_tokens: 1024 },
+    { prompt_tokens: 1300, completion_tokens: 21, cached_tokens: 1152 },
+  ];
+  const sonnetCall = {
+    prompt_tokens: 5000,
+    completion_tokens: 100,
+    cached_tokens: 3000,
+    cache_write_tokens: 1500,
+  };
+  const houseCall = { prompt_tokens: 1000, completion_tokens: 500 };
+  const mysteryCall = { prompt_tokens: 70, completion_tokens: 7 };
+
+  it("records each call of a tool round trip with its cached tokens, priced from the shipped table", async () => {
+    openai.enqueue(
+      { tool_calls: [{ name: "memory_store", arguments: { key: "k", value: "v" } }], usage: miniCalls[0] },
+      { text: "stored", usage: miniCalls[1] },
+    );
+    const reply = await send("mini", "remember k");
+    expect(reply.status).toBe(200);
+    expect(reply.body.iterations).toBe(2);
+    expect(reply.body.usage).toEqual({ input_tokens: 2500, output_tokens: 61 });
+
+    const expected = miniCalls.map((u) => micros(GPT_4O_MINI, u));
+    expect(expected).toEqual([127, 121]);
+    const { usage, cost } = await usageOf("mini");
+    expect(usage).toEqual([
+      {
+        provider: "openai",
+        model: "gpt-4o-mini",
+        requests: 2,
+        input_tokens: 2500,
+        output_tokens: 61,
+        cached_tokens: 2176,
+        cache_write_tokens: 0,
+        cost_micros: 248,
+        unpriced_requests: 0,
+      },
+    ]);
+    expect(cost).toEqual({ cost_micros: 248, currency: "USD", unpriced_requests: 0 });
+
+    // One ledger row per call, each with the fighter, bout, turn and origin of the turn it belongs to.
+    const rows = (await queryRows(
+      home,
+      `SELECT u.bout_id, u.turn_id, u.origin, u.input_tokens, u.cached_tokens, u.output_tokens,
+              u.cost_micros, u.currency
+       FROM usage u JOIN fighters f ON f.id = u.fighter_id WHERE f.name = 'mini' ORDER BY u.rowid`,
+    )) as Record<string, unknown>[];
+    expect(rows).toEqual(
+      miniCalls.map((u, i) => ({
+        bout_id: reply.body.bout_id,
+        turn_id: reply.body.turn_id,
+        origin: "user",
+        input_tokens: u.prompt_tokens,
+        cached_tokens: u.cached_tokens,
+        output_tokens: u.completion_tokens,
+        cost_micros: expected[i],
+        currency: "USD",
+      })),
+    );
+  });
+
+  it("counts Anthropic's cache reads and writes within the input and prices each at its rate", async () => {
+    anthropic.enqueue({ text: "cached answer", usage: sonnetCall });
+    const reply = await send("sonnet", "a question with a long stable prefix");
+    expect(reply.status).toBe(200);
+    expect(reply.body.usage).toEqual({ input_tokens: 5000, output_tokens: 100 });
+    expect(micros(SONNET_4_5, sonnetCall)).toBe(9525);
+    expect((await usageOf("sonnet")).usage).toEqual([
+      {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        requests: 1,
+        input_tokens: 5000,
+        output_tokens: 100,
+        cached_tokens: 3000,
+        cache_write_tokens: 1500,
+        cost_micros: 9525,
+        unpriced_requests: 0,
+      },
+    ]);
+  });
+
+  it("prices a model by [[pricing]], and records an unknown one as unpriced", async () => {
+    openai.enqueue({ text: "house", usage: houseCall }, { text: "mystery", usage: mysteryCall });
+    expect((await send("house", "hello")).status).toBe(200);
+    expect((await send("mystery", "hello")).status).toBe(200);
+    expect(micros(OVERRIDE, houseCall)).toBe(2500);
+    expect((await usageOf("house")).cost).toEqual({
+      cost_micros: 2500,
+      currency: "USD",
+      unpriced_requests: 0,
+    });
+    const mystery = await usageOf("mystery");
+    expect(mystery.usage).toEqual([
+      expect.objectContaining({
+        model: "gpt-mystery",
+        input_tokens: 70,
+        cost_micros: null,
+        unpriced_requests: 1,
+      }),
+    ]);
+    expect(mystery.cost).toEqual({ cost_micros: null, currency: "USD", unpriced_requests: 1 });
+  });
+
+  it("shows it with spar fighter usage: cost per model, and unpriced", async () => {
+    const sonnet = await daemon.cli(["fighter", "usage", "sonnet"]);
+    expect(sonnet.code).toBe(0);
+    expect(sonnet.stdout).toMatch(
+      /anthropic\/claude-sonnet-4-5\s+1\s+5000\s+3000\s+1500\s+100\s+\$0\.009525/,
+    );
+    expect(sonnet.stdout).toMatch(/TOTAL\s+1\s+5000\s+3000\s+1500\s+100\s+\$0\.009525/);
+    const mystery = await daemon.cli(["fighter", "usage", "mystery"]);
+    expect(mystery.stdout).toMatch(/openai\/gpt-mystery\s+1\s+70\s+0\s+0\s+7\s+unpriced/);
+    const json = await daemon.cli(["fighter", "usage", "mini", "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ fighter: "mini", cost: { cost_micros: 248 } });
+  });
+
+  it("refuses to start with a negative price, naming the key", async () => {
+    const bad = tempHome();
+    try {
+      const port = await freePort();
+      writeFileSync(
+        join(bad, "config.toml"),
+        `api_listen = "127.0.0.1:${port}"\n\n[[pricing]]\nprovider = "openai"\nmodel = "m"\ninput_per_mtok = -1\noutput_per_mtok = 1\n`,
+      );
+      await expect(startDaemon(bad, port)).rejects.toThrow(/"pricing\.0\.input_per_mtok" must be >= 0/);
+    } finally {
+      removeHome(bad);
+    }
+  });
+});
