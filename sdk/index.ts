@@ -81,6 +81,7 @@ export type {
   MessageSender,
   RingServices,
 } from "./services.js";
+export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";
 export { contextTokens, estimateTokens, messageTokens, promptTokens } from "./tokens.js";
 export type * from "./types.js";
