@@ -135,6 +135,12 @@ export interface MoveCallInfo {
    * stops waiting when it fires. The move's own timeout starts after `beforeCall`.
    */
   signal: AbortSignal;
+  /**
+   * The call was asked for before its turn stopped while waiting for an approval, and the turn has
+   * been taken up again (after a restart, or on another node): a policy finds its earlier answer,
+   * and never lets a call through twice.
+   */
+  resumed?: boolean;
 }
 
 export interface MoveOutcome {

@@ -136,6 +136,23 @@ export interface RingServices {
     ): Promise<FighterMessageResult>;
     /** Cancels the fighter's running turn; CONFLICT when none runs. */
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
+    /**
+     * A call of the running turn `turnId` waits for an operator's answer while `wait` runs: the turn
+     * is `awaiting_approval` (its taint so far recorded) and so is its fighter's status. Should the
+     * daemon stop meanwhile, the turn stays so, and is taken up at the next start (`resume`).
+     *
+     * @example
+     * const answer = await ring.fighters.awaitApproval(info.turn_id, info.taint, () => answered(request));
+     */
+    awaitApproval<T>(turnId: string, taint: readonly TaintSource[], wait: () => Promise<T>): Promise<T>;
+    /** The turns left `awaiting_approval` (by a stopped daemon, or a node that died), oldest first. */
+    awaiting(): Promise<TurnRecord[]>;
+    /**
+     * Takes up a turn left `awaiting_approval`, in its fighter's queue and under its lease: its
+     * unanswered calls go through `move.beforeCall` again (marked `resumed`), no model call is
+     * repeated, and the turn goes on to its end. CONFLICT when it no longer waits (another node took it up).
+     */
+    resume(turnId: string): Promise<FighterMessageResult>;
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
     usage(idOrName: string): Promise<FighterUsage>;
