@@ -8,6 +8,7 @@ import { definePlugin } from "../../sdk/index.js";
 import { createGate } from "./gate.js";
 import type { ApprovalSettings } from "./policy.js";
 import { createRecords } from "./records.js";
+import { createResumer } from "./resume.js";
 import { addApprovalRoutes } from "./routes.js";
 
 declare module "../../sdk/index.js" {
@@ -31,10 +32,22 @@ declare module "../../sdk/index.js" {
 
 export default definePlugin<{ approvals: ApprovalSettings }>({
   id: "policy-approvals",
-  apply({ hooks, data, events, log }, sections) {
+  apply({ hooks, data, events, log, ring }, sections) {
     const settings = sections.approvals;
     const records = createRecords(data);
-    const gate = createGate({ settings, records, events, log });
+    const gate = createGate({ settings, records, events, log, ring });
+    const resumer = createResumer({ ring, records, events, log });
+    // Early, before the Arena listens: a turn left waiting is back in its fighter's queue first.
+    hooks.daemon.ready.tap(() => resumer.start(), { phase: "early" });
+    events.subscribe((event) => {
+      if (event.kind !== "approval.answered") return;
+      void records
+        .read(event.request_id)
+        .then((request) => request && resumer.answered(request.turn_id))
+        .catch((err: unknown) =>
+          log.warn("approvals: could not read an answered request", { error: String(err) }),
+        );
+    });
     // Last: a call the kernel, a gorilla or any other plugin refuses is never asked about.
     hooks.move.beforeCall.tap((info) => gate.beforeCall(info), { phase: "last" });
     hooks.move.afterCall.tap((outcome, info) => gate.afterCall(outcome, info));
