@@ -494,6 +494,14 @@ describe("approvals end to end", () => {
     expect(fake.calls()).toHaveLength(3);
     expect(fake.calls().every((c) => c.system.startsWith("You code."))).toBe(true);
     expect(seen.map((r) => r.move)).toEqual(["shell_exec", "channel_notify", "fighter_message"]);
+    // The taint is on the turn's record too, as the bout's turns list it.
+    const turns = await daemon.request<{ turns: { id: string; taint?: unknown[] }[] }>(
+      "GET",
+      `/api/v1/bouts/${done.body.bout_id}/turns`,
+    );
+    expect(turns.body.turns.find((t) => t.id === done.body.turn_id)?.taint).toEqual([
+      { kind: "web", detail: "https://evil.example/planted", move: "planted_read" },
+    ]);
   });
 
   it("refuses at once in a gorilla's cycle, recording the run failed with what it needed", async () => {
