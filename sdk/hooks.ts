@@ -10,7 +10,7 @@ import type {
 } from "tapable";
 import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
-import type { MessageSender } from "./services.js";
+import type { ApprovalNotice, MessageSender } from "./services.js";
 import type { Store } from "./store-types.js";
 import type {
   Capability,
@@ -141,6 +141,8 @@ export interface MoveCallInfo {
    * and never lets a call through twice.
    */
   resumed?: boolean;
+  /** Tells the turn's caller that the call waits for an answer (its stream shows it), when it listens. */
+  onApproval?: (approval: ApprovalNotice) => void;
 }
 
 export interface MoveOutcome {

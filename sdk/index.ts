@@ -74,6 +74,7 @@ export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type {
+  ApprovalNotice,
   AuthorizedKey,
   FighterMessageResult,
   KeyScope,

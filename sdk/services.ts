@@ -16,6 +16,15 @@ import type {
   Usage,
 } from "./types.js";
 
+/** A call of the caller's own turn waits for an answer: the request, and the call in a line. */
+export interface ApprovalNotice {
+  id: string;
+  move: string;
+  /** The call's main argument (the command line, the path, the chat …). */
+  subject: string;
+  expires_at: string;
+}
+
 /** The answer to one message: DESIGN §4 step 7. */
 export interface FighterMessageResult {
   bout_id: string;
@@ -53,6 +62,8 @@ export interface MessageOptions {
   bout?: "new";
   /** Called with each streamed text delta as the model produces it. */
   onDelta?: (text: string) => void;
+  /** Called when a call of this turn waits for an operator's answer (the streaming endpoint's `approval` event). */
+  onApproval?: (approval: ApprovalNotice) => void;
   /** Tags the `message.delta` events so a WebSocket client can match them to its request. */
   request_id?: string;
   /** The caller's cancellation: aborting it cancels the turn, or keeps a queued one from ever starting. */

@@ -1,7 +1,7 @@
 import { cancelledError } from "../../sdk/cancel.js";
 import { canonicalJson } from "../../sdk/canonical.js";
 import type { EventBus } from "../../sdk/events.js";
-import type { MoveOutcome, RingHooks } from "../../sdk/hooks.js";
+import type { MoveCallInfo, MoveOutcome, RingHooks } from "../../sdk/hooks.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
 import { contextTokens, messageTokens } from "../../sdk/tokens.js";
 import type {
@@ -49,6 +49,7 @@ export interface TurnInput {
   /** The fighter's workspace folder, created on first use. */
   workspace: () => string;
   onDelta?: (text: string) => void;
+  onApproval?: MoveCallInfo["onApproval"];
   request_id?: string;
   /** A turn taken up again after waiting for an approval: its steps so far and the calls still to run. */
   resumed?: { steps: ChatMessage[]; pending: ToolCall[] };

@@ -63,6 +63,7 @@ async function attemptMove(
     taint: [...input.taint],
     signal: input.signal,
     ...(resumed ? { resumed } : {}),
+    ...(input.onApproval ? { onApproval: input.onApproval } : {}),
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
   const outcome = await deps.hooks.move.afterCall.promise(

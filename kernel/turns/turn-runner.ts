@@ -116,6 +116,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           callers,
           workspace: () => workspaceOf(deps.home, live.row.name),
           onDelta: options.onDelta,
+          onApproval: options.onApproval,
           request_id: options.request_id,
           ...(resumed ? { resumed } : {}),
         },

@@ -127,6 +127,8 @@ export function createGate(deps: GateDeps) {
       tainted: info.taint.length > 0,
     });
     log.info("approvals: waiting for an answer", { request: request.id, fighter: info.fighter.name, move });
+    // The turn's own caller (a streaming message) is told what waits: it asked for this call.
+    info.onApproval?.({ id: request.id, move, subject: request.subject, expires_at: request.expires_at });
     return waitIn(request, info, call);
   }
 
