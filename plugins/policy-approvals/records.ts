@@ -6,7 +6,7 @@
  *
  * A request holds everything a turn needs to go on from it (the fighter, bout, turn and call, the
  * move and its arguments, the folder and the bound files' hashes): a turn interrupted while it
- * waited can be resumed from it (issue 30, part C); this part only waits in the running turn.
+ * waited is taken up again from it (resume.ts; `forCall` finds it, `released` lets it through once).
  */
 import { randomUUID } from "node:crypto";
 import {
