@@ -274,22 +274,6 @@ describe("approvals end to end", () => {
     ws.close();
   });
 
-  it("tells spar chat that a call waits, on stderr with the commands that answer it (the stream's approval event)", async () => {
-    fake.reset();
-    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
-    const before = ran();
-    const chat = daemon.cli(["chat", "count in a chat", "--fighter", "coder"]);
-    const request = await waitForPending("shell_exec");
-    await cli(["approvals", "approve", request.id]);
-    const result = await chat;
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain(
-      `[waiting for approval: shell_exec /bin/sh -c echo ran >> ran.txt (until ${request.expires_at}); answer with: spar approvals approve ${request.id}  |  spar approvals deny ${request.id}]`,
-    );
-    expect(result.stdout).toMatch(/^done: /);
-    expect(ran()).toBe(before + 1);
-  });
-
   it("says in spar doctor that risky calls wait for an answer", async () => {
     const doctor = await daemon.cli(["doctor", "--json"]);
     expect(JSON.parse(doctor.stdout).checks).toContainEqual({
@@ -519,6 +503,22 @@ describe("approvals end to end", () => {
     expect(turns.body.turns.find((t) => t.id === done.body.turn_id)?.taint).toEqual([
       { kind: "web", detail: "https://evil.example/planted", move: "planted_read" },
     ]);
+  });
+
+  it("tells spar chat that a call waits, on stderr with the commands that answer it (the stream's approval event)", async () => {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
+    const before = ran();
+    const chat = daemon.cli(["chat", "count in a chat", "--fighter", "coder"]);
+    const request = await waitForPending("shell_exec");
+    await cli(["approvals", "approve", request.id]);
+    const result = await chat;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      `[waiting for approval: shell_exec /bin/sh -c echo ran >> ran.txt (until ${request.expires_at}); answer with: spar approvals approve ${request.id}  |  spar approvals deny ${request.id}]`,
+    );
+    expect(result.stdout).toMatch(/^done: /);
+    expect(ran()).toBe(before + 1);
   });
 
   it("refuses at once in a gorilla's cycle, recording the run failed with what it needed", async () => {
