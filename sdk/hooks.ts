@@ -10,7 +10,7 @@ import type {
 } from "tapable";
 import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
-import type { MessageSender } from "./services.js";
+import type { ApprovalNotice, MessageSender } from "./services.js";
 import type { Store } from "./store-types.js";
 import type {
   Capability,
@@ -135,6 +135,14 @@ export interface MoveCallInfo {
    * stops waiting when it fires. The move's own timeout starts after `beforeCall`.
    */
   signal: AbortSignal;
+  /**
+   * The call was asked for before its turn stopped while waiting for an approval, and the turn has
+   * been taken up again (after a restart, or on another node): a policy finds its earlier answer,
+   * and never lets a call through twice.
+   */
+  resumed?: boolean;
+  /** Tells the turn's caller that the call waits for an answer (its stream shows it), when it listens. */
+  onApproval?: (approval: ApprovalNotice) => void;
 }
 
 export interface MoveOutcome {

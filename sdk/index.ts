@@ -79,6 +79,7 @@ export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
 export type {
+  ApprovalNotice,
   AuthorizedKey,
   FighterMessageResult,
   KeyScope,
@@ -86,6 +87,7 @@ export type {
   MessageSender,
   RingServices,
 } from "./services.js";
+export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";
 export { contextTokens, estimateTokens, messageTokens, promptTokens } from "./tokens.js";
 export type * from "./types.js";

@@ -16,6 +16,15 @@ import type {
   Usage,
 } from "./types.js";
 
+/** A call of the caller's own turn waits for an answer: the request, and the call in a line. */
+export interface ApprovalNotice {
+  id: string;
+  move: string;
+  /** The call's main argument (the command line, the path, the chat …). */
+  subject: string;
+  expires_at: string;
+}
+
 /** The answer to one message: DESIGN §4 step 7. */
 export interface FighterMessageResult {
   bout_id: string;
@@ -53,6 +62,8 @@ export interface MessageOptions {
   bout?: "new";
   /** Called with each streamed text delta as the model produces it. */
   onDelta?: (text: string) => void;
+  /** Called when a call of this turn waits for an operator's answer (the streaming endpoint's `approval` event). */
+  onApproval?: (approval: ApprovalNotice) => void;
   /** Tags the `message.delta` events so a WebSocket client can match them to its request. */
   request_id?: string;
   /** The caller's cancellation: aborting it cancels the turn, or keeps a queued one from ever starting. */
@@ -138,6 +149,23 @@ export interface RingServices {
     ): Promise<FighterMessageResult>;
     /** Cancels the fighter's running turn; CONFLICT when none runs. */
     cancel(idOrName: string): Promise<{ turn_id: string; bout_id: string }>;
+    /**
+     * A call of the running turn `turnId` waits for an operator's answer while `wait` runs: the turn
+     * is `awaiting_approval` (its taint so far recorded) and so is its fighter's status. Should the
+     * daemon stop meanwhile, the turn stays so, and is taken up at the next start (`resume`).
+     *
+     * @example
+     * const answer = await ring.fighters.awaitApproval(info.turn_id, info.taint, () => answered(request));
+     */
+    awaitApproval<T>(turnId: string, taint: readonly TaintSource[], wait: () => Promise<T>): Promise<T>;
+    /** The turns left `awaiting_approval` (by a stopped daemon, or a node that died), oldest first. */
+    awaiting(): Promise<TurnRecord[]>;
+    /**
+     * Takes up a turn left `awaiting_approval`, in its fighter's queue and under its lease: its
+     * unanswered calls go through `move.beforeCall` again (marked `resumed`), no model call is
+     * repeated, and the turn goes on to its end. CONFLICT when it no longer waits (another node took it up).
+     */
+    resume(turnId: string): Promise<FighterMessageResult>;
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
     usage(idOrName: string): Promise<FighterUsage>;

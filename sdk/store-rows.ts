@@ -1,5 +1,5 @@
 /** The records the Store hands back and takes: usage, turns, health. */
-import type { ChatMessage, Usage } from "./types.js";
+import type { ChatMessage, TaintSource, Usage } from "./types.js";
 
 export interface BoutSummary {
   bout_id: string;
@@ -65,8 +65,14 @@ export interface StoreCheck extends StoreHealth {
   checked: boolean;
 }
 
-/** Where a turn stands: `running` until it ends; the others are final. */
-export type TurnStatus = "running" | "completed" | "failed" | "cancelled";
+/**
+ * Where a turn stands: `running` until it ends, `awaiting_approval` while a call of it waits for an
+ * operator's answer (it survives a restart and is resumed); the others are final.
+ */
+export type TurnStatus = "running" | "awaiting_approval" | "completed" | "failed" | "cancelled";
+
+/** The most taint sources a turn record keeps (the first ones: what tainted it first). */
+export const TURN_TAINT_KEPT = 20;
 
 /** One turn of a bout: the user's message and everything the fighter did about it. */
 export interface TurnRecord {
@@ -83,6 +89,8 @@ export interface TurnRecord {
   /** The model name the provider reported. */
   model?: string;
   stop_reason?: string;
+  /** The untrusted content the turn took in, first sources first (at most TURN_TAINT_KEPT); absent when none. */
+  taint?: TaintSource[];
 }
 
 /** What a retry with the same Idempotency-Key gets: the first attempt's result or its error. */
@@ -113,7 +121,7 @@ export interface TurnStart {
 }
 
 export interface TurnEnd {
-  status: Exclude<TurnStatus, "running">;
+  status: Exclude<TurnStatus, "running" | "awaiting_approval">;
   error?: { code: string; message: string };
   /** The last step's messages (the final answer, or results for calls left unanswered). */
   messages: ChatMessage[];
@@ -123,4 +131,6 @@ export interface TurnEnd {
   stop_reason?: string;
   /** Stored for the turn's Idempotency-Key, if it has one. */
   reply?: StoredReply;
+  /** The untrusted content the turn took in (the first TURN_TAINT_KEPT are kept). */
+  taint?: readonly TaintSource[];
 }

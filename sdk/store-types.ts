@@ -15,7 +15,7 @@ import type {
   UsageRecord,
   UsageSummary,
 } from "./store-rows.js";
-import type { BoutRecord, ChatMessage, FighterRow, StoredMessage } from "./types.js";
+import type { BoutRecord, ChatMessage, FighterRow, StoredMessage, TaintSource } from "./types.js";
 
 export type * from "./store-rows.js";
 
@@ -84,8 +84,18 @@ export interface Store {
     get(turnId: string): Promise<TurnRecord | undefined>;
     /** The bout's turns, oldest first. */
     list(boutId: string): Promise<TurnRecord[]>;
-    /** The bout's turns that did not complete (running, failed, cancelled), oldest first. */
+    /** The bout's turns that did not complete (running, awaiting_approval, failed, cancelled), oldest first. */
     unfinished(boutId: string): Promise<TurnRecord[]>;
+    /**
+     * A running turn waits for an approval: `awaiting_approval`, with the taint it has taken in so far
+     * (the first TURN_TAINT_KEPT). It takes no steps while it waits; `abandon` leaves it alone, so it
+     * survives a restart. CONFLICT when the turn is not running.
+     */
+    pause(turnId: string, taint: readonly TaintSource[]): Promise<TurnRecord>;
+    /** A turn `awaiting_approval` runs again (`running`). CONFLICT when it is not waiting. */
+    resume(turnId: string): Promise<TurnRecord>;
+    /** Every turn `awaiting_approval`, oldest first: what a starting daemon resumes. */
+    awaiting(): Promise<TurnRecord[]>;
     /**
      * Turns left `running` (by a stopped daemon; with `fighterId`, that fighter's only, by a node
      * whose lease lapsed) become `failed` with `error`; returns how many. Their later writes are

@@ -58,7 +58,8 @@ export interface FighterManifest {
   max_iterations?: number;
 }
 
-export type FighterStatus = "idle" | "fighting" | "resting";
+/** `awaiting_approval`: its turn waits for an operator's answer to a call (README "Approvals"). */
+export type FighterStatus = "idle" | "fighting" | "resting" | "awaiting_approval";
 
 /** A fighter as the store keeps it. */
 export interface FighterRow {

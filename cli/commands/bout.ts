@@ -54,9 +54,19 @@ async function show(id: string, options: GlobalOptions): Promise<void> {
   const lines: string[] = [];
   const ended = (turnId: string | undefined) => {
     const turn = turns.find((t) => t.id === turnId);
+    if (turn?.taint?.length) {
+      const sources = turn.taint.map((t) => `${printable(t.detail)} (${t.kind})`).join(", ");
+      lines.push(`  [turn tainted by untrusted content: ${sources}]`);
+    }
     if (!turn || turn.status === "completed") return;
     const why = turn.error ? `: ${turn.error.message} (${turn.error.code})` : "";
-    lines.push(`  [turn ${turn.status === "running" ? "still running" : turn.status}${why}]`);
+    const status =
+      turn.status === "running"
+        ? "still running"
+        : turn.status === "awaiting_approval"
+          ? "waiting for an approval (spar approvals list)"
+          : turn.status;
+    lines.push(`  [turn ${status}${why}]`);
   };
   messages.forEach((message, index) => {
     lines.push(`${speaker(message)}: ${printable(message.content)}`);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { SparError } from "../../sdk/errors.js";
-import type { FighterMessageResult } from "../../sdk/services.js";
+import type { ApprovalNotice, FighterMessageResult } from "../../sdk/services.js";
 import { apiStream } from "../client.js";
 import { type GlobalOptions, printable, printJson } from "../output.js";
 
@@ -48,6 +48,13 @@ export async function chat(
         spinner?.stop();
         if (!options.json) process.stdout.write(show((data as { text: string }).text));
         printed = true;
+      } else if (event === "approval") {
+        // A call waits for an answer: said on stderr, with how to give it (from another terminal).
+        spinner?.stop();
+        const approval = data as ApprovalNotice;
+        process.stderr.write(
+          `${printed ? "\n" : ""}[waiting for approval: ${approval.move} ${printable(approval.subject)} (until ${approval.expires_at}); answer with: spar approvals approve ${approval.id}  |  spar approvals deny ${approval.id}]\n`,
+        );
       } else if (event === "reply") {
         spinner?.stop();
         const result = data as FighterMessageResult;

@@ -1,4 +1,5 @@
 import { fighterUsage } from "../../lib/pricing.js";
+import { SparError } from "../../sdk/errors.js";
 import type { RingServices } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
 import type { MessagePath } from "../turns/message-path.js";
@@ -25,6 +26,14 @@ export function fighterServices(
     message: path.message,
     messageTo: path.messageTo,
     cancel: path.cancel,
+    awaitApproval: path.awaitApproval,
+    awaiting: () => requireStore().turns.awaiting(),
+    async resume(turnId) {
+      const turn = await requireStore().turns.get(turnId);
+      if (turn?.status !== "awaiting_approval")
+        throw new SparError("CONFLICT", `turn ${turnId} is not awaiting an approval`);
+      return path.resume(turn);
+    },
     usage: async (idOrName) => {
       const row = await fighterRow(idOrName);
       return fighterUsage(row.name, await requireStore().usage.summary(row.id));

@@ -1,7 +1,7 @@
 import { cancelledError } from "../../sdk/cancel.js";
 import { canonicalJson } from "../../sdk/canonical.js";
 import type { EventBus } from "../../sdk/events.js";
-import type { MoveOutcome, RingHooks } from "../../sdk/hooks.js";
+import type { MoveCallInfo, MoveOutcome, RingHooks } from "../../sdk/hooks.js";
 import type { FighterMessageResult } from "../../sdk/services.js";
 import { contextTokens, messageTokens } from "../../sdk/tokens.js";
 import type {
@@ -49,7 +49,10 @@ export interface TurnInput {
   /** The fighter's workspace folder, created on first use. */
   workspace: () => string;
   onDelta?: (text: string) => void;
+  onApproval?: MoveCallInfo["onApproval"];
   request_id?: string;
+  /** A turn taken up again after waiting for an approval: its steps so far and the calls still to run. */
+  resumed?: { steps: ChatMessage[]; pending: ToolCall[] };
 }
 
 /** What the turn did so far: kept up to date as it runs, so a failure still knows what it spent. */
@@ -126,6 +129,48 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
     ),
   });
 
+  /** Runs the model's calls in order; the turn's end when the loop guard stops it. */
+  const runCalls = async (calls: ToolCall[], resumed = false): Promise<TurnOutput | undefined> => {
+    for (const [index, call] of calls.entries()) {
+      const rest = calls.slice(index + 1);
+      if (signal.aborted) {
+        await deps.commit(unanswered([call, ...rest], "cancelled: the turn was cancelled before it ran"));
+        throw cancelledError(signal);
+      }
+      const signature = `${call.name}\u0000${canonicalJson(call.arguments)}`;
+      const seen = (repeats.get(signature) ?? 0) + 1;
+      repeats.set(signature, seen);
+      const outcome = await runMove(call, input, deps, resumed);
+      if (outcome.taint) {
+        input.taint.push(outcome.taint);
+        tainted(outcome.taint);
+      }
+      progress.tool_calls.push({ name: call.name, ok: outcome.ok });
+      const result = toolResult(call, outcome);
+      turn.push(result);
+      await deps.commit([result]);
+      if (signal.aborted) {
+        await deps.commit(unanswered(rest, "cancelled: the turn was cancelled before it ran"));
+        throw cancelledError(signal);
+      }
+      if (seen >= input.loopGuardRepeats) {
+        response = `Stopped: the model called ${call.name} with the same arguments ${seen} times in one turn.`;
+        // Answer the remaining calls so no tool_call is left without a result in the stored history.
+        const final = [
+          ...unanswered(rest, "skipped: the turn was stopped"),
+          { role: "assistant" as const, content: response },
+        ];
+        return finish("loop_guard", final);
+      }
+    }
+    return undefined;
+  };
+  if (input.resumed) {
+    turn.push(...input.resumed.steps);
+    const stopped = await runCalls(input.resumed.pending, true);
+    if (stopped) return stopped;
+  }
+
   while (progress.iterations < input.maxIterations) {
     if (signal.aborted) throw cancelledError(signal);
     progress.iterations += 1;
@@ -173,38 +218,8 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
     if (reply.tool_calls.length === 0) return finish("end", [assistant]);
     await deps.commit([assistant]);
 
-    for (const [index, call] of reply.tool_calls.entries()) {
-      const rest = reply.tool_calls.slice(index + 1);
-      if (signal.aborted) {
-        await deps.commit(unanswered([call, ...rest], "cancelled: the turn was cancelled before it ran"));
-        throw cancelledError(signal);
-      }
-      const signature = `${call.name}\u0000${canonicalJson(call.arguments)}`;
-      const seen = (repeats.get(signature) ?? 0) + 1;
-      repeats.set(signature, seen);
-      const outcome = await runMove(call, input, deps);
-      if (outcome.taint) {
-        input.taint.push(outcome.taint);
-        tainted(outcome.taint);
-      }
-      progress.tool_calls.push({ name: call.name, ok: outcome.ok });
-      const result = toolResult(call, outcome);
-      turn.push(result);
-      await deps.commit([result]);
-      if (signal.aborted) {
-        await deps.commit(unanswered(rest, "cancelled: the turn was cancelled before it ran"));
-        throw cancelledError(signal);
-      }
-      if (seen >= input.loopGuardRepeats) {
-        response = `Stopped: the model called ${call.name} with the same arguments ${seen} times in one turn.`;
-        // Answer the remaining calls so no tool_call is left without a result in the stored history.
-        const final = [
-          ...unanswered(rest, "skipped: the turn was stopped"),
-          { role: "assistant" as const, content: response },
-        ];
-        return finish("loop_guard", final);
-      }
-    }
+    const stopped = await runCalls(reply.tool_calls);
+    if (stopped) return stopped;
   }
   response = `Stopped after ${input.maxIterations} iterations without a final answer.${response ? ` Last reply: ${response}` : ""}`;
   return finish("max_iterations", [{ role: "assistant", content: response }]);

@@ -1,3 +1,4 @@
+import { createIdempotency, requestHash } from "../../lib/idempotency.js";
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import { anySignal } from "../../lib/signals.js";
 import type { UsageMeter } from "../../lib/usage-meter.js";
@@ -8,7 +9,7 @@ import type { Bus, EventBus, TurnLease } from "../../sdk/events.js";
 import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
-import type { Store } from "../../sdk/store-types.js";
+import type { Store, TurnRecord } from "../../sdk/store-types.js";
 import type { LlmRequest, LlmResponse, ModelSettings } from "../../sdk/types.js";
 import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
 import type { PluginHost } from "../host/plugin-host.js";
@@ -16,8 +17,8 @@ import { callProvider, driverResolver, policyFor } from "../provider-call.js";
 import { createAdmission } from "./admission.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
+import { createApprovalWait } from "./approval-wait.js";
 import { createHistoryCache } from "./history-cache.js";
-import { createIdempotency, requestHash } from "./idempotency.js";
 import { createQuotaGuard } from "./quota-guard.js";
 import { createTurnLeases } from "./turn-leases.js";
 import { createTurnRunner } from "./turn-runner.js";
@@ -65,9 +66,7 @@ export function createMessagePath(deps: MessagePathDeps) {
 
   /** One model call under the provider policy, for the kernel's and plugins' own uses (reflection, summaries). */
   async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse> {
-    const { signal, unlink } = anySignal(
-      request.signal ? [request.signal, shutdown.signal] : [shutdown.signal],
-    );
+    const { signal, unlink } = anySignal([shutdown.signal, ...(request.signal ? [request.signal] : [])]);
     try {
       return await callProvider(await resolveDriver(model), { ...request, model, signal }, policyFor(model));
     } finally {
@@ -148,6 +147,7 @@ export function createMessagePath(deps: MessagePathDeps) {
       /** The first attempt's reply when the key was used before (see idempotency.ts). */
       recorded(): Promise<FighterMessageResult | undefined>;
     },
+    resume?: TurnRecord,
   ): Promise<FighterMessageResult> {
     // Routing (a `provider.route` tap) may pick another model for a fighter that names none; the
     // quota holds the unrouted model's estimate until the turn's real usage replaces it.
@@ -200,6 +200,7 @@ export function createMessagePath(deps: MessagePathDeps) {
             options: opts,
             signal: controller.signal,
             ...(keyed ? { idempotency: { key: keyed.key, request_hash: keyed.request_hash } } : {}),
+            ...(resume ? { resume } : {}),
             started: (ids) => {
               Object.assign(active, ids);
               opts.started?.(ids);
@@ -288,6 +289,9 @@ export function createMessagePath(deps: MessagePathDeps) {
   return {
     message,
     messageTo,
+    /** Takes up a turn left `awaiting_approval` in its fighter's queue: CONFLICT when it no longer waits. */
+    resume: async (turn: TurnRecord) => send(await fighters.lookup(turn.fighter_id), "", {}, undefined, turn),
+    awaitApproval: createApprovalWait({ running, fighters, store: deps.store }),
     cancel,
     killed,
     stop,

@@ -13,7 +13,12 @@ import type { TurnDeps, TurnInput } from "./agent-loop.js";
  * and the turn's cancellation, then `move.afterCall`, whatever the outcome.
  */
 /** Runs one tool call; every failure becomes an error result for the model, never an exception. */
-export async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
+export async function runMove(
+  call: ToolCall,
+  input: TurnInput,
+  deps: TurnDeps,
+  resumed = false,
+): Promise<MoveOutcome> {
   const { fighter, bout_id } = input;
   deps.events.publish({
     kind: "move.called",
@@ -22,7 +27,7 @@ export async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps):
     name: call.name,
     call_id: call.id,
   });
-  const outcome = await attemptMove(call, input, deps);
+  const outcome = await attemptMove(call, input, deps, resumed);
   deps.events.publish({
     kind: "move.result",
     fighter_id: fighter.id,
@@ -34,7 +39,12 @@ export async function runMove(call: ToolCall, input: TurnInput, deps: TurnDeps):
   return outcome;
 }
 
-async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Promise<MoveOutcome> {
+async function attemptMove(
+  call: ToolCall,
+  input: TurnInput,
+  deps: TurnDeps,
+  resumed: boolean,
+): Promise<MoveOutcome> {
   const declaration = input.declared.get(call.name);
   if (!declaration) return toolError("MOVE_NOT_FOUND", `no move named ${call.name}`);
   const info: MoveCallInfo = {
@@ -52,6 +62,8 @@ async function attemptMove(call: ToolCall, input: TurnInput, deps: TurnDeps): Pr
     workspace: input.workspace(),
     taint: [...input.taint],
     signal: input.signal,
+    ...(resumed ? { resumed } : {}),
+    ...(input.onApproval ? { onApproval: input.onApproval } : {}),
   };
   // Every outcome, failures included, passes afterCall: an error's text may need redacting too.
   const outcome = await deps.hooks.move.afterCall.promise(

@@ -47,7 +47,7 @@ export function createQuotaGuard(deps: {
   function refuse(live: LiveFighter, admission: Extract<Admission, { ok: false }>): never {
     const until = Date.now() + admission.retry_after_s * 1000;
     restingUntil.set(live.row.id, Math.max(until, restingUntil.get(live.row.id) ?? 0));
-    if (live.status !== "fighting") deps.fighters.setStatus(live, "resting");
+    if (live.status === "idle" || live.status === "resting") deps.fighters.setStatus(live, "resting");
     wakeAt(live, restingUntil.get(live.row.id) ?? until);
     deps.events.publish({
       kind: "fighter.rate_limited",

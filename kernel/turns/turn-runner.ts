@@ -1,21 +1,21 @@
 import { USER_ORIGIN } from "../../lib/bout-origins.js";
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { workspaceOf } from "../../lib/fighter-files.js";
+import { promptHistory, resumedTurn } from "../../lib/turn-history.js";
 import type { UsageMeter } from "../../lib/usage-meter.js";
-import { cancelledError } from "../../sdk/cancel.js";
+import { cancelledError, isShutdown } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
-import type { Store } from "../../sdk/store-types.js";
-import type { ChatMessage, ModelSettings, MoveDeclaration } from "../../sdk/types.js";
+import type { Store, TurnRecord } from "../../sdk/store-types.js";
+import type { BoutRecord, ChatMessage, ModelSettings, MoveDeclaration } from "../../sdk/types.js";
 import { matchGrants } from "../fighters/fighter-manifest.js";
 import type { LiveFighter } from "../fighters/fighter-registry.js";
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
 import type { HistoryCache } from "./history-cache.js";
-import { promptHistory } from "./turn-history.js";
 
 /** How long a move that ignores a cancellation is waited for before the turn moves on without it. */
 export const CANCEL_GRACE_MS = 2000;
@@ -44,6 +44,8 @@ export interface TurnRequest {
   options: MessageOptions;
   signal: AbortSignal;
   idempotency?: { key: string; request_hash: string };
+  /** A turn left `awaiting_approval`, taken up again (`text` and the bout options are its own then). */
+  resume?: TurnRecord;
   /** Told the turn's id and bout as soon as it is recorded (so it can be cancelled by id). */
   started(turn: { turn_id: string; bout_id: string }): void;
 }
@@ -67,25 +69,32 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     // The fighters waiting on this turn limit it (lib/fighter-chain.ts); it runs in a bout of its
     // starter's (or its entry point's), never a user's: "the latest bout" is the latest of its own origin.
     const callers = await resolveCallers(options.chain ?? [], (id) => db.fighters.get(id));
-    const origin = originOf(options.chain ?? [], options.origin);
+    let origin = originOf(options.chain ?? [], options.origin);
     const latest = async () => (await db.bouts.latest(live.row.id, origin))?.id;
-    const bout_id = options.bout === "new" ? undefined : (options.bout_id ?? (await latest()));
-    const user = { role: "user" as const, content: text };
-    const { turn, bout, bout_created } = await db.turns.begin({
-      fighter_id: live.row.id,
-      bout_id,
-      ...(origin ? { origin } : {}),
-      user,
-      ...(request.idempotency ? { idempotency: request.idempotency } : {}),
-    });
+    let user = { role: "user" as const, content: text };
+    // A turn taken up again (issue 30): running once more, from its bout and its stored steps.
+    const { turn, bout, bout_created } = request.resume
+      ? {
+          turn: await db.turns.resume(request.resume.id),
+          bout_created: false,
+          bout: await boutOf(request.resume),
+        }
+      : await db.turns.begin({
+          fighter_id: live.row.id,
+          bout_id: options.bout === "new" ? undefined : (options.bout_id ?? (await latest())),
+          ...(origin ? { origin } : {}),
+          user,
+          ...(request.idempotency ? { idempotency: request.idempotency } : {}),
+        });
     const ids = { fighter_id: live.row.id, bout_id: bout.id, turn_id: turn.id };
     request.started({ turn_id: turn.id, bout_id: bout.id });
     if (bout_created) events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
-    events.publish({ kind: "message.received", ...ids });
-
+    if (!request.resume) events.publish({ kind: "message.received", ...ids });
     let output: Awaited<ReturnType<typeof runTurn>>;
     let history: ChatMessage[] = [];
     try {
+      const resumed = request.resume && (await resumable(bout, turn));
+      if (resumed) ({ user, origin } = { user: resumed.user, origin: bout.origin });
       history = deps.histories.take(bout.id, bout.message_count) ?? (await storedHistory(bout.id, turn.id));
       const moves = await movesFor(live);
       output = await runTurn(
@@ -94,7 +103,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           bout_id: bout.id,
           turn_id: turn.id,
           origin: origin ?? USER_ORIGIN,
-          taint: [...(options.taint ?? [])],
+          taint: [...(request.resume?.taint ?? options.taint ?? [])],
           model,
           history,
           user,
@@ -110,7 +119,9 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           callers,
           workspace: () => workspaceOf(deps.home, live.row.name),
           onDelta: options.onDelta,
+          onApproval: options.onApproval,
           request_id: options.request_id,
+          ...(resumed ? { resumed } : {}),
         },
         {
           hooks,
@@ -138,7 +149,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       iterations: progress.iterations,
       model: progress.model,
       stop_reason: result.stop_reason,
-      ...(request.idempotency ? { reply: { ok: true, result } } : {}),
+      ...(request.idempotency || request.resume ? { reply: { ok: true, result } } : {}),
+      ...(result.taint ? { taint: result.taint } : {}),
     });
     const completed: TurnSummary = {
       fighter: live.row,
@@ -155,11 +167,29 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     // Durable before acknowledged: one flush covers the turn's steps, its end and what the taps wrote.
     await db.durable();
     // The user's message is counted in bout.message_count already; the rest of the turn is not.
-    deps.histories.put(bout.id, bout.message_count + output.messages.length - 1, [
-      ...history,
-      ...output.messages,
-    ]);
+    if (request.resume) deps.histories.drop(bout.id);
+    else
+      deps.histories.put(bout.id, bout.message_count + output.messages.length - 1, [
+        ...history,
+        ...output.messages,
+      ]);
     return { result, completed };
+  }
+
+  async function boutOf(turn: TurnRecord): Promise<BoutRecord> {
+    const bout = await deps.store().bouts.get(turn.bout_id);
+    if (!bout) throw new SparError("BOUT_NOT_FOUND", `turn ${turn.id} has no bout ${turn.bout_id}`);
+    return bout;
+  }
+
+  /**
+   * A turn that waited for an approval, as it stood: a user's or a channel's only (a fighter or a
+   * troop that started one is gone, and with it the limits its grants put on the turn).
+   */
+  async function resumable(bout: BoutRecord, turn: TurnRecord) {
+    const state = resumedTurn(await deps.store().messages.tail(bout.id), turn.id);
+    if (state && !/^(fighter|troop)/.test(bout.origin ?? "")) return state;
+    throw new SparError("INTERRUPTED", "the turn waited for an approval, and cannot be taken up again");
   }
 
   /** The bout's history as stored: its uncompacted tail, and the turns in it that did not complete. */
@@ -184,6 +214,13 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         ? err
         : new SparError("INTERNAL", "internal error", {}, { cause: err });
     if (!isSparError(err) && !cancelled) deps.log.error("turn failed", { turn: turnId, error: String(err) });
+    // Stopped while a call waited for an approval: it stays waiting (its steps refused since), and
+    // the next start takes it up from them.
+    if (
+      isShutdown(request.signal.reason) &&
+      (await deps.store().turns.get(turnId))?.status === "awaiting_approval"
+    )
+      return error;
     const status = cancelled ? "cancelled" : "failed";
     await deps.store().turns.finish(turnId, {
       status,

@@ -115,7 +115,9 @@ export function fighterRoutes(ring: RingServices) {
           if (!request.headers.accept?.includes("text/event-stream")) {
             return ring.fighters.message(id, message, options);
           }
-          await streamReply(reply, (onDelta) => ring.fighters.message(id, message, { ...options, onDelta }));
+          await streamReply(reply, (onDelta, onApproval) =>
+            ring.fighters.message(id, message, { ...options, onDelta, onApproval }),
+          );
           return reply;
         },
       );

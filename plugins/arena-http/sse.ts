@@ -1,16 +1,21 @@
 import type { FastifyReply } from "fastify";
-import type { FighterMessageResult } from "../../sdk/index.js";
+import type { ApprovalNotice, FighterMessageResult } from "../../sdk/index.js";
 import { envelope, toSparError } from "./errors.js";
 import { SECURITY_HEADERS } from "./middleware.js";
 
 /**
  * A message answered as server-sent events (`Accept: text/event-stream`): `delta` events carry text
- * as the model produces it, then one `reply` (the usual response body) or `error` event. Until the
- * first delta nothing is sent, so a refusal (404, 429 …) is still an ordinary HTTP error.
+ * as the model produces it, an `approval` event (`{id, move, subject, expires_at}`) each time a call
+ * of the turn waits for an operator's answer, then one `reply` (the usual response body) or `error`
+ * event. Until the first delta or approval nothing is sent, so a refusal (404, 429 …) is still an
+ * ordinary HTTP error.
  */
 export async function streamReply(
   reply: FastifyReply,
-  run: (onDelta: (text: string) => void) => Promise<FighterMessageResult>,
+  run: (
+    onDelta: (text: string) => void,
+    onApproval: (approval: ApprovalNotice) => void,
+  ) => Promise<FighterMessageResult>,
 ): Promise<void> {
   let started = false;
   const start = () => {
@@ -27,10 +32,16 @@ export async function streamReply(
   };
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   try {
-    const result = await run((text) => {
-      start();
-      reply.raw.write(event("delta", { text }));
-    });
+    const result = await run(
+      (text) => {
+        start();
+        reply.raw.write(event("delta", { text }));
+      },
+      (approval) => {
+        start();
+        reply.raw.write(event("approval", approval));
+      },
+    );
     start();
     reply.raw.end(event("reply", result));
   } catch (err) {

@@ -11,6 +11,7 @@ import {
   type MoveCallInfo,
   type MoveOutcome,
   type MoveRefusal,
+  type RingServices,
 } from "../../sdk/index.js";
 import type { ChatPrompts } from "./chat.js";
 import { boundFiles, changedSince, fileTarget, notifyTarget, shellFolder, subjectOf } from "./facts.js";
@@ -25,6 +26,8 @@ const QUOTED = 300;
 
 export interface GateDeps {
   settings: ApprovalSettings;
+  /** The Ring's fighters: a waiting turn is `awaiting_approval` there (and survives a stop). */
+  ring: Pick<RingServices, "fighters">;
   records: Records;
   events: EventBus;
   log: Logger;
@@ -37,7 +40,7 @@ function quoted(text: string): string {
 }
 
 export function createGate(deps: GateDeps) {
-  const { settings, records, events, log } = deps;
+  const { settings, records, events, log, ring } = deps;
   /** Hosts each recent turn fetched (web_fetch), so a fetch to one seen before in the turn is not new. */
   const fetched = new Map<string, Set<string>>();
 
@@ -72,6 +75,9 @@ export function createGate(deps: GateDeps) {
 
   /** Allows the call (undefined), refuses it, or asks and waits for the answer. */
   async function beforeCall(info: MoveCallInfo): Promise<MoveRefusal | undefined> {
+    // A call taken up again answers to the request it made, whatever the policy says now.
+    const earlier = info.resumed ? await records.forCall(info.turn_id, info.call.id) : undefined;
+    if (earlier) return resumedCall(earlier, info);
     if (settings.mode === "off") return undefined;
     const move = info.call.name;
     const facts = await factsOf(info);
@@ -124,12 +130,39 @@ export function createGate(deps: GateDeps) {
       tainted: info.taint.length > 0,
     });
     log.info("approvals: waiting for an answer", { request: request.id, fighter: info.fighter.name, move });
+    // The turn's own caller (a streaming message) is told what waits: it asked for this call.
+    info.onApproval?.({ id: request.id, move, subject: request.subject, expires_at: request.expires_at });
+    // A turn a chat started asks there too, with buttons (chat.ts).
     deps.chat?.ask(request);
-    const waited = await waitForAnswer(request, info.signal, deps);
-    deps.chat?.ended(waited.request);
-    if (waited.settled) announce(waited.request);
-    if (waited.cancelled || info.signal.aborted) throw cancelledError(info.signal);
-    return afterAnswer(waited.request, info, call);
+    return waitIn(request, info, call);
+  }
+
+  /**
+   * The turn waits for the answer, `awaiting_approval` meanwhile (so a stop leaves it waiting, taken
+   * up at the next start); an approved call is let through once, before the turn runs on.
+   */
+  function waitIn(request: ApprovalRequest, info: MoveCallInfo, call: string) {
+    return ring.fighters.awaitApproval(info.turn_id, info.taint, async () => {
+      const waited = await waitForAnswer(request, info.signal, deps);
+      deps.chat?.ended(waited.request);
+      if (waited.settled) announce(waited.request);
+      if (waited.cancelled || info.signal.aborted) throw cancelledError(info.signal);
+      return afterAnswer(waited.request, info, call);
+    });
+  }
+
+  /** A call of a turn taken up again: its request's answer, waited for if it has none yet. */
+  async function resumedCall(request: ApprovalRequest, info: MoveCallInfo): Promise<MoveRefusal | undefined> {
+    const call = `${request.move} ${quoted(canonicalJson(request.arguments))}`;
+    if (request.released_at || request.stale) {
+      return {
+        code: "APPROVAL_STALE",
+        message: `${call} was let through at ${request.released_at ?? "its answer"}, just before the daemon stopped: it is not run again, and may or may not have taken effect`,
+      };
+    }
+    if (request.status !== "pending") return afterAnswer(request, info, call);
+    log.info("approvals: a turn taken up again waits for its answer", { request: request.id });
+    return waitIn(request, info, call);
   }
 
   /** Approved: the call runs if it is still the one approved; else the answer, as a refusal. */
@@ -147,7 +180,12 @@ export function createGate(deps: GateDeps) {
                 request.files,
                 await boundFiles(request.move, info.call.arguments, info.workspace),
               );
-        await records.released(request.id, stale);
+        if (!(await records.released(request.id, stale))) {
+          return {
+            code: "APPROVAL_STALE",
+            message: `${call} was let through already: it is not run twice`,
+          };
+        }
         if (!stale) return undefined;
         return {
           code: "APPROVAL_STALE",

@@ -9,6 +9,7 @@ import { createChatPrompts } from "./chat.js";
 import { createGate } from "./gate.js";
 import type { ApprovalSettings } from "./policy.js";
 import { createRecords } from "./records.js";
+import { createResumer } from "./resume.js";
 import { addApprovalRoutes } from "./routes.js";
 
 declare module "../../sdk/index.js" {
@@ -37,7 +38,19 @@ export default definePlugin<{ approvals: ApprovalSettings }>({
     const records = createRecords(data);
     // Approve / Deny buttons in the chat a turn came from (part D): chat.ts.
     const chat = createChatPrompts({ ring, records, events, log });
-    const gate = createGate({ settings, records, events, log, chat });
+    const gate = createGate({ settings, records, events, log, ring, chat });
+    const resumer = createResumer({ ring, records, events, log });
+    // Early, before the Arena listens: a turn left waiting is back in its fighter's queue first.
+    hooks.daemon.ready.tap(() => resumer.start(), { phase: "early" });
+    events.subscribe((event) => {
+      if (event.kind !== "approval.answered") return;
+      void records
+        .read(event.request_id)
+        .then((request) => request && resumer.answered(request.turn_id))
+        .catch((err: unknown) =>
+          log.warn("approvals: could not read an answered request", { error: String(err) }),
+        );
+    });
     // Last: a call the kernel, a gorilla or any other plugin refuses is never asked about.
     hooks.move.beforeCall.tap((info) => gate.beforeCall(info), { phase: "last" });
     hooks.move.afterCall.tap((outcome, info) => gate.afterCall(outcome, info));

@@ -65,6 +65,20 @@ for (const kind of STORE_KINDS) {
       });
     });
 
+    it("lets an approved call through exactly once, and finds it again by its turn and call", async () => {
+      const request = await records.create(fields({ turn_id: "t-once", call_id: "c-once" }), 900);
+      await records.answer(request.id, { approve: true, by: "cli" });
+      // Two takers at once (a turn taken up on two nodes): one lets it through.
+      const tries = await Promise.all([records.released(request.id), records.released(request.id)]);
+      expect(tries.sort()).toEqual([false, true]);
+      expect(await records.released(request.id, "its files changed")).toBe(false);
+      const found = await records.forCall("t-once", "c-once");
+      expect(found).toMatchObject({ id: request.id, status: "approved", released_at: expect.any(String) });
+      expect(found?.stale).toBeUndefined();
+      expect(await records.forCall("t-once", "c-other")).toBeUndefined();
+      expect((await records.forTurn("t-once")).map((r) => r.id)).toEqual([request.id]);
+    });
+
     it("refuses an answer after the expiry, recording the request expired (once)", async () => {
       const request = await records.create(fields(), 1);
       expect((await records.list({ status: "pending", limit: 100 })).map((r) => r.id)).toContain(request.id);

@@ -6,7 +6,7 @@
  *
  * A request holds everything a turn needs to go on from it (the fighter, bout, turn and call, the
  * move and its arguments, the folder and the bound files' hashes): a turn interrupted while it
- * waited can be resumed from it (issue 30, part C); this part only waits in the running turn.
+ * waited is taken up again from it (resume.ts; `forCall` finds it, `released` lets it through once).
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -250,10 +250,28 @@ export function createRecords(data: PluginData) {
       });
     },
 
-    /** The waiting turn let the approved call run, or did not because it changed. */
-    async released(id: string, stale?: string): Promise<void> {
-      await requests.update(id, stale ? { stale } : { released_at: now() });
+    /**
+     * The waiting turn lets the approved call run, or does not because it changed: false when it was
+     * let through (or found stale) before, so a call is never run twice (a turn taken up again after
+     * a stop right after the release, two nodes taking it up at once).
+     */
+    async released(id: string, stale?: string): Promise<boolean> {
+      return data.transaction(async (tx) => {
+        const request = await txRequests(tx).get(id);
+        if (!request || request.released_at || request.stale) return false;
+        txRequests(tx).put({ ...request, ...(stale ? { stale } : { released_at: now() }) });
+        return true;
+      });
     },
+
+    /** The request a turn's call made, if it made one (the latest): what a call taken up again finds. */
+    async forCall(turnId: string, callId: string): Promise<ApprovalRequest | undefined> {
+      const found = await requests.find({ where: { turn_id: turnId } });
+      return found.filter((r) => r.call_id === callId).at(-1);
+    },
+
+    /** The requests of a turn, oldest first. */
+    forTurn: (turnId: string): Promise<ApprovalRequest[]> => requests.find({ where: { turn_id: turnId } }),
 
     rules: {
       async forMove(move: string): Promise<StoredRule[]> {

@@ -86,7 +86,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
         [3, "22b4165c3ed81bb70a8dcf5a95c71de09e971343a44c9bd2df26d07234b8af52"],
         [4, "7aa26e8f8583ce3bb7f1fc98f1670a3015bbe2bb493f35ceaa000e74fa736922"],
         [5, "94fcaf3c85a48591a8a45f12042f881a68715b399b9bd38b2bc0d578bab0be5e"],
-        [6, "f302d94493f6dfee11a6571a69992dd9d2ac166986d5bbfff5e5ac1b28b3b5a7"],
+        [6, "2f06d4cd09d7dc9a139c975c99a3de318a1007a47636b860f3cd9efd677fd0c2"],
+        [7, "f302d94493f6dfee11a6571a69992dd9d2ac166986d5bbfff5e5ac1b28b3b5a7"],
       ]);
     });
 

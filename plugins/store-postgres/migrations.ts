@@ -55,6 +55,22 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "plugin collections", sql: COLLECTIONS },
   {
     version: 6,
+    name: "turns awaiting approval, and their taint",
+    sql: `
+-- A turn may wait for an approval (awaiting_approval: not finished, resumed after a restart) and
+-- records the untrusted content it took in. The constraints keep the names PostgreSQL gave them.
+ALTER TABLE turns
+  DROP CONSTRAINT turns_status_check,
+  DROP CONSTRAINT turns_check,
+  ADD COLUMN taint TEXT,
+  ADD CONSTRAINT turns_status_check
+    CHECK (status IN ('running', 'awaiting_approval', 'completed', 'failed', 'cancelled')),
+  ADD CONSTRAINT turns_check CHECK ((status IN ('running', 'awaiting_approval')) = (finished_at IS NULL));
+CREATE INDEX turns_awaiting ON turns(started_at) WHERE status = 'awaiting_approval';
+`,
+  },
+  {
+    version: 7,
     name: "usage ledger per model call",
     sql: `
 -- The usage ledger gets a row per model call: its bout, turn and origin, the prompt-cache tokens the
@@ -73,7 +89,7 @@ CREATE INDEX usage_at ON usage(at);
 ];
 
 /** The version the baseline is equal to: migrations after it still run on a new schema. */
-export const BASELINE_VERSION = 6;
+export const BASELINE_VERSION = 7;
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -86,7 +86,7 @@ CREATE TABLE turns (
   id TEXT PRIMARY KEY,
   bout_id TEXT NOT NULL REFERENCES bouts(id),
   fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  status TEXT NOT NULL CHECK (status IN ('running', 'awaiting_approval', 'completed', 'failed', 'cancelled')),
   error_code TEXT,
   error_message TEXT,
   started_at TEXT NOT NULL,
@@ -96,10 +96,13 @@ CREATE TABLE turns (
   iterations INTEGER NOT NULL DEFAULT 0,
   model TEXT,
   stop_reason TEXT,
-  CHECK ((status = 'running') = (finished_at IS NULL))
+  -- The untrusted content the turn took in (JSON, the first sources), as the approval requests show it.
+  taint TEXT,
+  CHECK ((status IN ('running', 'awaiting_approval')) = (finished_at IS NULL))
 );
 CREATE INDEX turns_bout ON turns(bout_id, started_at);
 CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
+CREATE INDEX turns_awaiting ON turns(started_at) WHERE status = 'awaiting_approval';
 CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
 
 -- UNIQUE(bout_id, seq) is also the index for listing a bout and for its max(seq).

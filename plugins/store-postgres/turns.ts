@@ -13,9 +13,10 @@ import type {
   IdempotencyRecord,
   StoredMessage,
   StoredReply,
+  TaintSource,
   TurnRecord,
 } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { SparError, TURN_TAINT_KEPT } from "../../sdk/index.js";
 import { inTransaction } from "./connection.js";
 import { createLanes, requireLiveFighter, type StoreContext, type StoreData } from "./context.js";
 import { BOUT_COLUMNS, type BoutDbRow, toBout } from "./fighters.js";
@@ -36,6 +37,7 @@ interface TurnDbRow {
   iterations: number;
   model: string | null;
   stop_reason: string | null;
+  taint: string | null;
 }
 
 interface IdempotencyDbRow {
@@ -47,7 +49,7 @@ interface IdempotencyDbRow {
 }
 
 const TURN_COLUMNS =
-  "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason";
+  "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason, taint";
 const MESSAGE_VALUES = "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const REPLY = "idempotency.reply";
 /** The key itself is sealed (for a rekey to compute its HMAC again); lookups use the HMAC (names.ts). */
@@ -98,13 +100,36 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
     return stored;
   }
 
-  async function runningTurn(client: pg.PoolClient, turnId: string): Promise<TurnDbRow> {
+  async function runningTurn(
+    client: pg.PoolClient,
+    turnId: string,
+    status: TurnRecord["status"] = "running",
+  ): Promise<TurnDbRow> {
     const row = await turnRow(client, turnId, "FOR UPDATE");
     if (!row) throw new SparError("NOT_FOUND", `no turn with id ${turnId}`);
-    if (row.status !== "running")
-      throw new SparError("CONFLICT", `turn ${turnId} has already ended (${row.status})`);
+    if (row.status !== status)
+      throw new SparError("CONFLICT", `turn ${turnId} is not ${status} (${row.status})`);
     return row;
   }
+
+  /** Moves a turn from `from` to `to` (pause and resume), with its taint so far when given. */
+  const move = (
+    turnId: string,
+    from: TurnRecord["status"],
+    to: TurnRecord["status"],
+    taint?: readonly TaintSource[],
+  ) =>
+    lane(turnId, () =>
+      inTransaction(pool, async (client) => {
+        await runningTurn(client, turnId, from);
+        await client.query("UPDATE turns SET status = $2, taint = coalesce($3, taint) WHERE id = $1", [
+          turnId,
+          to,
+          taintJson(taint),
+        ]);
+        return toTurn((await turnRow(client, turnId)) as TurnDbRow);
+      }),
+    );
 
   const boutOf = async (client: pg.PoolClient, boutId: string) =>
     toBout(
@@ -174,7 +199,8 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
             const at = now();
             await client.query(
               `UPDATE turns SET status = $2, error_code = $3, error_message = $4, finished_at = $5,
-                 input_tokens = $6, output_tokens = $7, iterations = $8, model = $9, stop_reason = $10
+                 input_tokens = $6, output_tokens = $7, iterations = $8, model = $9, stop_reason = $10,
+                 taint = coalesce($11, taint)
                WHERE id = $1`,
               [
                 turnId,
@@ -187,6 +213,7 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
                 end.iterations,
                 end.model ?? null,
                 end.stop_reason ?? null,
+                taintJson(end.taint),
               ],
             );
             if (end.reply) {
@@ -232,6 +259,14 @@ export function createTurns(ctx: StoreContext): Pick<StoreData, "turns" | "idemp
           }
           return ended.rowCount ?? 0;
         }),
+      pause: (turnId, taint) => move(turnId, "running", "awaiting_approval", taint),
+      resume: (turnId) => move(turnId, "awaiting_approval", "running"),
+      awaiting: async () =>
+        (
+          await pool.query<TurnDbRow>(
+            `SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'awaiting_approval' ORDER BY started_at, seq`,
+          )
+        ).rows.map(toTurn),
     },
     idempotency: {
       async get(key) {
@@ -272,5 +307,11 @@ function toTurn(row: TurnDbRow): TurnRecord {
     iterations: row.iterations,
     ...(row.model ? { model: row.model } : {}),
     ...(row.stop_reason ? { stop_reason: row.stop_reason } : {}),
+    ...(row.taint ? { taint: JSON.parse(row.taint) as TaintSource[] } : {}),
   };
+}
+
+/** The first sources of a turn's taint, as its column keeps them; null when none (the column stays). */
+function taintJson(taint: readonly TaintSource[] | undefined): string | null {
+  return taint?.length ? JSON.stringify(taint.slice(0, TURN_TAINT_KEPT)) : null;
 }

@@ -95,7 +95,8 @@ describe("migrate", () => {
       [17, "859f4df201ddbea2e68d8eab5a33093cff6937698643ea1dcdecf715da289fed"],
       [18, "5113d0c59e4b3ecc49b57cc285749b81b37cda34656d0f1598c4eb1a5e5adb73"],
       [19, "969223b6fcb5c0a5d5829af154bf2cf1301c73d0cb6fb8406c08f15827533109"],
-      [20, "c1d9a1e443fb2f3c8afa5e838784d048b6da4fea6f567075c24c14e946e3f7bc"],
+      [20, "b13b887344b00027a36fa3eb8cd9e9993a3b0a9b08fca05a34ae8ef83fbaf8ff"],
+      [21, "c1d9a1e443fb2f3c8afa5e838784d048b6da4fea6f567075c24c14e946e3f7bc"],
     ]);
   });
 

@@ -82,6 +82,31 @@ CREATE TABLE collection_schemas (
 ) WITHOUT ROWID;
 `;
 
+/** The turns table and its indexes as migration 20 leaves them (the baseline holds them too). */
+const TURNS_TABLE = `CREATE TABLE turns (
+  id TEXT PRIMARY KEY,
+  bout_id TEXT NOT NULL REFERENCES bouts(id),
+  fighter_id TEXT NOT NULL REFERENCES fighters(id),
+  status TEXT NOT NULL CHECK (status IN ('running', 'awaiting_approval', 'completed', 'failed', 'cancelled')),
+  error_code TEXT,
+  error_message TEXT,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  iterations INTEGER NOT NULL DEFAULT 0,
+  model TEXT,
+  stop_reason TEXT,
+  taint TEXT CHECK (taint IS NULL OR json_valid(taint)),
+  CHECK ((status IN ('running', 'awaiting_approval')) = (finished_at IS NULL))
+);
+CREATE INDEX turns_bout ON turns(bout_id, started_at);
+CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
+CREATE INDEX turns_awaiting ON turns(started_at) WHERE status = 'awaiting_approval';
+-- The turns a prompt's history has to know about: few, however many turns a bout has.
+CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
+`;
+
 /** The migrations a database of the previous release or later may still need. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "plugin collections", sql: COLLECTION_TABLES },
@@ -255,6 +280,26 @@ DROP TABLE troops;
   },
   {
     version: 20,
+    name: "turns awaiting approval, and their taint",
+    sql: `
+-- A turn may wait for an approval (status awaiting_approval, not finished) and records its taint.
+-- SQLite changes a CHECK only by making the table again: its rows are copied out and back (rowids
+-- kept, for the order of turns started at the same instant). The messages and Idempotency-Keys that
+-- point at the turns are checked at the commit (defer_foreign_keys), once every turn is back.
+PRAGMA defer_foreign_keys = ON;
+CREATE TEMP TABLE turns_before AS SELECT rowid AS row, * FROM turns;
+DROP TABLE turns;
+${TURNS_TABLE}
+INSERT INTO turns (rowid, id, bout_id, fighter_id, status, error_code, error_message, started_at,
+  finished_at, input_tokens, output_tokens, iterations, model, stop_reason)
+SELECT row, id, bout_id, fighter_id, status, error_code, error_message, started_at,
+  finished_at, input_tokens, output_tokens, iterations, model, stop_reason
+FROM turns_before ORDER BY row;
+DROP TABLE turns_before;
+`,
+  },
+  {
+    version: 21,
     name: "usage ledger per model call",
     sql: `
 -- The usage ledger gets a row per model call: its bout, turn and origin, the prompt-cache tokens the
@@ -273,11 +318,11 @@ CREATE INDEX usage_at ON usage(at);
 ];
 
 /** The version the baseline is equal to: migrations after it still run on a new database. */
-export const BASELINE_VERSION = 20;
+export const BASELINE_VERSION = 21;
 
 /**
  * The current schema, which a new database is made from in one step: the Ring's own records and the
- * plugins' collections (what migrations 1 to 20 leave, the tables they moved into collections never
+ * plugins' collections (what migrations 1 to 21 leave, the tables they moved into collections never
  * made). A test compares it with a database of the previous release upgraded by the migrations.
  */
 export const BASELINE = `
@@ -310,27 +355,9 @@ CREATE INDEX bouts_fighter_origin ON bouts(fighter_id, origin, updated_at);
 
 -- A turn is one user message and everything done about it, each step committed as it happened.
 -- A turn that did not complete keeps its messages (a tool that ran is never forgotten) and says why.
-CREATE TABLE turns (
-  id TEXT PRIMARY KEY,
-  bout_id TEXT NOT NULL REFERENCES bouts(id),
-  fighter_id TEXT NOT NULL REFERENCES fighters(id),
-  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
-  error_code TEXT,
-  error_message TEXT,
-  started_at TEXT NOT NULL,
-  finished_at TEXT,
-  input_tokens INTEGER NOT NULL DEFAULT 0,
-  output_tokens INTEGER NOT NULL DEFAULT 0,
-  iterations INTEGER NOT NULL DEFAULT 0,
-  model TEXT,
-  stop_reason TEXT,
-  CHECK ((status = 'running') = (finished_at IS NULL))
-);
-CREATE INDEX turns_bout ON turns(bout_id, started_at);
-CREATE INDEX turns_running ON turns(status) WHERE status = 'running';
--- The turns a prompt's history has to know about: few, however many turns a bout has.
-CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'completed';
-
+-- awaiting_approval: a call of it waits for an operator's answer; it is resumed, never abandoned.
+-- taint: the untrusted content it took in (JSON, the first sources).
+${TURNS_TABLE}
 -- UNIQUE(bout_id, seq) is also the index for listing a bout and for its max(seq). Messages stored
 -- before turns were (migration 5) belong to no turn; every later one belongs to exactly one.
 CREATE TABLE messages (
@@ -369,7 +396,7 @@ CREATE TABLE idempotency (
 );
 CREATE INDEX idempotency_created ON idempotency(created_at);
 
--- One row per model call (per answered message before migration 20): whose, on which model, the
+-- One row per model call (per answered message before migration 21): whose, on which model, the
 -- tokens the provider reported and the cost in micro-units of the currency (NULL: unpriced). Read
 -- back summed per model.
 CREATE TABLE usage (

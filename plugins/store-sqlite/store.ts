@@ -44,6 +44,7 @@ const READS: ReadonlySet<string> = new Set([
   "turns.get",
   "turns.list",
   "turns.unfinished",
+  "turns.awaiting",
   "messages.list",
   "messages.tail",
   "summaries.get",

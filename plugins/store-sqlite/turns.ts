@@ -12,11 +12,12 @@ import type {
   IdempotencyRecord,
   StoredMessage,
   StoredReply,
+  TaintSource,
   TurnEnd,
   TurnRecord,
   TurnStart,
 } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { SparError, TURN_TAINT_KEPT } from "../../sdk/index.js";
 import { MESSAGE_COLUMNS, type MessageDbRow, toMessageRow, toStoredMessage } from "./message-rows.js";
 import type { StoreData } from "./sync-store.js";
 
@@ -34,6 +35,7 @@ interface TurnDbRow {
   iterations: number;
   model: string | null;
   stop_reason: string | null;
+  taint: string | null;
 }
 
 interface IdempotencyDbRow {
@@ -46,7 +48,7 @@ interface IdempotencyDbRow {
 }
 
 const TURN_COLUMNS =
-  "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason";
+  "id, bout_id, fighter_id, status, error_code, error_message, started_at, finished_at, input_tokens, output_tokens, iterations, model, stop_reason, taint";
 
 export interface TurnDeps {
   now: () => string;
@@ -96,14 +98,22 @@ export function createTurns(
           iterations: number;
           model: string | null;
           stop_reason: string | null;
+          taint: string | null;
         },
       ],
       void
     >(
       `UPDATE turns SET status = @status, error_code = @error_code, error_message = @error_message,
          finished_at = @finished_at, input_tokens = @input_tokens, output_tokens = @output_tokens,
-         iterations = @iterations, model = @model, stop_reason = @stop_reason
+         iterations = @iterations, model = @model, stop_reason = @stop_reason,
+         taint = coalesce(@taint, taint)
        WHERE id = @id AND status = 'running'`,
+    ),
+    setStatus: db.prepare<[string, string | null, string, string], void>(
+      "UPDATE turns SET status = ?, taint = coalesce(?, taint) WHERE id = ? AND status = ?",
+    ),
+    awaiting: db.prepare<[], TurnDbRow>(
+      `SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'awaiting_approval' ORDER BY started_at, rowid`,
     ),
     running: db.prepare<[], TurnDbRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE status = 'running'`),
     runningOf: db.prepare<[string], TurnDbRow>(
@@ -140,13 +150,32 @@ export function createTurns(
     return rows;
   }
 
-  function runningTurn(turnId: string): TurnDbRow {
+  function runningTurn(turnId: string, status: TurnRecord["status"] = "running"): TurnDbRow {
     const row = s.turn.get(turnId);
     if (!row) throw new SparError("NOT_FOUND", `no turn with id ${turnId}`);
-    if (row.status !== "running")
-      throw new SparError("CONFLICT", `turn ${turnId} has already ended (${row.status})`);
+    if (row.status !== status)
+      throw new SparError(
+        "CONFLICT",
+        status === "running"
+          ? `turn ${turnId} is not running (${row.status})`
+          : `turn ${turnId} is not ${status} (${row.status})`,
+      );
     return row;
   }
+
+  /** Moves a turn from `from` to `to` (pause and resume), with its taint so far when given. */
+  const move = db.transaction(
+    (
+      turnId: string,
+      from: TurnRecord["status"],
+      to: TurnRecord["status"],
+      taint?: readonly TaintSource[],
+    ) => {
+      runningTurn(turnId, from);
+      s.setStatus.run(to, taintJson(taint), turnId, from);
+      return toTurn(s.turn.get(turnId) as TurnDbRow);
+    },
+  );
 
   const begin = db.transaction((start: TurnStart) => {
     deps.requireLiveFighter(start.fighter_id);
@@ -192,6 +221,7 @@ export function createTurns(
       iterations: end.iterations,
       model: end.model ?? null,
       stop_reason: end.stop_reason ?? null,
+      taint: taintJson(end.taint),
     });
     if (end.reply) s.replyFor.run(JSON.stringify(end.reply), turnId);
     return toTurn(s.turn.get(turnId) as TurnDbRow);
@@ -213,6 +243,7 @@ export function createTurns(
         iterations: turn.iterations,
         model: turn.model,
         stop_reason: turn.stop_reason,
+        taint: null,
       });
       s.replyFor.run(JSON.stringify(reply), turn.id);
     }
@@ -232,6 +263,9 @@ export function createTurns(
       list: (boutId) => s.turns.all(boutId).map(toTurn),
       unfinished: (boutId) => s.unfinished.all(boutId).map(toTurn),
       abandon: (error, fighterId) => abandon.immediate(error, fighterId),
+      pause: (turnId, taint) => move.immediate(turnId, "running", "awaiting_approval", taint),
+      resume: (turnId) => move.immediate(turnId, "awaiting_approval", "running"),
+      awaiting: () => s.awaiting.all().map(toTurn),
     },
     idempotency: {
       get(key) {
@@ -256,7 +290,13 @@ function toTurn(row: TurnDbRow): TurnRecord {
     iterations: row.iterations,
     ...(row.model ? { model: row.model } : {}),
     ...(row.stop_reason ? { stop_reason: row.stop_reason } : {}),
+    ...(row.taint ? { taint: JSON.parse(row.taint) as TaintSource[] } : {}),
   };
+}
+
+/** The first sources of a turn's taint, as its column keeps them; null when none (the column stays). */
+function taintJson(taint: readonly TaintSource[] | undefined): string | null {
+  return taint?.length ? JSON.stringify(taint.slice(0, TURN_TAINT_KEPT)) : null;
 }
 
 function toIdempotency(row: IdempotencyDbRow): IdempotencyRecord {

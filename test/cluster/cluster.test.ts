@@ -3,7 +3,8 @@
  * its own data dir, sharing one PostgreSQL schema (`store-postgres`), one Redis namespace
  * (`bus-redis`, `scheduler-bullmq`) and one master secret. What one node does, the others see:
  * fighters, turn order, events, a user plugin's data (examples/plugins/moves-notes), an approval
- * asked on one node and answered on another, quotas, gorilla fires, and a node's death.
+ * asked on one node and answered on another (and a waiting turn taken up on another node after its
+ * own was killed), quotas, gorilla fires, and a node's death.
  *
  * Needs SPAR_TEST_DATABASE_URL and SPAR_TEST_REDIS_URL (`.ci/run` starts both servers through
  * scripts/ci-services.sh); without them it is skipped, saying so. `npm run test:cluster` runs the
@@ -408,6 +409,64 @@ describe.skipIf(SKIP)(
       expect((await send(victim, id, "back")).status).toBe(200);
       figure(
         "kill -9 of the node mid-turn: the turn failed INTERRUPTED, the fighter answered on another node after the lease lapsed",
+      );
+    }, 120_000);
+
+    it("takes up on another node a turn whose node was killed while it waited for an approval: run once, no model call repeated", async () => {
+      const id = await spawn(node(0), "waiter", undefined, [{ type: "shell_exec", pattern: "*" }]);
+      const victim = node(1);
+      const asked = "run true, then die";
+      const calls = () => fake.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(asked));
+      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: { argv: ["true"] } }] });
+      const reply = send(victim, id, asked).catch(() => undefined);
+      let request: { id: string; bout_id: string; turn_id: string } | undefined;
+      await expect
+        .poll(
+          async () => {
+            const { body } = await node(2).daemon.request<{
+              approvals: { id: string; fighter: string; bout_id: string; turn_id: string }[];
+            }>("GET", "/api/v1/approvals?status=pending");
+            request = body.approvals.find((a) => a.fighter === "waiter");
+            return request?.id;
+          },
+          { timeout: 20_000 },
+        )
+        .toEqual(expect.any(String));
+      const turn = async () =>
+        (
+          await node(2).daemon.request<{ turns: { id: string; status: string }[] }>(
+            "GET",
+            `/api/v1/bouts/${request?.bout_id}/turns`,
+          )
+        ).body.turns.find((t) => t.id === request?.turn_id)?.status;
+      await expect.poll(turn).toBe("awaiting_approval");
+      victim.daemon.process.kill("SIGKILL");
+      await reply;
+      expect(calls()).toHaveLength(1);
+      // Still waiting with its node gone; answered on another node, a live node takes it up.
+      expect(await turn()).toBe("awaiting_approval");
+      const answered = Date.now();
+      const approved = await node(2).daemon.cli(["approvals", "approve", request?.id as string]);
+      expect(approved.code, approved.stderr).toBe(0);
+      await expect.poll(turn, { timeout: 60_000 }).toBe("completed");
+      const took = (Date.now() - answered) / 1000;
+      const { body } = await node(0).daemon.request<{ messages: { role: string; content: string }[] }>(
+        "GET",
+        `/api/v1/bouts/${request?.bout_id}/messages`,
+      );
+      const results = body.messages.filter((m) => m.role === "tool");
+      expect(results).toHaveLength(1);
+      expect(JSON.parse(results[0]?.content ?? "{}")).toMatchObject({ exit_code: 0 });
+      // One model call after the result: the one that asked was not repeated.
+      expect(calls()).toHaveLength(2);
+      const shown = await node(0).daemon.request<{ released_at?: string }>(
+        "GET",
+        `/api/v1/approvals/${request?.id}`,
+      );
+      expect(shown.body.released_at).toEqual(expect.any(String));
+      victim.daemon = await startNode(victim.home, victim.port);
+      figure(
+        `kill -9 of the node whose turn waited for an approval: answered on another node, taken up there ${took.toFixed(2)} s later, the command run once, no model call repeated`,
       );
     }, 120_000);
   },

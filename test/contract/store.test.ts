@@ -25,6 +25,7 @@ import type {
   TurnStart,
   UsageRecord,
 } from "../../sdk/index.js";
+import { TURN_TAINT_KEPT } from "../../sdk/store-rows.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 interface StoreFactory {
@@ -509,6 +510,52 @@ for (const factory of FACTORIES) {
         for (const write of late) await expect(write).rejects.toMatchObject({ code: "CONFLICT" });
         expect(await store.turns.abandon(error, ida.id)).toBe(0);
         await store.turns.finish(other.turn.id, ending({ status: "completed" }));
+      });
+    });
+
+    describe("a turn awaiting an approval", () => {
+      it("pauses with its taint so far, takes no steps, survives abandon, resumes and ends with its taint", async () => {
+        const ada = await newFighter(store);
+        const { turn } = await begin(store, ada, "run the installer");
+        await store.turns.append(turn.id, [asks("call-1", "shell_exec", { argv: ["make"] })]);
+        const web = { kind: "web" as const, detail: "https://evil.example/page", move: "web_fetch" };
+        const paused = await store.turns.pause(turn.id, [web]);
+        expect(paused).toMatchObject({ id: turn.id, status: "awaiting_approval", taint: [web] });
+        expect(paused.finished_at).toBeUndefined();
+        expect((await store.turns.awaiting()).map((t) => t.id)).toContain(turn.id);
+        // It waits: no steps, no end, and a restart's abandon leaves it for the resume.
+        await expectCode(store.turns.append(turn.id, [said("late")]), "CONFLICT");
+        await expectCode(store.turns.finish(turn.id, ending()), "CONFLICT");
+        await expectCode(store.turns.pause(turn.id, []), "CONFLICT");
+        await store.turns.abandon({ code: "INTERRUPTED", message: "stopped" });
+        await store.turns.abandon({ code: "INTERRUPTED", message: "stopped" }, ada.id);
+        expect(await store.turns.get(turn.id)).toEqual(paused);
+        expect((await store.turns.unfinished(paused.bout_id)).map((t) => t.id)).toEqual([turn.id]);
+
+        expect(await store.turns.resume(turn.id)).toMatchObject({ status: "running", taint: [web] });
+        await expectCode(store.turns.resume(turn.id), "CONFLICT");
+        expect((await store.turns.awaiting()).map((t) => t.id)).not.toContain(turn.id);
+        await store.turns.append(turn.id, [answers("call-1", "shell_exec", "ok")]);
+        const mcp = { kind: "mcp" as const, detail: "mail/read" };
+        const many = Array.from({ length: 30 }, (_, i) => ({
+          kind: "web" as const,
+          detail: `https://x/${i}`,
+        }));
+        const done = await store.turns.finish(turn.id, ending({ taint: [web, mcp, ...many] }));
+        expect(done.taint).toEqual([web, mcp, ...many].slice(0, TURN_TAINT_KEPT));
+        expect((await store.turns.list(done.bout_id))[0]?.taint).toEqual(done.taint);
+        await expectCode(store.turns.pause(randomUUID(), []), "NOT_FOUND");
+      });
+
+      it("keeps a turn's taint absent when it took in none, and a pause's taint when it ends", async () => {
+        const bo = await newFighter(store);
+        const clean = await exchange(store, bo, "hello");
+        expect(clean.turn.taint).toBeUndefined();
+        const { turn } = await begin(store, bo, "read the page");
+        const web = { kind: "web" as const, detail: "https://a.example/" };
+        await store.turns.pause(turn.id, [web]);
+        await store.turns.resume(turn.id);
+        expect((await store.turns.finish(turn.id, ending({ status: "cancelled" }))).taint).toEqual([web]);
       });
     });
 

@@ -11,7 +11,9 @@
  * as web_fetch and MCP results will be) makes the model call shell_exec, channel_notify and
  * fighter_message: each waits, none runs. Unattended: a gorilla's call that needs an answer is
  * refused at once and the run recorded failed with what it needed; a rule makes the next run go.
- * A restart ends a waiting turn and leaves its request pending, still answerable.
+ * A waiting turn survives a graceful stop and kill -9: still pending after the restart, the fighter
+ * awaiting_approval; approved, the turn is taken up from its stored steps and runs the command
+ * exactly once, no model call repeated.
  */
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -45,6 +47,7 @@ interface Approval {
   cwd: string;
   files: { path: string; sha256: string }[];
   why: string;
+  expires_at: string;
   taint?: { kind: string; detail: string }[];
   answered_by?: string;
   reason?: string;
@@ -492,6 +495,30 @@ describe("approvals end to end", () => {
     expect(fake.calls()).toHaveLength(3);
     expect(fake.calls().every((c) => c.system.startsWith("You code."))).toBe(true);
     expect(seen.map((r) => r.move)).toEqual(["shell_exec", "channel_notify", "fighter_message"]);
+    // The taint is on the turn's record too, as the bout's turns list it.
+    const turns = await daemon.request<{ turns: { id: string; taint?: unknown[] }[] }>(
+      "GET",
+      `/api/v1/bouts/${done.body.bout_id}/turns`,
+    );
+    expect(turns.body.turns.find((t) => t.id === done.body.turn_id)?.taint).toEqual([
+      { kind: "web", detail: "https://evil.example/planted", move: "planted_read" },
+    ]);
+  });
+
+  it("tells spar chat that a call waits, on stderr with the commands that answer it (the stream's approval event)", async () => {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
+    const before = ran();
+    const chat = daemon.cli(["chat", "count in a chat", "--fighter", "coder"]);
+    const request = await waitForPending("shell_exec");
+    await cli(["approvals", "approve", request.id]);
+    const result = await chat;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      `[waiting for approval: shell_exec /bin/sh -c echo ran >> ran.txt (until ${request.expires_at}); answer with: spar approvals approve ${request.id}  |  spar approvals deny ${request.id}]`,
+    );
+    expect(result.stdout).toMatch(/^done: /);
+    expect(ran()).toBe(before + 1);
   });
 
   it("refuses at once in a gorilla's cycle, recording the run failed with what it needed", async () => {
@@ -528,37 +555,103 @@ describe("approvals end to end", () => {
     throw new Error(`run ${id} did not finish`);
   }
 
-  describe("after a restart, with a rule for the gorilla and a short timeout", () => {
-    let waiting: Approval;
+  /** The turn's record, as the bout's turns list it. */
+  const turnOf = async (boutId: string, turnId: string) =>
+    (
+      await daemon.request<{
+        turns: { id: string; status: string; error?: { code: string }; taint?: unknown[] }[];
+      }>("GET", `/api/v1/bouts/${boutId}/turns`)
+    ).body.turns.find((t) => t.id === turnId);
 
+  /** Waits until coder shows `status` (GET of the fighter). */
+  async function fighterStatus(status: string): Promise<void> {
+    let shown = "";
+    for (let i = 0; i < 100; i++) {
+      shown = (await daemon.request<{ status: string }>("GET", "/api/v1/fighters/coder")).body.status;
+      if (shown === status) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(shown).toBe(status);
+  }
+
+  /** Waits for the turn to end (a resumed turn has no client to answer). */
+  async function ended(boutId: string, turnId: string) {
+    for (let i = 0; i < 300; i++) {
+      const turn = await turnOf(boutId, turnId);
+      if (turn && turn.status !== "running" && turn.status !== "awaiting_approval") return turn;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`turn ${turnId} did not end`);
+  }
+
+  /**
+   * A waiting turn survives the daemon's end (a graceful stop, or kill -9): still awaiting its
+   * answer after the restart, the fighter shown awaiting_approval; approved, it is taken up from its
+   * stored steps and the command runs exactly once, with no model call repeated.
+   */
+  async function survives(end: "stop" | "kill", extra: string): Promise<Approval> {
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
+    // The daemon goes while the turn waits: its client's connection goes with it.
+    const reply = send("coder", `count across a ${end}`).catch(() => undefined);
+    const waiting = await waitForPending("shell_exec");
+    // The turn is recorded waiting a moment after its request.
+    await fighterStatus("awaiting_approval");
+    const before = ran();
+    if (end === "kill") {
+      const exited = new Promise((done) => daemon.process.once("exit", done));
+      daemon.process.kill("SIGKILL");
+      await exited;
+    } else await daemon.stop();
+    await reply;
+    config(extra);
+    daemon = await startDaemon(home, port);
+    // Taken up at start, it waits for its answer again.
+    await fighterStatus("awaiting_approval");
+    expect(await turnOf(waiting.bout_id, waiting.turn_id), daemon.output()).toMatchObject({
+      status: "awaiting_approval",
+    });
+    expect((await pending()).map((r) => r.id)).toContain(waiting.id);
+    expect(ran()).toBe(before);
+    expect(fake.calls()).toHaveLength(1);
+
+    await cli(["approvals", "approve", waiting.id]);
+    expect(await ended(waiting.bout_id, waiting.turn_id)).toMatchObject({ status: "completed" });
+    expect(ran()).toBe(before + 1);
+    // One model call after the result: the one that asked was not repeated.
+    expect(fake.calls()).toHaveLength(2);
+    expect(lastToolResult()).toMatchObject({ exit_code: 0 });
+    expect((await cli<Approval>(["approvals", "show", waiting.id])).released_at).toEqual(expect.any(String));
+    const messages = await daemon.request<{ messages: { role: string; content: string }[] }>(
+      "GET",
+      `/api/v1/bouts/${waiting.bout_id}/messages`,
+    );
+    expect(messages.body.messages.at(-1)).toMatchObject({
+      role: "assistant",
+      content: expect.stringMatching(/^done: /),
+    });
+    expect((await daemon.request<{ status: string }>("GET", "/api/v1/fighters/coder")).body.status).toBe(
+      "idle",
+    );
+    return waiting;
+  }
+
+  it("resumes a turn left waiting by kill -9 once approved: the command runs exactly once, no model call repeated", async () => {
+    await survives("kill", "timeout_s = 120");
+  });
+
+  describe("after a restart, with a rule for the gorilla and a short timeout", () => {
     beforeAll(async () => {
-      fake.reset();
-      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
-      // The daemon goes while the turn waits: its client's connection goes with it.
-      const reply = send("coder", "count across a restart").catch(() => undefined);
-      waiting = await waitForPending("shell_exec");
-      await daemon.stop();
-      await reply;
-      config(
+      await survives(
+        "stop",
         'timeout_s = 3\n[[approvals.rules]]\nfighter = "gorilla-nightly"\nmove = "schedule_add"\naction = "allow"',
       );
-      daemon = await startDaemon(home, port);
     });
 
-    it("leaves a request pending across the restart, answerable, with no turn left to run it", async () => {
-      // The turn ended with the daemon; its request did not.
-      const turns = await daemon.request<{
-        turns: { id: string; status: string; error?: { code: string } }[];
-      }>("GET", `/api/v1/bouts/${waiting.bout_id}/turns`);
-      expect(turns.body.turns.find((t) => t.id === waiting.turn_id)).toMatchObject({
-        status: "cancelled",
-        error: { code: "CANCELLED" },
-      });
-      const listed = await pending();
-      expect(listed.map((r) => r.id)).toContain(waiting.id);
-      await cli(["approvals", "approve", waiting.id]);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(ran()).toBe(1);
+    it("has resumed the turn a graceful stop left waiting, exactly once", async () => {
+      // survives() checked it; a second answer changes nothing.
+      const again = await daemon.cli(["approvals", "list", "--json"]);
+      expect(JSON.parse(again.stdout).approvals).toEqual([]);
     });
 
     it("lets the next gorilla cycle run once a rule allows its call", async () => {
@@ -574,6 +667,7 @@ describe("approvals end to end", () => {
     });
 
     it("refuses a call nobody answered in time, and an answer after the expiry", async () => {
+      const before = ran();
       fake.reset();
       fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
       const reply = send("coder", "count too late");
@@ -590,7 +684,7 @@ describe("approvals end to end", () => {
         {},
       );
       expect(status.status).toBe(410);
-      expect(ran()).toBe(1);
+      expect(ran()).toBe(before);
       expect((await cli<Approval>(["approvals", "show", request.id])).status).toBe("expired");
     });
   });

@@ -5,7 +5,9 @@
  * with its buttons (an inline keyboard, a Block Kit actions block, a components row); a stranger's
  * press is refused, logged and changes nothing; the answerer's press approves, the command runs
  * exactly once (a file it appends to counts it), the message shows the outcome; a second press says
- * "already"; a deny returns the refusal to the model, which answers without the command.
+ * "already"; a deny returns the refusal to the model, which answers without the command. Last, a
+ * chat's turn left waiting by kill -9 is taken up after the restart by a press on the old prompt, and
+ * its reply reaches the chat.
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
@@ -69,6 +71,8 @@ describe("approvals answered from the chat", () => {
   let discord: FakeDiscord;
   let home: string;
   let daemon: TestDaemon;
+  let daemonPort: number;
+  let daemonEnv: NodeJS.ProcessEnv;
   let webhookPort: number;
   let workspace: string;
   let nextUpdate = 1;
@@ -104,14 +108,16 @@ describe("approvals answered from the chat", () => {
         `[channels.discord]\napi_root = "${discord.url}"\nallowlist = ["${DISCORD_OWNER}", "${DISCORD_STRANGER}"]\nowners = ["${DISCORD_OWNER}"]\n\n` +
         `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n`,
     );
-    daemon = await startDaemon(home, port, {
+    daemonPort = port;
+    daemonEnv = {
       TELEGRAM_BOT_TOKEN: telegram.token,
       TELEGRAM_WEBHOOK_SECRET: TELEGRAM_SECRET,
       SLACK_BOT_TOKEN: slack.token,
       SLACK_SIGNING_SECRET: SLACK_SECRET,
       DISCORD_BOT_TOKEN: discord.token,
       DISCORD_PUBLIC_KEY: discord.publicKey,
-    });
+    };
+    daemon = await startDaemon(home, port, daemonEnv);
     workspace = join(realpathSync(home), "workspaces", "spar");
     await eventually(
       () => telegram.webhook()?.url,
@@ -420,6 +426,65 @@ describe("approvals answered from the chat", () => {
       );
       expect(again.body).toMatchObject({ type: 4, data: { content: "Already approved: nothing changed." } });
       expect(ran()).toBe(before + 1);
+    });
+  });
+
+  // Last: it restarts the daemon. A turn a chat started waits; kill -9; after the restart the owner
+  // presses the prompt posted before it, the turn is taken up from its stored steps, the command runs
+  // once, no model call is repeated, and the reply goes back to that chat.
+  describe("across kill -9", () => {
+    it("takes the chat's waiting turn up again when the owner presses after a restart, and replies in the chat", async () => {
+      const say = (text: string) =>
+        telegram.deliver(textUpdate({ update_id: nextUpdate++, from: OWNER, chat: OWNER, text }));
+      const prompts = () =>
+        telegram.sent().filter((m) => m.chat_id === String(OWNER) && m.text.startsWith("Approval needed"));
+      const replies = () =>
+        telegram.sent().filter((m) => m.chat_id === String(OWNER) && m.text === "done: after the restart");
+      const before = ran();
+      const asked = prompts().length;
+      fake.reset();
+      fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: appendRan }] });
+      fake.enqueue({ text: "done: after the restart" });
+      expect(await say("count across a restart")).toBe(200);
+      const prompt = (await eventually(
+        () => prompts()[asked],
+        (m) => m !== undefined,
+        "the prompt",
+      )) as SentMessage;
+      const id = prompt.text.match(/Request: (\S+)/)?.[1] ?? "";
+      await eventually(
+        async () => (await daemon.request<{ status: string }>("GET", "/api/v1/fighters/spar")).body.status,
+        (status) => status === "awaiting_approval",
+        "the fighter awaiting approval",
+      );
+
+      daemon.process.kill("SIGKILL");
+      await daemon.stop();
+      daemon = await startDaemon(home, daemonPort, daemonEnv);
+      expect(await approval(id)).toMatchObject({ status: "pending" });
+      await eventually(
+        async () => (await daemon.request<{ status: string }>("GET", "/api/v1/fighters/spar")).body.status,
+        (status) => status === "awaiting_approval",
+        "the fighter still awaiting approval after the restart",
+      );
+
+      expect(
+        await telegram.deliver(
+          pressUpdate({ update_id: nextUpdate++, from: OWNER, message: prompt, data: `spar:a:${id}` }),
+        ),
+      ).toBe(200);
+      await eventually(replies, (r) => r.length === 1, "the reply in the chat after the restart");
+      expect(ran()).toBe(before + 1);
+      // The call that asked, then the answer after it: none repeated across the restart.
+      expect(fake.calls()).toHaveLength(2);
+      expect(await approval(id)).toMatchObject({
+        status: "approved",
+        answered_by: `channel:telegram:${OWNER}`,
+        released_at: expect.any(String),
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(ran()).toBe(before + 1);
+      expect(replies()).toHaveLength(1);
     });
   });
 });

@@ -201,6 +201,15 @@ describe("untrusted content taints the turn: an evil model against the real daem
     if (home) removeHome(home);
   });
 
+  /** The taint on the turn's stored record, as the bout's turns list it. */
+  async function turnTaint(result: { bout_id: string; turn_id: string }) {
+    const { body } = await daemon.request<{ turns: { id: string; taint?: TaintSource[] }[] }>(
+      "GET",
+      `/api/v1/bouts/${result.bout_id}/turns`,
+    );
+    return body.turns.find((t) => t.id === result.turn_id)?.taint;
+  }
+
   it("a planted web page: every later call of the turn, and the turn it messages, carry it", async () => {
     const ws = new WebSocket(`${daemon.url.replace("http", "ws")}/api/v1/ws`);
     const tainted: { kind: string; turn_id: string; source: TaintSource }[] = [];
@@ -242,6 +251,8 @@ describe("untrusted content taints the turn: an evil model against the real daem
     expect(calls.slice(1, 4).map((c) => c.taint)).toEqual([[page], [page, shell], [page, shell]]);
     expect(calls[4]?.taint).toEqual([{ kind: "fighter", detail: "scout" }, page, shell]);
     expect(result.taint).toEqual([page, shell]);
+    // The turn's record keeps it too.
+    expect(await turnTaint(result)).toEqual([page, shell]);
     await eventually(
       () => tainted.filter((e) => e.turn_id === result.turn_id).length,
       (n) => n === 2,
@@ -265,6 +276,7 @@ describe("untrusted content taints the turn: an evil model against the real daem
       ["channel_notify", [note]],
     ]);
     expect(result.taint).toEqual([note]);
+    expect(await turnTaint(result)).toEqual([note]);
 
     from = (await probed()).length;
     fake.enqueue(

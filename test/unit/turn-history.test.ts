@@ -1,6 +1,6 @@
 /** The bout's history as the model sees it, built from stored messages and turns. */
 import { describe, expect, it } from "vitest";
-import { promptHistory } from "../../kernel/turns/turn-history.js";
+import { promptHistory } from "../../lib/turn-history.js";
 import type { TurnRecord } from "../../sdk/store-types.js";
 import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
 

@@ -1,5 +1,5 @@
-import type { TurnRecord } from "../../sdk/store-types.js";
-import type { ChatMessage, StoredMessage } from "../../sdk/types.js";
+import type { TurnRecord } from "../sdk/store-types.js";
+import type { ChatMessage, StoredMessage, ToolCall } from "../sdk/types.js";
 
 /**
  * The bout's history as the model sees it, from what is stored. Completed turns go in as they are.
@@ -73,4 +73,24 @@ function strip(message: StoredMessage): ChatMessage {
     content: message.content,
     ...(message.is_error ? { is_error: true } : {}),
   };
+}
+
+/**
+ * Where a turn left `awaiting_approval` stands, from its stored messages: its user message, the
+ * steps after it (the assistant messages and the results already committed), and the calls of its
+ * last assistant message still without a result (the one that waited first). Undefined when the
+ * messages are not those of a turn stopped at a call.
+ */
+export function resumedTurn(
+  messages: readonly StoredMessage[],
+  turnId: string,
+): { user: ChatMessage & { role: "user" }; steps: ChatMessage[]; pending: ToolCall[] } | undefined {
+  const own = messages.filter((m) => m.turn_id === turnId);
+  const [first, ...rest] = own;
+  const last = rest.findLast((m) => m.role === "assistant");
+  if (first?.role !== "user" || last?.role !== "assistant" || !last.tool_calls?.length) return undefined;
+  const answered = new Set(rest.flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : [])));
+  const pending = last.tool_calls.filter((c) => !answered.has(c.id));
+  if (pending.length === 0) return undefined;
+  return { user: { role: "user", content: first.content }, steps: rest.map(strip), pending };
 }

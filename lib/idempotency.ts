@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { ERROR_CATALOG, type ErrorCode, type ErrorExtra, SparError } from "../../sdk/errors.js";
-import type { FighterMessageResult } from "../../sdk/services.js";
-import type { Store, StoredReply } from "../../sdk/store-types.js";
+import { ERROR_CATALOG, type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
+import type { FighterMessageResult } from "../sdk/services.js";
+import type { Store, StoredReply } from "../sdk/store-types.js";
 
 /** How long a key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
