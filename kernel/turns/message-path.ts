@@ -87,17 +87,11 @@ export function createMessagePath(deps: MessagePathDeps) {
     contextWindow: deps.contextWindow,
   });
 
+  // The runner takes config, home, hooks, events, log, store, declaredMoves and meter as given here.
   const runner = createTurnRunner({
-    config,
-    home: deps.home,
-    hooks,
-    events,
-    log: deps.log,
-    store: deps.store,
-    declaredMoves: deps.declaredMoves,
+    ...deps,
     histories,
     driver: resolveDriver,
-    meter: deps.meter,
     move: async (name) => {
       await host.activate(`onMove:${name}`);
       return hooks.move.resolve.promise(name);
