@@ -19,6 +19,7 @@ import { type CycleBudget, createCycleBudget } from "./budget.js";
 import { cycleMessage, cycleOutcome, type Stop } from "./lifecycle.js";
 import type { LoadedGorilla } from "./manifest.js";
 import type { GorillaRecords, GorillaRunRecord, GorillaRunTrigger } from "./records.js";
+import { machineTimezone } from "./schedule.js";
 
 /** A cycle in progress, as the hooks and the lifecycle see it. */
 export interface Cycle {
@@ -68,7 +69,8 @@ export interface CycleDeps {
   records: GorillaRecords;
   events: EventBus;
   log: Logger;
-  timezone: string;
+  /** `[gorillas] timezone`; undefined for the machine's. */
+  timezone: string | undefined;
   /** The gorilla's fighter, spawned if missing; its name. */
   fighter(gorilla: LoadedGorilla): Promise<string>;
   /** The fighter was found gone (killed): spawn it again next time. */
@@ -168,7 +170,7 @@ async function runCycle(
     if (cycle.controller.signal.aborted) throw cycle.controller.signal.reason;
     const fighter = await deps.fighter(gorilla);
     if (cycle.controller.signal.aborted) throw cycle.controller.signal.reason;
-    const text = cycleMessage(gorilla, run, new Date(), deps.timezone);
+    const text = cycleMessage(gorilla, run, new Date(), deps.timezone ?? machineTimezone());
     cycle.sent = true;
     const result = await deps.ring.fighters.message(fighter, text, {
       bout: "new",

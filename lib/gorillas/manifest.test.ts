@@ -3,8 +3,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSparError } from "../../sdk/errors.js";
+import { PACKAGE_ROOT } from "../../sdk/version.js";
 import { GORILLA_FILE, loadGorillas, MAX_GORILLA_BYTES, parseGorilla } from "./manifest.js";
 import { machineTimezone } from "./schedule.js";
+
+/** Counts the Intl.DateTimeFormat instances made while `body` runs (ICU's date and time-zone data). */
+function countDateTimeFormats(body: (made: () => number) => void): void {
+  const original = Intl.DateTimeFormat;
+  let made = 0;
+  Intl.DateTimeFormat = new Proxy(original, {
+    construct(target, args) {
+      made++;
+      return Reflect.construct(target, args);
+    },
+    apply(target, self, args) {
+      made++;
+      return Reflect.apply(target, self, args);
+    },
+  });
+  try {
+    body(() => made);
+  } finally {
+    Intl.DateTimeFormat = original;
+  }
+}
 
 const MOVES = new Map([
   ["memory_store", "memory"],
@@ -374,6 +396,30 @@ describe("loadGorillas", () => {
     expect(byFile.get(userAlpha)).toBe(
       `${userAlpha}: the gorilla "alpha" is already provided by ${join(bundled, "alpha", GORILLA_FILE)} (bundled); this one is skipped`,
     );
+  });
+
+  it("reads the bundled gorillas in the machine's zone without loading time-zone data", () => {
+    // A start reads them all; while they stay caged, no Intl.DateTimeFormat (ICU's date and zone data).
+    root = mkdtempSync(join(tmpdir(), "spar-gorillas-"));
+    const moves = new Map(
+      [
+        "memory_store",
+        "memory_recall",
+        "web_fetch",
+        "web_search",
+        "file_write",
+        "file_read",
+        "skill_load",
+      ].map((m) => [m, "none"]),
+    );
+    countDateTimeFormats((made) => {
+      const bundled = join(PACKAGE_ROOT, "gorillas");
+      const { gorillas } = loadGorillas([{ dir: bundled, source: "bundled" }], { moves });
+      expect(gorillas.length).toBeGreaterThan(0);
+      expect(made()).toBe(0);
+      expect(gorillas[0]?.schedule.timezone).toBe(machineTimezone());
+      expect(made()).toBeGreaterThan(0);
+    });
   });
 
   it("returns nothing, and no problem, when no folder exists", () => {

@@ -13,7 +13,7 @@ import type { Firing } from "./firing.js";
 import { createGorillaRecords, type GorillaRunTrigger } from "./records.js";
 import { addGorillaRoutes } from "./routes.js";
 import { createGorillaRuntime, type GorillaRuntime } from "./runtime.js";
-import { machineTimezone, parseSchedule } from "./schedule.js";
+import { parseSchedule } from "./schedule.js";
 
 declare module "../../sdk/index.js" {
   interface SparEventMap {
@@ -48,9 +48,14 @@ export interface GorillasSettings {
   keep_runs: number;
 }
 
-/** The `[gorillas]` time zone, checked: the machine's when none is set. */
-export function gorillaTimezone(settings: GorillasSettings): string {
-  const timezone = settings.timezone ?? machineTimezone();
+/**
+ * The `[gorillas]` time zone, checked; undefined when none is set: the machine's, which schedules
+ * look up when they first need it (machineTimezone), so a start whose gorillas stay caged loads no
+ * time-zone data.
+ */
+export function gorillaTimezone(settings: GorillasSettings): string | undefined {
+  const { timezone } = settings;
+  if (timezone === undefined) return undefined;
   try {
     parseSchedule("daily", timezone);
   } catch (err) {
@@ -74,7 +79,7 @@ export function installGorillas(
   { hooks, ring, events, home, log, data }: PluginApi,
   settings: GorillasSettings,
   firing: Firing,
-  timezone: string = gorillaTimezone(settings),
+  timezone: string | undefined = gorillaTimezone(settings),
 ): GorillaRuntime {
   const records = createGorillaRecords(data, {
     requireBout: async (boutId) => {

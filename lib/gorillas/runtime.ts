@@ -31,7 +31,8 @@ export interface RuntimeOptions {
   events: EventBus;
   log: Logger;
   home: string;
-  timezone: string;
+  /** `[gorillas] timezone`; undefined for the machine's. */
+  timezone: string | undefined;
   keepRuns: number;
   firing: Firing;
 }

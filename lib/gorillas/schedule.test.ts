@@ -2,6 +2,27 @@ import { describe, expect, it } from "vitest";
 import { isSparError } from "../../sdk/errors.js";
 import { machineTimezone, parseSchedule, type Schedule } from "./schedule.js";
 
+/** Counts the Intl.DateTimeFormat instances made while `body` runs (ICU's date and time-zone data). */
+function countDateTimeFormats(body: (made: () => number) => void): void {
+  const original = Intl.DateTimeFormat;
+  let made = 0;
+  Intl.DateTimeFormat = new Proxy(original, {
+    construct(target, args) {
+      made++;
+      return Reflect.construct(target, args);
+    },
+    apply(target, self, args) {
+      made++;
+      return Reflect.apply(target, self, args);
+    },
+  });
+  try {
+    body(() => made);
+  } finally {
+    Intl.DateTimeFormat = original;
+  }
+}
+
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -225,6 +246,28 @@ describe("time zones", () => {
   it("default to the machine's", () => {
     expect(parseSchedule("daily").timezone).toBe(machineTimezone());
     expect(machineTimezone()).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC");
+  });
+
+  it("look the machine's up only when a schedule is first asked for its zone or its next fire", () => {
+    countDateTimeFormats((made) => {
+      const texts = ["daily", "every 2d", "every 30m", "0 9 * * 1-5", "*/10 * * * * *"];
+      const [daily, ...others] = texts.map((text) => parseSchedule(text));
+      expect(made()).toBe(0);
+      expect(daily?.timezone).toBe(machineTimezone());
+      expect(made()).toBeGreaterThan(0);
+      // The fires are those of the same schedule in the machine's zone named.
+      const from = new Date("2025-03-29T12:00:00Z");
+      for (const [i, schedule] of [daily, ...others].entries()) {
+        const named = parseSchedule(texts[i] as string, machineTimezone());
+        expect(schedule?.next(from)).toEqual(named.next(from));
+        expect(schedule).toMatchObject({ text: named.text, kind: named.kind, timezone: named.timezone });
+      }
+    });
+  });
+
+  it("refuse a schedule that never fires in the machine's zone too", () => {
+    expect(refusal(() => parseSchedule("0 0 30 2 *")).message).toMatch(/never fires/);
+    expect(refusal(() => parseSchedule("every 7m")).message).toMatch(/does not divide an hour/);
   });
 
   it("place friendly forms on the local clock, half-hour and 45-minute offsets included", () => {

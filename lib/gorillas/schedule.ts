@@ -22,6 +22,11 @@
  * real hours apart that day; sub-hour forms keep firing through a repeated hour and skip a missing
  * one (croner's rules, which follow Vixie cron).
  *
+ * The machine's zone (no zone given) is looked up only when a schedule is first asked for its zone or
+ * its next fire: the first `Intl.DateTimeFormat` loads ICU's date and time-zone data, tens of
+ * milliseconds, and a daemon whose gorillas all stay caged needs none of it. Checking such a
+ * schedule (a valid pattern that fires at all) runs on the machine's local clock, which needs no Intl.
+ *
  * @example
  * const schedule = parseSchedule("every 6h", "Europe/Paris");
  * schedule.next(new Date("2025-01-01T04:00:00Z")); // 2025-01-01T05:00:00Z, 06:00 in Paris
@@ -42,8 +47,8 @@ export interface Schedule {
   cron?: string;
   /** For `interval`: the nominal time between fires (n × the unit), real gaps differ across DST. */
   interval_ms?: number;
-  /** The IANA time zone the times are read in. */
-  timezone: string;
+  /** The IANA time zone the times are read in (the machine's is looked up on first read). */
+  readonly timezone: string;
   /** The first fire strictly after `after`, or null when it never fires again. */
   next(after: Date): Date | null;
 }
@@ -89,11 +94,12 @@ export function machineTimezone(): string {
 }
 
 /**
- * Reads a schedule in `timezone` (default: the machine's). Throws VALIDATION_FAILED saying what is
- * wrong with the text or the zone, with `schedule` or `timezone` in the error's fields.
+ * Reads a schedule in `timezone` (default: the machine's, looked up when first needed). Throws
+ * VALIDATION_FAILED saying what is wrong with the text or the zone, with `schedule` or `timezone` in
+ * the error's fields.
  */
-export function parseSchedule(text: string, timezone: string = machineTimezone()): Schedule {
-  checkTimezone(timezone);
+export function parseSchedule(text: string, timezone?: string): Schedule {
+  if (timezone !== undefined) checkTimezone(timezone);
   const trimmed = text.trim();
   if (trimmed === "") throw bad(trimmed, `is empty; give ${FORMS}`);
   const lower = trimmed.toLowerCase().replace(/\s+/g, " ");
@@ -116,7 +122,7 @@ export function parseSchedule(text: string, timezone: string = machineTimezone()
   return cronSchedule(trimmed, trimmed.replace(/\s+/g, " "), timezone);
 }
 
-function intervalSchedule(text: string, n: number, unitWord: string, timezone: string): Schedule {
+function intervalSchedule(text: string, n: number, unitWord: string, timezone: Zone): Schedule {
   const unit = UNITS.get(unitWord);
   if (!unit) throw bad(text, `has the unit "${unitWord}"; use s, m, h or d (seconds, minutes, hours, days)`);
   if (n < 1) throw bad(text, "needs a count of 1 or more");
@@ -145,22 +151,34 @@ function intervalSchedule(text: string, n: number, unitWord: string, timezone: s
   return cronSchedule(text, pattern, timezone, ms);
 }
 
-function cronSchedule(text: string, pattern: string, timezone: string, interval_ms?: number): Schedule {
+/** A schedule's zone as given: an IANA name, or undefined for the machine's (looked up when needed). */
+type Zone = string | undefined;
+
+/** A schedule's next fire, once its zone is known. */
+type NextFire = (after: Date) => Date | null;
+
+function cronSchedule(text: string, pattern: string, timezone: Zone, interval_ms?: number): Schedule {
+  const cron = (zone: Zone) =>
+    new Cron(pattern, {
+      paused: true,
+      mode: "5-or-6-parts",
+      ...(zone === undefined ? {} : { timezone: zone }),
+    });
   let job: Cron;
   try {
-    job = new Cron(pattern, { paused: true, timezone, mode: "5-or-6-parts" });
+    // In the machine's zone, the pattern is read (and checked) on the local clock: croner's
+    // time-zone mode, for the fires themselves, is made when the first one is asked for.
+    job = cron(timezone);
   } catch (err) {
     throw bad(text, `is not a valid cron expression: ${cronMessage(err)}`);
   }
-  const schedule: Schedule = {
-    text,
-    kind: interval_ms === undefined ? "cron" : "interval",
-    cron: pattern,
-    ...(interval_ms === undefined ? {} : { interval_ms }),
-    timezone,
-    next: (after) => job.nextRun(after),
+  const fields = { text, kind: interval_ms === undefined ? "cron" : "interval", cron: pattern } as const;
+  const inZone = (zone: string): NextFire => {
+    const zoned = timezone === undefined ? cron(zone) : job;
+    return (after) => zoned.nextRun(after);
   };
-  return checked(schedule);
+  const probe: NextFire = (after) => job.nextRun(after);
+  return finished(interval_ms === undefined ? fields : { ...fields, interval_ms }, timezone, inZone, probe);
 }
 
 /**
@@ -168,24 +186,11 @@ function cronSchedule(text: string, pattern: string, timezone: string, interval_
  * midnight comes from croner's `0 0 * * *`, which already knows the zone's DST rules (a midnight that
  * does not exist fires at the first valid time after the gap, the same day).
  */
-function everyNthDay(text: string, n: number, ms: number, timezone: string): Schedule {
-  const midnight = new Cron("0 0 * * *", { paused: true, timezone });
-  const dateOf = new Intl.DateTimeFormat("en-US", {
-    timeZone: timezone,
-    year: "numeric",
-    month: "numeric",
-    day: "numeric",
-  });
-  const dayNumber = (at: Date): number => {
-    const part = (type: string) => Number(dateOf.formatToParts(at).find((p) => p.type === type)?.value);
-    return Math.round(Date.UTC(part("year"), part("month") - 1, part("day")) / DAY);
-  };
-  const schedule: Schedule = {
-    text,
-    kind: "interval",
-    interval_ms: ms,
-    timezone,
-    next(after) {
+function everyNthDay(text: string, n: number, ms: number, timezone: Zone): Schedule {
+  /** The n-th midnights by `midnight`, each midnight's date told by `dayNumber`. */
+  const counted =
+    (midnight: Cron, dayNumber: (at: Date) => number): NextFire =>
+    (after) => {
       let at: Date | null = after;
       // A counted day comes within n midnights; 2n covers a zone that once skipped a whole date.
       for (let i = 0; i < 2 * n + 2 && at; i++) {
@@ -193,14 +198,62 @@ function everyNthDay(text: string, n: number, ms: number, timezone: string): Sch
         if (at && dayNumber(at) % n === 0) return at;
       }
       return null;
-    },
+    };
+  const inZone = (zone: string): NextFire => {
+    const dateOf = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+    });
+    return counted(new Cron("0 0 * * *", { paused: true, timezone: zone }), (at) => {
+      const part = (type: string) => Number(dateOf.formatToParts(at).find((p) => p.type === type)?.value);
+      return Math.round(Date.UTC(part("year"), part("month") - 1, part("day")) / DAY);
+    });
   };
-  return checked(schedule);
+  const given = timezone === undefined ? undefined : inZone(timezone);
+  // The check's clock for the machine's zone: local midnights, local dates, no Intl.
+  const probe =
+    given ??
+    counted(new Cron("0 0 * * *", { paused: true }), (at) =>
+      Math.round(Date.UTC(at.getFullYear(), at.getMonth(), at.getDate()) / DAY),
+    );
+  return finished(
+    { text, kind: "interval", interval_ms: ms },
+    timezone,
+    (zone) => given ?? inZone(zone),
+    probe,
+  );
 }
 
-/** A schedule that never fires (`0 0 30 2 *`) is refused now rather than found out later. */
-function checked(schedule: Schedule): Schedule {
-  if (schedule.next(new Date()) === null) throw bad(schedule.text, "never fires");
+/**
+ * The schedule, frozen, once `probe` (its next fire: in its zone when one was given, on the local
+ * clock for the machine's) shows it fires at all. `inZone` makes its next fire in its zone, when the
+ * first one is asked for.
+ */
+function finished(
+  fields: Pick<Schedule, "text" | "kind" | "cron" | "interval_ms">,
+  timezone: Zone,
+  inZone: (zone: string) => NextFire,
+  probe: NextFire,
+): Schedule {
+  let zone = timezone;
+  let zoned: NextFire | undefined;
+  const zoneOf = () => {
+    zone ??= machineTimezone();
+    return zone;
+  };
+  const schedule: Schedule = {
+    ...fields,
+    get timezone() {
+      return zoneOf();
+    },
+    next: (after) => {
+      zoned ??= inZone(zoneOf());
+      return zoned(after);
+    },
+  };
+  if (probe(new Date()) === null) throw bad(schedule.text, "never fires");
   return Object.freeze(schedule);
 }
 

@@ -162,50 +162,63 @@ function table(entries: [string, AddressKind][]): [Cidr, AddressKind][] {
   });
 }
 
-// First match wins: the metadata endpoints sit inside link-local, shared and unique-local ranges.
-const V4_RANGES = table([
-  ["169.254.169.254/32", "metadata"], // AWS, Azure, GCP, OpenStack, Oracle
-  ["169.254.170.2/32", "metadata"], // AWS ECS task credentials
-  ["169.254.170.23/32", "metadata"], // AWS EKS pod identity
-  ["100.100.100.200/32", "metadata"], // Alibaba Cloud
-  ["192.0.0.192/32", "metadata"], // Oracle Cloud (legacy)
-  ["0.0.0.0/8", "unspecified"],
-  ["10.0.0.0/8", "private"],
-  ["100.64.0.0/10", "shared"],
-  ["127.0.0.0/8", "loopback"],
-  ["169.254.0.0/16", "link-local"],
-  ["172.16.0.0/12", "private"],
-  ["192.0.0.0/24", "reserved"], // IETF protocol assignments
-  ["192.0.2.0/24", "documentation"],
-  ["192.88.99.0/24", "reserved"], // the retired 6to4 relay anycast
-  ["192.168.0.0/16", "private"],
-  ["198.18.0.0/15", "benchmarking"],
-  ["198.51.100.0/24", "documentation"],
-  ["203.0.113.0/24", "documentation"],
-  ["224.0.0.0/4", "multicast"],
-  ["240.0.0.0/4", "reserved"], // and 255.255.255.255, the broadcast address
-]);
+/**
+ * The ranges classifyIp reads, parsed on its first call: parsing them runs node:net's IPv6 check,
+ * whose first use compiles a large regular expression (tens of ms), and a daemon that fetches nothing
+ * need not pay for it at start. First match wins: the metadata endpoints sit inside link-local,
+ * shared and unique-local ranges.
+ */
+const ranges = once(() => ({
+  v4: table([
+    ["169.254.169.254/32", "metadata"], // AWS, Azure, GCP, OpenStack, Oracle
+    ["169.254.170.2/32", "metadata"], // AWS ECS task credentials
+    ["169.254.170.23/32", "metadata"], // AWS EKS pod identity
+    ["100.100.100.200/32", "metadata"], // Alibaba Cloud
+    ["192.0.0.192/32", "metadata"], // Oracle Cloud (legacy)
+    ["0.0.0.0/8", "unspecified"],
+    ["10.0.0.0/8", "private"],
+    ["100.64.0.0/10", "shared"],
+    ["127.0.0.0/8", "loopback"],
+    ["169.254.0.0/16", "link-local"],
+    ["172.16.0.0/12", "private"],
+    ["192.0.0.0/24", "reserved"], // IETF protocol assignments
+    ["192.0.2.0/24", "documentation"],
+    ["192.88.99.0/24", "reserved"], // the retired 6to4 relay anycast
+    ["192.168.0.0/16", "private"],
+    ["198.18.0.0/15", "benchmarking"],
+    ["198.51.100.0/24", "documentation"],
+    ["203.0.113.0/24", "documentation"],
+    ["224.0.0.0/4", "multicast"],
+    ["240.0.0.0/4", "reserved"], // and 255.255.255.255, the broadcast address
+  ]),
+  v6: table([
+    ["fd00:ec2::254/128", "metadata"], // AWS over IPv6
+    ["fd00:ec2::23/128", "metadata"], // AWS EKS pod identity over IPv6
+    ["::/128", "unspecified"],
+    ["::1/128", "loopback"],
+    ["64:ff9b:1::/48", "private"], // local-use NAT64
+    ["100::/64", "reserved"], // discard-only
+    ["2001:db8::/32", "documentation"],
+    ["2001::/23", "reserved"], // IETF assignments: Teredo, benchmarking (2001:2::/48), ORCHID
+    ["3fff::/20", "documentation"],
+    ["5f00::/16", "reserved"], // SRv6 segment identifiers
+    ["fc00::/7", "unique-local"],
+    ["fe80::/10", "link-local"],
+    ["fec0::/10", "site-local"],
+    ["ff00::/8", "multicast"],
+  ]),
+  globalUnicast: parseCidr("2000::/3") as Cidr,
+  nat64: parseCidr("64:ff9b::/96") as Cidr,
+  sixToFour: parseCidr("2002::/16") as Cidr,
+}));
 
-const V6_RANGES = table([
-  ["fd00:ec2::254/128", "metadata"], // AWS over IPv6
-  ["fd00:ec2::23/128", "metadata"], // AWS EKS pod identity over IPv6
-  ["::/128", "unspecified"],
-  ["::1/128", "loopback"],
-  ["64:ff9b:1::/48", "private"], // local-use NAT64
-  ["100::/64", "reserved"], // discard-only
-  ["2001:db8::/32", "documentation"],
-  ["2001::/23", "reserved"], // IETF assignments: Teredo, benchmarking (2001:2::/48), ORCHID
-  ["3fff::/20", "documentation"],
-  ["5f00::/16", "reserved"], // SRv6 segment identifiers
-  ["fc00::/7", "unique-local"],
-  ["fe80::/10", "link-local"],
-  ["fec0::/10", "site-local"],
-  ["ff00::/8", "multicast"],
-]);
-
-const GLOBAL_UNICAST = parseCidr("2000::/3") as Cidr;
-const NAT64 = parseCidr("64:ff9b::/96") as Cidr;
-const SIX_TO_FOUR = parseCidr("2002::/16") as Cidr;
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
+}
 
 /**
  * What kind of place an address is. IPv4-mapped addresses are their IPv4 address; NAT64
@@ -214,10 +227,11 @@ const SIX_TO_FOUR = parseCidr("2002::/16") as Cidr;
  */
 export function classifyIp(address: Ip): AddressKind {
   const ip = unmapped(address);
-  if (ip.family === 4) return V4_RANGES.find(([cidr]) => inCidr(ip, cidr))?.[1] ?? "public";
-  const named = V6_RANGES.find(([cidr]) => inCidr(ip, cidr))?.[1];
+  const { v4, v6, nat64, sixToFour, globalUnicast } = ranges();
+  if (ip.family === 4) return v4.find(([cidr]) => inCidr(ip, cidr))?.[1] ?? "public";
+  const named = v6.find(([cidr]) => inCidr(ip, cidr))?.[1];
   if (named) return named;
-  if (inCidr(ip, NAT64)) return classifyIp({ family: 4, bytes: ip.bytes.slice(12) });
-  if (inCidr(ip, SIX_TO_FOUR)) return classifyIp({ family: 4, bytes: ip.bytes.slice(2, 6) });
-  return inCidr(ip, GLOBAL_UNICAST) ? "public" : "reserved";
+  if (inCidr(ip, nat64)) return classifyIp({ family: 4, bytes: ip.bytes.slice(12) });
+  if (inCidr(ip, sixToFour)) return classifyIp({ family: 4, bytes: ip.bytes.slice(2, 6) });
+  return inCidr(ip, globalUnicast) ? "public" : "reserved";
 }

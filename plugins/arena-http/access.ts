@@ -120,7 +120,7 @@ export function registerAccess(app: FastifyInstance, ring: RingServices, routes:
   app.addHook("preValidation", async (request) => {
     const scope = request.sparScope;
     if (!scope || scope.kind === "admin") return;
-    const path = request.url.split("?")[0] ?? "";
+    const path = request.originalUrl.split("?")[0] ?? "";
     const pattern = request.routeOptions.url;
     // The Arena's catch-all hands `/api/…` to plugins' routes: theirs is the path the table names.
     const route = pattern === "/api/*" ? routes.find("api", request.method, path)?.route.path : pattern;

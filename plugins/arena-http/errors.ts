@@ -45,7 +45,7 @@ export function createErrorHandler(log: Logger) {
   return (err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
     const spar = toSparError(err);
     if (spar.code === "INTERNAL") {
-      log.error("request failed", { method: request.method, url: request.url, error: err.message });
+      log.error("request failed", { method: request.method, url: request.originalUrl, error: err.message });
     }
     if (spar.code === "RATE_LIMITED" && typeof spar.extra.retry_after_s === "number") {
       reply.header("retry-after", String(Math.ceil(spar.extra.retry_after_s)));

@@ -46,7 +46,7 @@ export function registerMiddleware(app: FastifyInstance, log: Logger): void {
     log.info("request", {
       id: request.id,
       method: request.method,
-      path: request.url.split("?")[0],
+      path: request.originalUrl.split("?")[0],
       status: reply.statusCode,
       ms: Number(reply.elapsedTime.toFixed(1)),
       peer: request.ip,

@@ -1,12 +1,14 @@
 /**
  * The OpenAPI generator on a real fastify app with the real plugin-route registry: which routes it
- * keeps (HEAD twins, `/api` aliases, catch-alls and webhooks left out), how paths, parameters,
- * bodies and responses are written, and what a plugin's route looks like beside the Arena's own.
+ * keeps (HEAD twins, catch-alls and webhooks left out; `/api` reaches `/api/v1` by the rewrite), how
+ * paths, parameters, bodies and responses are written, and what a plugin's route looks like beside
+ * the Arena's own.
  */
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { ERROR_CATALOG } from "../../sdk/index.js";
+import { canonicalApiUrl } from "./api-alias.js";
 import { type OpenApiDocument, openApiPath, registerOpenApi } from "./openapi.js";
 import { createPluginRoutes, type PluginRoutes } from "./plugin-routes.js";
 
@@ -27,9 +29,9 @@ const ok = async () => ({ ok: true });
 let app: FastifyInstance;
 afterEach(() => app?.close());
 
-/** An app laid out like the Arena's: the generator first, routes under `/api/v1` and `/api`, catch-alls. */
+/** An app laid out like the Arena's: the generator first, routes under `/api/v1` (`/api` rewritten to it), catch-alls. */
 async function arenaLike(plugins: PluginRoutes): Promise<FastifyInstance> {
-  app = Fastify();
+  app = Fastify({ rewriteUrl: (request) => canonicalApiUrl(request.url ?? "/") });
   registerOpenApi(app, plugins, "1.2.3");
   const core = async (scope: FastifyInstance) => {
     scope.get(
@@ -76,7 +78,6 @@ async function arenaLike(plugins: PluginRoutes): Promise<FastifyInstance> {
     scope.delete("/things/:id/owners/:owner", ok);
   };
   app.register(core, { prefix: "/api/v1" });
-  app.register(core, { prefix: "/api" });
   app.route({ method: ["GET", "POST"], url: "/api/*", handler: ok });
   app.route({ method: ["GET", "HEAD"], url: "/*", handler: ok });
   await app.ready();

@@ -108,7 +108,8 @@ const SIGNATURE_SCHEME: Schema = {
 
 /**
  * Collects every route fastify registers on `app` from now on, and serves the document built from
- * them and from `plugins`' `api` routes at `/api/v1/openapi.json` (and `/api/openapi.json`). Call it
+ * them and from `plugins`' `api` routes at `/api/v1/openapi.json` (`/api/openapi.json` too, through the
+ * Arena's alias rewrite, api-alias.ts). Call it
  * before any route is registered: fastify tells an `onRoute` hook only of routes that come after it.
  *
  * @example
@@ -139,13 +140,12 @@ export function registerOpenApi(
     return document;
   };
   app.get("/api/v1/openapi.json", serve);
-  app.get("/api/openapi.json", serve);
 }
 
 /**
  * The document for the routes fastify serves and the routes plugins added. Left out: HEAD routes
- * fastify adds beside each GET (for a prefix's `/` route, beside both `/v1` and `/v1/`), the
- * `/api/...` aliases of `/api/v1/...` routes, catch-alls (`*`: the plugin router, the asset server),
+ * fastify adds beside each GET (for a prefix's `/` route, beside both `/v1` and `/v1/`), catch-alls
+ * (`*`: the plugin router, the asset server),
  * routes whose schema says `hide: true` (@fastify/swagger's convention, for a route that only
  * refuses) and webhook routes. A plugin route at a method and path the Arena already serves is
  * left out too: the Arena's own route is the one that answers.
@@ -167,7 +167,6 @@ export function buildOpenApi(
     if (route.method === "HEAD" && (has("GET", route.url) || has("GET", route.url.replace(/(.)\/$/, "$1")))) {
       continue;
     }
-    if (isAlias(route.url) && has(route.method, route.url.replace(/^\/api\//, "/api/v1/"))) continue;
     const { path, params } = openApiPath(route.url);
     put(route.method, path, servedOperation(route, params));
   }
@@ -212,10 +211,6 @@ export function openApiPath(path: string): { path: string; params: string[] } {
     return `{${name}}`;
   });
   return { path: segments.join("/"), params };
-}
-
-function isAlias(url: string): boolean {
-  return url.startsWith("/api/") && !url.startsWith("/api/v1/");
 }
 
 const ERROR_RESPONSE_REF = { $ref: "#/components/responses/Error" };

@@ -141,7 +141,7 @@ export async function runPluginRoute(
   const raw = request.rawBody;
   const answer: RouteResponse = await route.handler({
     method: request.method,
-    path: request.url.split("?")[0] ?? "",
+    path: request.originalUrl.split("?")[0] ?? "",
     params,
     query: request.query as Record<string, string>,
     headers: request.headers,

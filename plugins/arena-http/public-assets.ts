@@ -34,7 +34,10 @@ export const DEFAULT_ASSET_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function notFound(request: FastifyRequest): SparError {
-  return new SparError("NOT_FOUND", `no route ${request.method} ${echo(request.url.split("?")[0] ?? "")}`);
+  return new SparError(
+    "NOT_FOUND",
+    `no route ${request.method} ${echo(request.originalUrl.split("?")[0] ?? "")}`,
+  );
 }
 
 /** `/api` and `/v1` and below: the Arena's routes, whatever a plugin published at `/`. */
@@ -72,7 +75,7 @@ export function servesAsset(routes: PluginRoutes, path: string): boolean {
 export async function serveAsset(routes: PluginRoutes, request: FastifyRequest, reply: FastifyReply) {
   let path: string;
   try {
-    path = decodeURIComponent(request.url.split("?")[0] ?? "");
+    path = decodeURIComponent(request.originalUrl.split("?")[0] ?? "");
   } catch {
     throw notFound(request);
   }

@@ -53,8 +53,8 @@ const backupBody = {
 } as const;
 
 /**
- * The fighter, bout and move routes. Registered twice, under `/api/v1` (canonical) and `/api`
- * (the spec's unversioned aliases): same handlers, same shapes.
+ * The fighter, bout and move routes, registered under `/api/v1`; the spec's unversioned `/api/...`
+ * aliases reach the same handlers through the Arena's URL rewrite (api-alias.ts).
  */
 export function fighterRoutes(ring: RingServices) {
   return async (app: FastifyInstance) => {

@@ -132,11 +132,11 @@ export function registerSecurity(
     // A signature, wherever it is sent, must be good: a signed health check proves the key works.
     if (request.headers["signature-input"] !== undefined || request.headers.signature !== undefined) {
       await authenticateSigned(request);
-    } else if (OPEN_PATHS.has(request.url.split("?")[0] ?? "")) {
+    } else if (OPEN_PATHS.has(request.originalUrl.split("?")[0] ?? "")) {
       return;
     } else if (
       request.method === "GET" &&
-      SOCKET_PATHS.has(request.url.split("?")[0] ?? "") &&
+      SOCKET_PATHS.has(request.originalUrl.split("?")[0] ?? "") &&
       ticketOf(request)
     ) {
       const redeemed = tickets.redeem(ticketOf(request) as string);
@@ -158,7 +158,7 @@ export function registerSecurity(
       }
     } else if (
       (request.method === "GET" || request.method === "HEAD") &&
-      isPublicAsset(request.url.split("?")[0] ?? "")
+      isPublicAsset(request.originalUrl.split("?")[0] ?? "")
     ) {
       // A dashboard's files are public; the API calls it makes are not.
       return;
@@ -184,7 +184,7 @@ export function registerSecurity(
     const result = verifyRequest(
       {
         method: request.method,
-        targetUri: `http://${request.headers.host ?? ""}${request.url}`,
+        targetUri: `http://${request.headers.host ?? ""}${request.originalUrl}`,
         headers: request.headers,
       },
       {

@@ -5,6 +5,7 @@ import type { EventBus, Logger, PluginData, RingServices } from "../../sdk/index
 import { validatorFor } from "../../sdk/index.js";
 import { formatScope } from "../../sdk/kits/http.js";
 import { allowances, registerAccess } from "./access.js";
+import { canonicalApiUrl } from "./api-alias.js";
 import { guardConnections, serverTimeouts } from "./connections.js";
 import { answerClientError, createErrorHandler, envelope, toSparError } from "./errors.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
@@ -47,6 +48,8 @@ export function buildServer(
       (reply as FastifyReply).status(spar.status).send(envelope(spar));
     },
     clientErrorHandler: answerClientError,
+    // `/api/...` is served as `/api/v1/...`: every route is registered once (api-alias.ts).
+    rewriteUrl: (request) => canonicalApiUrl(request.url ?? "/"),
   });
   // First, so it sees every route registered after it: the OpenAPI document is made of them.
   registerOpenApi(app, routes, ring.version);
@@ -75,22 +78,18 @@ export function buildServer(
     maxTotal: config.api.websocket_max_total,
   });
   // A browser cannot sign a WebSocket upgrade: a signed client asks for a one-use ticket first.
-  for (const prefix of ["/api/v1", "/api"]) {
-    app.post(`${prefix}/ws/ticket`, async (request) => tickets.issue(request.sparKeyId));
-    // Who the caller is and what it may do: the dashboard shows and hides its views by it.
-    app.get(`${prefix}/key`, async (request) => {
-      const scope = request.sparScope ?? { kind: "admin" };
-      return {
-        key: request.sparKeyId ?? null,
-        scope: formatScope(scope),
-        fighters: scope.kind === "chat" ? scope.fighters : null,
-        may: allowances(scope),
-      };
-    });
-  }
-  const core = fighterRoutes(ring);
-  app.register(core, { prefix: "/api/v1" });
-  app.register(core, { prefix: "/api" });
+  app.post("/api/v1/ws/ticket", async (request) => tickets.issue(request.sparKeyId));
+  // Who the caller is and what it may do: the dashboard shows and hides its views by it.
+  app.get("/api/v1/key", async (request) => {
+    const scope = request.sparScope ?? { kind: "admin" };
+    return {
+      key: request.sparKeyId ?? null,
+      scope: formatScope(scope),
+      fighters: scope.kind === "chat" ? scope.fighters : null,
+      may: allowances(scope),
+    };
+  });
+  app.register(fighterRoutes(ring), { prefix: "/api/v1" });
   // OpenAI's API shape, so any OpenAI client can talk to a fighter (`model` names it).
   app.register(openAiRoutes(ring, log, data), { prefix: "/v1" });
   // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.
@@ -99,7 +98,7 @@ export function buildServer(
     method: [...methods],
     url: "/api/*",
     handler: async (request, reply) => {
-      const found = routes.find("api", request.method, request.url.split("?")[0] ?? "");
+      const found = routes.find("api", request.method, request.originalUrl.split("?")[0] ?? "");
       if (!found) throw notFound(request);
       return runPluginRoute(found, request, reply);
     },

@@ -64,46 +64,46 @@ export function registerWebSocket(
     },
   });
   app.register(async (scoped) => {
-    // The same socket under both route families, like every other route.
-    for (const url of ["/api/v1/ws", "/api/ws"]) {
-      scoped.route({
-        method: "GET",
-        url,
-        // Before the upgrade, so a refusal is a plain HTTP error and no socket is kept.
-        preValidation: async (request) => {
-          const peer = request.ip;
-          if ((open.get(peer) ?? 0) >= limits.maxPerPeer || total >= limits.maxTotal) {
-            const which =
-              total >= limits.maxTotal
-                ? `${limits.maxTotal} in total ([api] websocket_max_total)`
-                : `${limits.maxPerPeer} from ${peer} ([api] websocket_max_per_peer)`;
-            throw new SparError("TOO_MANY_CONNECTIONS", `too many open WebSockets: at most ${which}`);
-          }
-        },
-        // A plain GET (no Upgrade header) learns what this route is for.
-        handler: async () => {
-          throw new SparError(
-            "UPGRADE_REQUIRED",
-            `${url} is a WebSocket: connect with an Upgrade: websocket request`,
-          );
-        },
-        wsHandler: (socket, request) => {
-          const peer = request.ip;
-          open.set(peer, (open.get(peer) ?? 0) + 1);
-          total += 1;
-          socket.once("close", () => {
-            total -= 1;
-            const left = (open.get(peer) ?? 1) - 1;
-            if (left > 0) open.set(peer, left);
-            else open.delete(peer);
-          });
-          serve(socket, ring, events, () => limits.limiter.take(clientOf(request)), {
-            keyId: request.sparKeyId,
-            access: socketAccess(ring, request.sparScope),
-          });
-        },
-      });
-    }
+    // `/api/ws` reaches it too, as every `/api/...` alias does (api-alias.ts).
+    scoped.route({
+      method: "GET",
+      url: "/api/v1/ws",
+      // Before the upgrade, so a refusal is a plain HTTP error and no socket is kept.
+      preValidation: async (request) => {
+        const peer = request.ip;
+        if ((open.get(peer) ?? 0) >= limits.maxPerPeer || total >= limits.maxTotal) {
+          const which =
+            total >= limits.maxTotal
+              ? `${limits.maxTotal} in total ([api] websocket_max_total)`
+              : `${limits.maxPerPeer} from ${peer} ([api] websocket_max_per_peer)`;
+          throw new SparError("TOO_MANY_CONNECTIONS", `too many open WebSockets: at most ${which}`);
+        }
+      },
+      // A plain GET (no Upgrade header) learns what this route is for.
+      handler: async (request) => {
+        // Named as asked for: `/api/ws` is the alias (api-alias.ts) of this route.
+        const url = request.url === request.originalUrl ? "/api/v1/ws" : "/api/ws";
+        throw new SparError(
+          "UPGRADE_REQUIRED",
+          `${url} is a WebSocket: connect with an Upgrade: websocket request`,
+        );
+      },
+      wsHandler: (socket, request) => {
+        const peer = request.ip;
+        open.set(peer, (open.get(peer) ?? 0) + 1);
+        total += 1;
+        socket.once("close", () => {
+          total -= 1;
+          const left = (open.get(peer) ?? 1) - 1;
+          if (left > 0) open.set(peer, left);
+          else open.delete(peer);
+        });
+        serve(socket, ring, events, () => limits.limiter.take(clientOf(request)), {
+          keyId: request.sparKeyId,
+          access: socketAccess(ring, request.sparScope),
+        });
+      },
+    });
   });
 }
 
