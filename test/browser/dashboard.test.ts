@@ -137,7 +137,7 @@ describe.runIf(RUN)("the dashboard in chromium", () => {
     expect(usage).toHaveLength(1);
     const [spent] = usage as [(typeof usage)[number]];
     expect(await alice.locator("li").textContent()).toBe(
-      `openai/fake-model: ${spent.requests} request, ${spent.input_tokens} in / ${spent.output_tokens} out tokens`,
+      `openai/fake-model: ${spent.requests} request${spent.requests === 1 ? "" : "s"}, ${spent.input_tokens} in / ${spent.output_tokens} out tokens`,
     );
     for (const name of ["spar", "bob", "carol", "dana", "gorilla-digest"]) {
       await page.locator(`tr[data-fighter="${name}"]`).waitFor();
