@@ -2,7 +2,7 @@ import { USER_ORIGIN } from "../../lib/bout-origins.js";
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { workspaceOf } from "../../lib/fighter-files.js";
 import { promptHistory, resumedTurn } from "../../lib/turn-history.js";
-import type { UsageMeter } from "../../lib/usage-meter.js";
+import type { TurnLedger, UsageMeter } from "../../lib/usage-meter.js";
 import { cancelledError, isShutdown } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
@@ -90,6 +90,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     request.started({ turn_id: turn.id, bout_id: bout.id });
     if (bout_created) events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
     if (!request.resume) events.publish({ kind: "message.received", ...ids });
+    // Each model call's usage, written with the turn's next write (lib/usage-meter.ts).
+    const ledger = deps.meter(() => ({ ...ids, origin: origin ?? USER_ORIGIN }));
     let output: Awaited<ReturnType<typeof runTurn>>;
     let history: ChatMessage[] = [];
     try {
@@ -126,23 +128,22 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         {
           hooks,
           events,
-          driver: async (settings) =>
-            deps.meter(await deps.driver(settings), settings, { ...ids, origin: origin ?? USER_ORIGIN }),
+          driver: async (settings) => ledger.wrap(await deps.driver(settings), settings),
           move: deps.move,
           commit: async (steps) => {
-            await db.turns.append(turn.id, steps);
+            await Promise.all([ledger.flush(), db.turns.append(turn.id, steps)]);
           },
         },
         progress,
       );
     } catch (err) {
       deps.histories.drop(bout.id);
-      throw await fail(turn.id, ids, err, request, progress);
+      throw await fail(turn.id, ids, err, request, progress, ledger);
     }
 
     const result: FighterMessageResult = { bout_id: bout.id, turn_id: turn.id, ...output.result };
     live.contextTokens = output.context_tokens;
-    await db.turns.finish(turn.id, {
+    const finished = db.turns.finish(turn.id, {
       status: "completed",
       messages: output.final,
       usage: progress.usage,
@@ -152,6 +153,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       ...(request.idempotency || request.resume ? { reply: { ok: true, result } } : {}),
       ...(result.taint ? { taint: result.taint } : {}),
     });
+    await Promise.all([ledger.flush(), finished]);
     const completed: TurnSummary = {
       fighter: live.row,
       bout_id: bout.id,
@@ -206,6 +208,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     err: unknown,
     request: TurnRequest,
     progress: TurnProgress,
+    ledger: TurnLedger,
   ): Promise<SparError> {
     const cancelled = request.signal.aborted;
     const error = cancelled
@@ -222,6 +225,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     )
       return error;
     const status = cancelled ? "cancelled" : "failed";
+    await ledger.flush();
     await deps.store().turns.finish(turnId, {
       status,
       error: { code: error.code, message: error.message },
