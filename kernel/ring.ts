@@ -4,6 +4,7 @@ import { DEFAULT_FIGHTER_NAME, fighterTemplate } from "../lib/fighter-files.js";
 import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
 import { createPriceBook } from "../lib/pricing.js";
+import { createPromptCaching } from "../lib/prompt-cache.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
 import { createUsageMeter } from "../lib/usage-meter.js";
 import type { SparConfig } from "../sdk/config.js";
@@ -151,6 +152,7 @@ export function createRing(options: RingOptions): Ring {
     credentialFor,
     contextWindow: contextWindows(providers),
     meter: createUsageMeter({ prices: createPriceBook(providers, config.pricing), store: requireStore, log }),
+    cacheKeyFor: createPromptCaching(config, providers),
   });
 
   // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.

@@ -35,6 +35,8 @@ export interface TurnRunnerDeps {
   move: TurnDeps["move"];
   /** Histories of recent bouts, kept after each completed turn (history-cache.ts). */
   histories: HistoryCache;
+  /** The fighter's prompt cache key for a provider, unless its cache is off (lib/prompt-cache.ts). */
+  cacheKeyFor: (fighterId: string, provider: string) => string | undefined;
 }
 
 export interface TurnRequest {
@@ -107,6 +109,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           origin: origin ?? USER_ORIGIN,
           taint: [...(request.resume?.taint ?? options.taint ?? [])],
           model,
+          cacheKey: deps.cacheKeyFor(live.row.id, model.provider),
           history,
           user,
           offered: moves.offered,

@@ -13,6 +13,7 @@ import { loadConfig } from "../../kernel/host/config.js";
 import type { PluginHost } from "../../kernel/host/plugin-host.js";
 import { contextWindows } from "../../kernel/turns/compaction.js";
 import { createMessagePath } from "../../kernel/turns/message-path.js";
+import { createPromptCaching } from "../../lib/prompt-cache.js";
 import { createPriceBook } from "../../lib/pricing.js";
 import { createUsageMeter } from "../../lib/usage-meter.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
@@ -262,6 +263,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     credentialFor: () => ({ ok: true, credential: {}, names: [] }),
     contextWindow: contextWindows(new Map()),
     meter: createUsageMeter({ prices: createPriceBook(new Map(), config.pricing), store: () => store, log }),
+    cacheKeyFor: createPromptCaching(config, new Set(["scripted"])),
   });
 
   return {
