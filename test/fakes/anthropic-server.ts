@@ -57,6 +57,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: MessagesRequestBody | undefined;
+  /** The usage the fake answered with, as the API reports it (cache reads and writes apart). */
+  usage?: Record<string, number>;
 }
 
 export interface FakeAnthropic extends FakeLlmServer {
@@ -190,7 +192,13 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
       return sendError(res, 404, `Not found: ${req.method} ${url.pathname}`);
     }
     const body = parseBody(raw);
-    requests.push({ method: req.method, path: url.pathname, headers: { ...req.headers }, body });
+    const recorded: RecordedRequest = {
+      method: req.method,
+      path: url.pathname,
+      headers: { ...req.headers },
+      body,
+    };
+    requests.push(recorded);
     if (!body) return sendError(res, 400, "The request body is not a valid Messages request.");
     // The real API requires max_tokens; a driver that forgets it must fail here too.
     if (typeof body.max_tokens !== "number") return sendError(res, 400, "max_tokens: Field required");
@@ -204,6 +212,7 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
     if (reply.malformed) return sendMalformed(res, body.stream === true);
 
     const { message, text, uses } = buildMessage(body, reply, cache);
+    recorded.usage = message.usage;
     if (body.stream !== true) return sendJson(res, 200, message, headers);
 
     const events = streamEvents(message, text, uses);
