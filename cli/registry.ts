@@ -77,6 +77,21 @@ export const COMMANDS: CommandSpec[] = [
     run: async ({ args, options }) => (await import("./commands/chat.js")).chat(args[0], as(options)),
   },
   {
+    name: "context",
+    summary:
+      "What a fighter's next prompt holds and costs, part by part (token estimates; a dry run, no model call)",
+    options: [
+      { ...FIGHTER, summary: "Whose next turn" },
+      { flag: "--bout", value: "id", summary: "In this bout (default: the fighter's latest)" },
+      {
+        flag: "--message",
+        value: "text",
+        summary: "Prepare it for this message (default: an empty one; skills a message names depend on it)",
+      },
+    ],
+    run: async ({ options }) => (await import("./commands/context.js")).context(as(options)),
+  },
+  {
     name: "bout",
     summary: "A fighter's bouts (conversations)",
     actions: [

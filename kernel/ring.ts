@@ -4,7 +4,9 @@ import { DEFAULT_FIGHTER_NAME, fighterTemplate } from "../lib/fighter-files.js";
 import { createGrantVetting } from "../lib/grant-vetting.js";
 import { createKeyRing } from "../lib/keys.js";
 import { createPriceBook } from "../lib/pricing.js";
+import { createPromptCaching } from "../lib/prompt-cache.js";
 import { createProviderPolicy, resolveCredential } from "../lib/provider-keys.js";
+import { createContextPreview } from "../lib/turn-context.js";
 import { createUsageMeter } from "../lib/usage-meter.js";
 import type { SparConfig } from "../sdk/config.js";
 import { isSparError, SparError } from "../sdk/errors.js";
@@ -137,6 +139,8 @@ export function createRing(options: RingOptions): Ring {
     }),
   });
 
+  const prices = createPriceBook(providers, config.pricing);
+  const cacheKeyFor = createPromptCaching(config, providers);
   const path = createMessagePath({
     config,
     home: options.home,
@@ -150,7 +154,16 @@ export function createRing(options: RingOptions): Ring {
     declaredMoves,
     credentialFor,
     contextWindow: contextWindows(providers),
-    meter: createUsageMeter({ prices: createPriceBook(providers, config.pricing), store: requireStore, log }),
+    meter: createUsageMeter({ prices, store: requireStore, log }),
+    cacheKeyFor,
+  });
+  const preview = createContextPreview({
+    hooks,
+    store: requireStore,
+    declaredMoves,
+    defaultModel: config.default_model,
+    cacheKeyFor,
+    prices,
   });
 
   // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.
@@ -165,7 +178,7 @@ export function createRing(options: RingOptions): Ring {
       return busSlot.shared;
     },
     ...storeServices(requireStore),
-    fighters: fighterServices(fighters, path, requireStore),
+    fighters: fighterServices(fighters, path, requireStore, preview),
     channels: channelServices(configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);
       return hooks.channel.resolve.promise(platform);

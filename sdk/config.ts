@@ -66,13 +66,30 @@ export interface SparConfig {
   };
   /** `[[pricing]]`: prices that override or add to the providers' shipped ones (lib/pricing.ts). */
   pricing: PricingOverride[];
-  /** Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts). */
-  providers: { endpoints: EndpointPairing[]; allow_manifest_base_url: string[] };
+  /**
+   * Where provider keys may be sent besides `default_model` and the tiers (lib/provider-keys.ts), and
+   * each provider's own settings, `[providers.<name>]` (lib/prompt-cache.ts reads them).
+   */
+  providers: ProvidersConfig;
   /**
    * The tables plugins own, by path (`api`, `channels.telegram`, `moves-dice`), each checked against
    * its owner's schema, defaults applied, before any plugin code runs (config-sections.ts).
    */
   sections: Record<string, Record<string, unknown>>;
+}
+
+/** `[providers]` in config.toml. */
+export interface ProvidersConfig {
+  endpoints: EndpointPairing[];
+  allow_manifest_base_url: string[];
+  /** `[providers.<name>]`, by provider id. */
+  [provider: string]: ProviderSettings | EndpointPairing[] | string[];
+}
+
+/** `[providers.<name>]`: one provider's settings. */
+export interface ProviderSettings {
+  /** Use the provider's prompt cache (README "Prompt caching"). Default true. */
+  prompt_cache?: boolean;
 }
 
 /** One `[[pricing]]` entry: a model's price in USD per million tokens (`model = "*"`: the provider's others). */

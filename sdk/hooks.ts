@@ -45,9 +45,20 @@ export interface StoreOpenOptions {
  * The prompt as it is being built: taps of `turn.prepare` add to it and pass it on. `tools` starts as
  * every move the fighter holds a grant for; a tap may offer fewer (the model can still call any of
  * them: a call is checked against the fighter's grants, not against this list).
+ *
+ * The system prompt has two parts, sent in this order: `system`, which must stay byte-identical
+ * between a fighter's turns (the providers' prompt caches key on it: README "Prompt caching"), and
+ * `volatile`, for what changes from turn to turn or message to message (counters, dates, the skills
+ * named for this message, the bout's summary). A tap that adds anything that varies adds it to
+ * `volatile`, so that the stable prefix stays cacheable.
+ *
+ * @example
+ * hooks.turn.prepare.tap((prompt) => ({ ...prompt, volatile: `${prompt.volatile ?? ""}\n\nToday: ${today()}` }));
  */
 export interface PromptParts {
   system: string;
+  /** The part of the system prompt that may change between turns, sent after `system`. */
+  volatile?: string;
   messages: ChatMessage[];
   tools: MoveDeclaration[];
 }
@@ -55,6 +66,11 @@ export interface PromptParts {
 export interface TurnContext {
   fighter: FighterRow;
   bout_id: string;
+  /**
+   * A preview of the next prompt (`spar context`), not a turn: no model call follows, and a tap must
+   * have no side effect (no counters, no budgets, no reinforcement), only add what it would add.
+   */
+  dry_run?: boolean;
 }
 
 export interface TurnSummary extends TurnContext {

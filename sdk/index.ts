@@ -85,6 +85,8 @@ export type {
   KeyScope,
   MessageOptions,
   MessageSender,
+  PromptContext,
+  PromptPart,
   RingServices,
 } from "./services.js";
 export { TURN_TAINT_KEPT } from "./store-rows.js";

@@ -44,6 +44,9 @@ const int = (minimum: number, value: number, maximum?: number) => ({
 const num = (value: number, bounds: object) => ({ type: "number", ...bounds, default: value });
 const strings = (item: object = { type: "string" }) => ({ type: "array", items: item, default: [] });
 
+/** The name of a `[providers.<name>]` table: a provider id, not one of [providers]' own keys. */
+export const PROVIDER_TABLE = "^(?!endpoints$|allow_manifest_base_url$)[a-z][a-z0-9_]*$";
+
 /** A price in USD per million tokens: none is negative, and none near a thousand is a real one. */
 export const MAX_PRICE_PER_MTOK = 1000;
 const PRICE = { type: "number", minimum: 0, maximum: MAX_PRICE_PER_MTOK } as const;
@@ -107,19 +110,30 @@ export const CONFIG_SCHEMA = {
         cache_write_per_mtok: PRICE,
       },
     }),
-    providers: table({
-      endpoints: strings({
-        type: "object",
-        additionalProperties: false,
-        required: ["provider"],
-        properties: {
-          provider: MODEL_SETTINGS_SCHEMA.properties.provider,
-          base_url: MODEL_SETTINGS_SCHEMA.properties.base_url,
-          api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
+    providers: {
+      ...table({}),
+      // `[providers.<name>]`: one provider's own settings (the other keys of [providers] excepted).
+      patternProperties: {
+        [PROVIDER_TABLE]: {
+          type: "object",
+          additionalProperties: false,
+          properties: { prompt_cache: { type: "boolean" } },
         },
-      }),
-      allow_manifest_base_url: strings({ type: "string", pattern: "^https?://" }),
-    }),
+      },
+      properties: {
+        endpoints: strings({
+          type: "object",
+          additionalProperties: false,
+          required: ["provider"],
+          properties: {
+            provider: MODEL_SETTINGS_SCHEMA.properties.provider,
+            base_url: MODEL_SETTINGS_SCHEMA.properties.base_url,
+            api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
+          },
+        }),
+        allow_manifest_base_url: strings({ type: "string", pattern: "^https?://" }),
+      },
+    },
     sandbox: table({
       mode: {
         enum: ["required", "off"],

@@ -106,6 +106,46 @@ export interface FighterUsage {
   cost: { cost_micros: number | null; currency: "USD"; unpriced_requests: number };
 }
 
+/**
+ * One part of a prompt as `spar context` shows it. `stable`: in the prefix that stays byte-identical
+ * between the fighter's turns (what a provider's prompt cache can hold).
+ */
+export interface PromptPart {
+  /** `system`, `creed`, `skills`, `tools`, `mcp`, `summary`, `memory`, `history`, `message`, or a plugin's id. */
+  part: string;
+  /** What added it: `manifest` (the fighter's system prompt), `kernel`, `ring` (the kernel's taps) or a plugin id. */
+  source: string;
+  stable: boolean;
+  /** The kernel's estimate (sdk/tokens.ts: four characters a token), not the provider's count. */
+  tokens: number;
+  /** Tools offered; messages of the history; memory_recall results in it. */
+  count?: number;
+}
+
+/**
+ * What a fighter's next turn would send, part by part, and what its input costs (GET
+ * /api/v1/fighters/:id/context, `spar context`): the turn's own prompt, prepared as a dry run.
+ */
+export interface PromptContext {
+  fighter: string;
+  /** The bout the next turn continues (its latest, or the one asked for); null: a new one. */
+  bout_id: string | null;
+  model: { provider: string; model: string };
+  /** The message it was prepared for: the one given, or "" (the next message is not known yet). */
+  message: string;
+  parts: PromptPart[];
+  /** Every part's estimate, summed. */
+  input_tokens: number;
+  /** Whether the provider's prompt cache is used, and the stable prefix's estimate. */
+  cache: { enabled: boolean; stable_tokens: number };
+  /**
+   * The input's cost in micro-units of `currency`, all of it at the input price (`uncached_micros`)
+   * and with the stable prefix at the cached-input price (`cached_micros`, when the cache is on);
+   * null for an unpriced model.
+   */
+  cost: { uncached_micros: number; cached_micros: number | null; currency: "USD" } | null;
+}
+
 export interface MoveListing extends MoveDeclaration {
   plugin: string;
 }
@@ -169,6 +209,11 @@ export interface RingServices {
     bouts(idOrName: string): Promise<BoutRecord[]>;
     manifest(idOrName: string): Promise<FighterManifest>;
     usage(idOrName: string): Promise<FighterUsage>;
+    /**
+     * What the fighter's next turn would send (in `bout_id`, else its latest bout), prepared for
+     * `message` (default ""), as a dry run: no model call, no side effect (README "spar context").
+     */
+    context(idOrName: string, options?: { bout_id?: string; message?: string }): Promise<PromptContext>;
   };
   readonly bouts: {
     messages(boutId: string): Promise<StoredMessage[]>;

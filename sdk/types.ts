@@ -142,12 +142,31 @@ export interface Usage {
   cache_write_tokens?: number;
 }
 
+/**
+ * How a request may use its provider's prompt cache (README "Prompt caching"): absent when caching
+ * is off for the provider (`[providers.<name>] prompt_cache = false`) or the caller asks for none.
+ * A driver that knows no cache ignores it; the request is complete without it.
+ */
+export interface PromptCache {
+  /** A stable key per fighter (a hash of its id, never a secret): OpenAI's `prompt_cache_key`. */
+  key: string;
+  /**
+   * `system.slice(0, stable_chars)` stays byte-identical between the fighter's turns; what follows
+   * it (counters, the skills named for this message, the summary) may change from turn to turn.
+   */
+  stable_chars: number;
+}
+
 /** The one request shape every provider plugin accepts. */
 export interface LlmRequest {
   model: ModelSettings;
+  /** The whole system prompt: its stable part first (see `cache`). */
   system: string;
   messages: ChatMessage[];
+  /** In a stable order (the kernel's), so they are part of the cacheable prefix. */
   tools: ToolDefinition[];
+  /** Where the cacheable prefix ends, and the fighter's cache key. */
+  cache?: PromptCache;
   /** When given, the provider streams and calls this with each text delta as it arrives. */
   onDelta?: (text: string) => void;
   signal?: AbortSignal;

@@ -1,4 +1,5 @@
 import { fighterUsage } from "../../lib/pricing.js";
+import type { ContextPreview } from "../../lib/turn-context.js";
 import { SparError } from "../../sdk/errors.js";
 import type { RingServices } from "../../sdk/services.js";
 import type { Store } from "../../sdk/store-types.js";
@@ -10,6 +11,7 @@ export function fighterServices(
   fighters: FighterRegistry,
   path: MessagePath,
   requireStore: () => Store,
+  preview: ContextPreview,
 ): RingServices["fighters"] {
   async function fighterRow(idOrName: string) {
     return (await fighters.lookup(idOrName)).row;
@@ -39,5 +41,6 @@ export function fighterServices(
       return fighterUsage(row.name, await requireStore().usage.summary(row.id));
     },
     bouts: async (idOrName) => requireStore().bouts.list((await fighterRow(idOrName)).id),
+    context: async (idOrName, options) => preview(await fighterRow(idOrName), options),
   };
 }

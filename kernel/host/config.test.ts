@@ -56,6 +56,23 @@ describe("config", () => {
     expect(() => loadConfig(homeWith('api_listen = "nowhere"\n'), {})).toThrow(/api_listen/);
   });
 
+  it("takes [providers.<name>] prompt_cache beside [providers]' own keys, and refuses anything else in it", () => {
+    const config = loadConfig(
+      homeWith(
+        '[providers]\nallow_manifest_base_url = ["http://127.0.0.1:8080/v1"]\n\n[providers.anthropic]\nprompt_cache = false\n',
+      ),
+      {},
+    );
+    expect(config.providers.anthropic).toEqual({ prompt_cache: false });
+    expect(config.providers.endpoints).toEqual([]);
+    expect(() => loadConfig(homeWith("[providers.anthropic]\ncache = false\n"), {})).toThrow(
+      'unknown key "providers.anthropic.cache"',
+    );
+    expect(() => loadConfig(homeWith('[providers.openai]\nprompt_cache = "no"\n'), {})).toThrow(
+      '"providers.openai.prompt_cache" must be boolean',
+    );
+  });
+
   it("takes [[pricing]] entries, and refuses a negative or absurd price naming the key", () => {
     const entry = (rates: string) => `[[pricing]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n${rates}\n`;
     expect(loadConfig(homeWith(""), {}).pricing).toEqual([]);

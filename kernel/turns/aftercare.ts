@@ -1,3 +1,4 @@
+import { preparePrompt, systemText } from "../../lib/prompt-prepare.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
@@ -33,9 +34,8 @@ export function createAftercare(deps: AftercareDeps) {
   // Last in line, after plugins' additions (the Creed): what compaction replaced, summarized.
   deps.hooks.turn.prepare.tapPromise({ name: "ring", stage: phaseStage("late") }, async (prompt, context) => {
     const summary = (await deps.store().summaries.get(context.bout_id))?.summary;
-    return summary
-      ? { ...prompt, system: `${prompt.system}\n\n## Earlier in this conversation (summary)\n${summary}` }
-      : prompt;
+    const added = `\n\n## Earlier in this conversation (summary)\n${summary}`;
+    return summary ? { ...prompt, volatile: `${prompt.volatile ?? ""}${added}` } : prompt;
   });
 
   /** Queued after the reply. Failures are logged, never thrown. */
@@ -60,13 +60,15 @@ export function createAftercare(deps: AftercareDeps) {
     const live = await store.messages.tail(turn.bout_id);
     const previous = (await store.summaries.get(turn.bout_id))?.summary;
     // The prompt as the model would see it next, plugins' additions (the Creed) included.
-    const prompt = await deps.hooks.turn.prepare.promise(
+    const prompt = await preparePrompt(
+      deps.hooks,
       { system: turn.fighter.manifest.system_prompt, messages: live, tools: [] },
-      { fighter: turn.fighter, bout_id: turn.bout_id },
+      { fighter: turn.fighter, bout_id: turn.bout_id, dry_run: true },
     );
-    if (contextTokens(prompt.system, prompt.messages) <= threshold) return;
+    const system = systemText(prompt);
+    if (contextTokens(system, prompt.messages) <= threshold) return;
     // keep_recent alone may not be enough (a few huge messages): then fewer are kept.
-    const through = compactionBoundary(live, keep_recent, threshold - estimateTokens(prompt.system));
+    const through = compactionBoundary(live, keep_recent, threshold - estimateTokens(system));
     if (through === undefined) return;
     await deps.activate(`onCompaction:${name}`);
     const strategy = await deps.hooks.compaction.resolve.promise(name);

@@ -1,3 +1,4 @@
+import { preparePrompt, promptRequest } from "../../lib/prompt-prepare.js";
 import { cancelledError } from "../../sdk/cancel.js";
 import { canonicalJson } from "../../sdk/canonical.js";
 import type { EventBus } from "../../sdk/events.js";
@@ -27,6 +28,8 @@ export interface TurnInput {
   /** The untrusted content the turn has taken in (its message's, then its moves'): grows as it runs. */
   taint: TaintSource[];
   model: ModelSettings;
+  /** The fighter's prompt cache key when its provider's cache is on (lib/prompt-cache.ts). */
+  cacheKey?: string;
   history: ChatMessage[];
   user: ChatMessage & { role: "user" };
   /** The moves offered to the model (those the fighter holds a grant for). */
@@ -174,9 +177,17 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
   while (progress.iterations < input.maxIterations) {
     if (signal.aborted) throw cancelledError(signal);
     progress.iterations += 1;
-    const prompt = await deps.hooks.turn.prepare.promise(
-      { system: fighter.manifest.system_prompt, messages: [...input.history, ...turn], tools: input.offered },
-      { fighter, bout_id },
+    const prompt = promptRequest(
+      await preparePrompt(
+        deps.hooks,
+        {
+          system: fighter.manifest.system_prompt,
+          messages: [...input.history, ...turn],
+          tools: input.offered,
+        },
+        { fighter, bout_id },
+      ),
+      input.cacheKey,
     );
     prepared = { tokens: contextTokens(prompt.system, prompt.messages), seen: turn.length };
     const onDelta = (text: string) => {
@@ -191,18 +202,7 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
     };
     const reply = await callProvider(
       driver,
-      {
-        model: input.model,
-        system: prompt.system,
-        messages: prompt.messages,
-        tools: prompt.tools.map((m) => ({
-          name: m.name,
-          description: m.description,
-          input_schema: m.input_schema,
-        })),
-        onDelta,
-        signal,
-      },
+      { model: input.model, ...prompt, onDelta, signal },
       policyFor(input.model),
     );
     progress.usage.input_tokens += reply.usage.input_tokens;

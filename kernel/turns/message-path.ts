@@ -40,6 +40,8 @@ export interface MessagePathDeps {
   contextWindow: (model: ModelSettings) => number;
   /** Records each model call of a turn in the usage ledger, priced. */
   meter: UsageMeter;
+  /** The fighter's prompt cache key for a provider, unless its cache is off (lib/prompt-cache.ts). */
+  cacheKeyFor: (fighterId: string, provider: string) => string | undefined;
 }
 
 /** A turn that has begun: what cancelling the fighter's turn aborts. */

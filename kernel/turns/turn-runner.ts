@@ -1,7 +1,8 @@
 import { USER_ORIGIN } from "../../lib/bout-origins.js";
 import { originOf, resolveCallers } from "../../lib/fighter-chain.js";
 import { workspaceOf } from "../../lib/fighter-files.js";
-import { promptHistory, resumedTurn } from "../../lib/turn-history.js";
+import { boutHistory, turnMoves } from "../../lib/turn-context.js";
+import { resumedTurn } from "../../lib/turn-history.js";
 import type { TurnLedger, UsageMeter } from "../../lib/usage-meter.js";
 import { cancelledError, isShutdown } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
@@ -11,8 +12,7 @@ import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
 import type { Store, TurnRecord } from "../../sdk/store-types.js";
-import type { BoutRecord, ChatMessage, ModelSettings, MoveDeclaration } from "../../sdk/types.js";
-import { matchGrants } from "../fighters/fighter-manifest.js";
+import type { BoutRecord, ChatMessage, ModelSettings } from "../../sdk/types.js";
 import type { LiveFighter } from "../fighters/fighter-registry.js";
 import { runTurn, type TurnDeps, type TurnProgress } from "./agent-loop.js";
 import type { HistoryCache } from "./history-cache.js";
@@ -35,6 +35,8 @@ export interface TurnRunnerDeps {
   move: TurnDeps["move"];
   /** Histories of recent bouts, kept after each completed turn (history-cache.ts). */
   histories: HistoryCache;
+  /** The fighter's prompt cache key for a provider, unless its cache is off (lib/prompt-cache.ts). */
+  cacheKeyFor: (fighterId: string, provider: string) => string | undefined;
 }
 
 export interface TurnRequest {
@@ -97,8 +99,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     try {
       const resumed = request.resume && (await resumable(bout, turn));
       if (resumed) ({ user, origin } = { user: resumed.user, origin: bout.origin });
-      history = deps.histories.take(bout.id, bout.message_count) ?? (await storedHistory(bout.id, turn.id));
-      const moves = await movesFor(live);
+      history = deps.histories.take(bout.id, bout.message_count) ?? (await boutHistory(db, bout.id, turn.id));
+      const moves = await turnMoves(hooks, deps.declaredMoves, live.row);
       output = await runTurn(
         {
           fighter: live.row,
@@ -107,6 +109,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           origin: origin ?? USER_ORIGIN,
           taint: [...(request.resume?.taint ?? options.taint ?? [])],
           model,
+          cacheKey: deps.cacheKeyFor(live.row.id, model.provider),
           history,
           user,
           offered: moves.offered,
@@ -194,13 +197,6 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     throw new SparError("INTERRUPTED", "the turn waited for an approval, and cannot be taken up again");
   }
 
-  /** The bout's history as stored: its uncompacted tail, and the turns in it that did not complete. */
-  async function storedHistory(boutId: string, turnId: string): Promise<ChatMessage[]> {
-    const db = deps.store();
-    const [messages, unfinished] = await Promise.all([db.messages.tail(boutId), db.turns.unfinished(boutId)]);
-    return promptHistory(messages, unfinished, turnId);
-  }
-
   /** Records how the turn ended, and returns the error its caller gets. */
   async function fail(
     turnId: string,
@@ -261,20 +257,6 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
         error,
       });
     }
-  }
-
-  /**
-   * The moves of this turn: the declared ones and those plugins offer at run time (`move.list`);
-   * the model is offered exactly those its fighter holds a grant for.
-   */
-  async function movesFor(
-    live: LiveFighter,
-  ): Promise<{ offered: MoveDeclaration[]; declared: ReadonlyMap<string, MoveDeclaration> }> {
-    const dynamic = await hooks.move.list.promise([], { fighter: live.row });
-    const declared = new Map<string, MoveDeclaration>(deps.declaredMoves);
-    for (const move of dynamic) if (!declared.has(move.name)) declared.set(move.name, move);
-    const grants = live.row.manifest.capabilities ?? [];
-    return { offered: [...declared.values()].filter((m) => matchGrants(grants, m).length > 0), declared };
   }
 
   return { run };

@@ -8,6 +8,7 @@
  */
 
 import { type PluginApi, SparError, type Usage } from "../../sdk/index.js";
+import { systemText } from "../prompt-prepare.js";
 import { stopCycle } from "./cycle.js";
 import type { Firing } from "./firing.js";
 import { createGorillaRecords, type GorillaRunTrigger } from "./records.js";
@@ -115,13 +116,14 @@ export function installGorillas(
 
   // Last, on the prompt as it will be sent: the cycle's budgets, before the model call starts.
   hooks.turn.prepare.tap(
-    (prompt, { fighter, bout_id }) => {
+    (prompt, { fighter, bout_id, dry_run }) => {
       const cycle = runtime.ofFighter(fighter.name)?.cycle;
-      if (!cycle?.sent) return prompt;
+      // A preview (spar context) starts no model call: nothing to count, nothing to stop.
+      if (!cycle?.sent || dry_run) return prompt;
       cycle.bout_id ??= bout_id;
       // A cycle already stopped (caged, timed out, over budget) starts no model call.
       if (cycle.controller.signal.aborted) throw cycle.controller.signal.reason;
-      const verdict = cycle.budget.admit(prompt);
+      const verdict = cycle.budget.admit({ ...prompt, system: systemText(prompt) });
       if (!verdict.ok) {
         stopCycle(cycle, { outcome: "failed", reason: verdict.reason });
         throw cycle.controller.signal.reason;

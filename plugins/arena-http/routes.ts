@@ -38,6 +38,15 @@ const boutsQuery = {
   properties: { origin: { type: "string" } },
 } as const;
 
+const contextQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    bout: { type: "string", minLength: 1, maxLength: 200 },
+    message: { type: "string", maxLength: 100_000 },
+  },
+} as const;
+
 const messageToBody = {
   type: "object",
   additionalProperties: false,
@@ -165,6 +174,19 @@ export function fighterRoutes(ring: RingServices) {
       "/fighters/:id/usage",
       { schema: { params: idParams } },
       async (request) => ring.fighters.usage(request.params.id),
+    );
+
+    // What the fighter's next turn would send and cost, part by part: a dry run, no model call.
+    app.get<{ Params: { id: string }; Querystring: { bout?: string; message?: string } }>(
+      "/fighters/:id/context",
+      { schema: { params: idParams, querystring: contextQuery } },
+      async (request) => {
+        const { bout, message } = request.query;
+        return ring.fighters.context(request.params.id, {
+          ...(bout !== undefined ? { bout_id: bout } : {}),
+          ...(message !== undefined ? { message } : {}),
+        });
+      },
     );
 
     app.get("/moves", async () => {

@@ -104,11 +104,28 @@ function similarity(a: string, b: string): number {
 
 /** The Creed as a compact block for the system prompt; empty sections are left out. */
 export function renderCreed(name: string, creed: CreedDocument, relationships: Relationship[]): string {
+  return [renderCreedCore(name, creed), renderCreedRecent(creed, relationships)].filter(Boolean).join("\n");
+}
+
+/**
+ * What the Creed holds that changes only when it is edited or a reflection adds to it: identity,
+ * traits, directives, what was learned. It belongs to the prompt's stable, cacheable prefix.
+ */
+export function renderCreedCore(name: string, creed: CreedDocument): string {
   const lines = [`## Creed of ${name}`];
   if (creed.identity) lines.push(`Identity: ${creed.identity}`);
   if (creed.traits.length > 0) lines.push(`Traits: ${creed.traits.join("; ")}`);
   for (const d of creed.directives) lines.push(`Directive: ${d}`);
   for (const o of creed.observations) lines.push(`Learned (${o.confidence.toFixed(2)}): ${o.text}`);
+  return lines.join("\n");
+}
+
+/**
+ * What changes with every conversation (relationships with their dates, the counters): the
+ * prompt's volatile part, after the stable prefix. Empty for a fighter's first conversation.
+ */
+export function renderCreedRecent(creed: CreedDocument, relationships: Relationship[]): string {
+  const lines: string[] = [];
   for (const r of relationships.slice(0, 5)) {
     const note = r.note ? ` (${r.note})` : "";
     lines.push(

@@ -22,7 +22,8 @@ import {
   parseObservations,
   REFLECTION_SYSTEM,
   reflectionPrompt,
-  renderCreed,
+  renderCreedCore,
+  renderCreedRecent,
 } from "./creed.js";
 import { type CreedDocument, countSender, createIdentityRecords } from "./records.js";
 
@@ -74,7 +75,15 @@ export default definePlugin<{ creed: CreedConfig }>({
         creedOf(fighter),
         records.relationships.list(fighter.name, SHOWN_RELATIONSHIPS),
       ]);
-      return { ...prompt, system: `${prompt.system}\n\n${renderCreed(fighter.name, creed, relationships)}` };
+      // The stable core goes with the system prompt; the counters and relationships after it.
+      const recent = renderCreedRecent(creed, relationships);
+      return {
+        ...prompt,
+        system: `${prompt.system}\n\n${renderCreedCore(fighter.name, creed)}`,
+        ...(recent
+          ? { volatile: `${prompt.volatile ?? ""}\n\n## Creed of ${fighter.name}, lately\n${recent}` }
+          : {}),
+      };
     });
 
     hooks.turn.end.tap(async (turn) => {

@@ -142,7 +142,8 @@ export default definePlugin<{ mcp: McpSettings }>({
     hooks.turn.prepare.tap((prompt, { fighter }) => {
       const grants = fighter.manifest.capabilities ?? [];
       const note = unavailableNote(servers.filter((s) => mayUse(grants, s.name)).map((s) => s.status()));
-      return note ? { ...prompt, system: `${prompt.system}${note}` } : prompt;
+      // A server's status can change at any time: after the stable prefix.
+      return note ? { ...prompt, volatile: `${prompt.volatile ?? ""}${note}` } : prompt;
     });
 
     hooks.daemon.close.tap(async () => {

@@ -239,8 +239,8 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
 
     hooks.move.skills.tap(async (list) => [...list, ...(await skills()).skills.map(listing)]);
 
-    hooks.turn.prepare.tap(async (prompt, { fighter, bout_id }) => {
-      remember(available, bout_id, prompt.tools);
+    hooks.turn.prepare.tap(async (prompt, { fighter, bout_id, dry_run }) => {
+      if (!dry_run) remember(available, bout_id, prompt.tools);
       const used = calledMoves(prompt.messages);
       const { offered, deferred } = offerTools(
         prompt.tools,
@@ -248,7 +248,13 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
         settings,
       );
       const skillsNote = await relevantSkills(prompt.messages, fighter);
-      return { ...prompt, system: `${prompt.system}${deferredNote(deferred)}${skillsNote}`, tools: offered };
+      // The deferred note is stable for a fighter; the skills named for this message are not.
+      return {
+        ...prompt,
+        system: `${prompt.system}${deferredNote(deferred)}`,
+        ...(skillsNote ? { volatile: `${prompt.volatile ?? ""}${skillsNote}` } : {}),
+        tools: offered,
+      };
     });
 
     /**

@@ -20,6 +20,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from "../../sdk/index.js";
+import { withBreakpoints } from "./cache.js";
 
 /** The usage counts the Messages API reports (message_start's full set, message_delta's running ones). */
 export interface WireUsage {
@@ -48,10 +49,10 @@ export function usageOf(usage: WireUsage): LlmResponse["usage"] {
 /** Anthropic requires `max_tokens` on every request; this is the ceiling when the settings give none. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-/** The body shared by both paths. */
+/** The body shared by both paths; with `request.cache`, its prompt cache breakpoints (cache.ts). */
 export function requestBody(request: LlmRequest): MessageCreateParamsBase {
   const { model, max_tokens, temperature } = request.model;
-  return {
+  const body: MessageCreateParamsBase = {
     model,
     max_tokens: max_tokens ?? DEFAULT_MAX_TOKENS,
     messages: toWireMessages(request.messages),
@@ -59,6 +60,7 @@ export function requestBody(request: LlmRequest): MessageCreateParamsBase {
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
   };
+  return request.cache ? withBreakpoints(body, request) : body;
 }
 
 /**

@@ -37,6 +37,20 @@ function request(overrides: Partial<LlmRequest> = {}): LlmRequest {
 }
 
 describe("createOpenAiDriver", () => {
+  it("sends the fighter's prompt_cache_key where the server takes one, and only with the cache on", async () => {
+    const cache = { key: "spar-abc", stable_chars: 3 };
+    await driver({ promptCacheKey: true }).complete(request({ cache }));
+    await driver({ promptCacheKey: true }).complete(request({ cache, onDelta: () => {} }));
+    await driver({ promptCacheKey: true }).complete(request());
+    await driver().complete(request({ cache }));
+    expect(fake.requests.map((r) => r.body?.prompt_cache_key)).toEqual([
+      "spar-abc",
+      "spar-abc",
+      undefined,
+      undefined,
+    ]);
+  });
+
   it("returns a plain reply with usage, model and stop reason", async () => {
     fake.enqueue({
       text: "Hello there.",

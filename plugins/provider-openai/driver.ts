@@ -24,12 +24,16 @@ export interface OpenAiDriverOptions {
   keyOptional?: boolean;
   /** Sent with every request (e.g. OpenRouter's attribution headers). */
   defaultHeaders?: Record<string, string>;
+  /** The server takes `prompt_cache_key` (OpenAI, OpenRouter); others may refuse an unknown field. */
+  promptCacheKey?: boolean;
 }
 
 /** What the SDK gets as a key for a server that checks none: it refuses an empty one. */
 const NO_KEY = "no-key";
 
 const NO_SDK_TIMEOUT_MS = 3_600_000;
+
+type Body = ReturnType<typeof requestBody>;
 
 /** A reply the SDK accepted but the driver cannot use; its message is already fit for people. */
 class IncompleteReply extends Error {}
@@ -101,7 +105,10 @@ export function createOpenAiDriver(
       const apiKey = keyOf();
       try {
         const api = clientFor(apiKey);
-        return request.onDelta ? await streamed(api, request, request.onDelta) : await unary(api, request);
+        const body = requestBody(request, options.promptCacheKey === true);
+        return request.onDelta
+          ? await streamed(api, body, request, request.onDelta)
+          : await unary(api, body, request);
       } catch (err) {
         throw toSparError(err, conn, apiKey);
       }
@@ -109,9 +116,9 @@ export function createOpenAiDriver(
   };
 }
 
-async function unary(api: OpenAI, request: LlmRequest): Promise<LlmResponse> {
+async function unary(api: OpenAI, body: Body, request: LlmRequest): Promise<LlmResponse> {
   const completion = await api.chat.completions.create(
-    { ...requestBody(request), stream: false },
+    { ...body, stream: false },
     { signal: request.signal },
   );
   const choice = completion.choices[0];
@@ -128,11 +135,12 @@ async function unary(api: OpenAI, request: LlmRequest): Promise<LlmResponse> {
 
 async function streamed(
   api: OpenAI,
+  body: Body,
   request: LlmRequest,
   onDelta: (text: string) => void,
 ): Promise<LlmResponse> {
   const stream = await api.chat.completions.create(
-    { ...requestBody(request), stream: true, stream_options: { include_usage: true } },
+    { ...body, stream: true, stream_options: { include_usage: true } },
     { signal: request.signal },
   );
   let text = "";

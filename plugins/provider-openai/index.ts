@@ -7,13 +7,14 @@ import { definePlugin, driverCache } from "../../sdk/index.js";
 import { createOpenAiDriver, type OpenAiDriverOptions } from "./driver.js";
 
 const PROVIDERS: Record<string, OpenAiDriverOptions> = {
-  openai: { provider: "openai" },
+  openai: { provider: "openai", promptCacheKey: true },
   // OpenRouter's optional attribution: the app's name on its activity page.
   openrouter: {
     provider: "openrouter",
     defaultBaseUrl: "https://openrouter.ai/api/v1",
     defaultKeyEnv: "OPENROUTER_API_KEY",
     defaultHeaders: { "X-Title": "Spar" },
+    promptCacheKey: true,
   },
   // A local server usually checks no key; one named by api_key_env is required, as for openai.
   openai_compatible: { provider: "openai_compatible", keyOptional: true },

@@ -18,8 +18,12 @@ import type {
   ToolDefinition,
 } from "../../sdk/index.js";
 
-/** The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name. */
-export function requestBody(request: LlmRequest): ChatCompletionCreateParamsBase {
+/**
+ * The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name.
+ * With `cacheKey` (a server that takes one, and a request whose cache is on), the fighter's
+ * `prompt_cache_key`, so its requests, which share their prefix, reach the same cache.
+ */
+export function requestBody(request: LlmRequest, cacheKey = false): ChatCompletionCreateParamsBase {
   const { model, max_tokens, temperature } = request.model;
   return {
     model,
@@ -27,6 +31,7 @@ export function requestBody(request: LlmRequest): ChatCompletionCreateParamsBase
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
     ...(max_tokens !== undefined ? { max_completion_tokens: max_tokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
+    ...(cacheKey && request.cache ? { prompt_cache_key: request.cache.key } : {}),
   };
 }
 

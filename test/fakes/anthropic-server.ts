@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
+import { type CacheBlock, createBreakpointCache } from "./prompt-cache.js";
 import {
   estimateTokens,
   type FakeLlmServer,
@@ -56,6 +57,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: MessagesRequestBody | undefined;
+  /** The usage the fake answered with, as the API reports it (cache reads and writes apart). */
+  usage?: Record<string, number>;
 }
 
 export interface FakeAnthropic extends FakeLlmServer {
@@ -132,6 +135,34 @@ function promptText(body: MessagesRequestBody): string {
   return [blocksText(body.system), ...parts].join("");
 }
 
+type BreakpointCache = ReturnType<typeof createBreakpointCache>;
+
+/** The request's blocks in the order the API caches them: tools, system, messages. */
+function cacheBlocks(body: MessagesRequestBody): CacheBlock[] {
+  const block = (key: unknown, text: string, marked: unknown): CacheBlock => ({
+    key,
+    text,
+    breakpoint: marked !== undefined && marked !== null,
+  });
+  const unmarked = (b: Record<string, unknown>) => ({ ...b, cache_control: undefined });
+  const ofContent = (role: string, content: string | MessagesContentBlock[]) =>
+    typeof content === "string"
+      ? // The API reads a string as one text block, and caches it as one.
+        [block({ role, type: "text", text: content }, content, undefined)]
+      : content.map((b) =>
+          block(
+            { role, ...unmarked(b) },
+            blocksText(b.content) || (b.text ?? JSON.stringify(b.input ?? "")),
+            b.cache_control,
+          ),
+        );
+  return [
+    ...(body.tools ?? []).map((t) => block(unmarked(t), JSON.stringify(unmarked(t)), t.cache_control)),
+    ...(body.system === undefined ? [] : ofContent("system", body.system)),
+    ...body.messages.flatMap((m) => ofContent(m.role, m.content)),
+  ];
+}
+
 function sendError(res: ServerResponse, status: number, message: string, headers?: Record<string, string>) {
   const type = ERROR_TYPES[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
   sendJson(res, status, { type: "error", error: { type, message }, request_id: newId("req_") }, headers);
@@ -151,6 +182,7 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
   let makeDefault = defaultReply;
+  let cache = createBreakpointCache();
 
   const http = await startFakeHttp(async (req, res, raw, signal) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -160,7 +192,13 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
       return sendError(res, 404, `Not found: ${req.method} ${url.pathname}`);
     }
     const body = parseBody(raw);
-    requests.push({ method: req.method, path: url.pathname, headers: { ...req.headers }, body });
+    const recorded: RecordedRequest = {
+      method: req.method,
+      path: url.pathname,
+      headers: { ...req.headers },
+      body,
+    };
+    requests.push(recorded);
     if (!body) return sendError(res, 400, "The request body is not a valid Messages request.");
     // The real API requires max_tokens; a driver that forgets it must fail here too.
     if (typeof body.max_tokens !== "number") return sendError(res, 400, "max_tokens: Field required");
@@ -173,7 +211,8 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
     }
     if (reply.malformed) return sendMalformed(res, body.stream === true);
 
-    const { message, text, uses } = buildMessage(body, reply);
+    const { message, text, uses } = buildMessage(body, reply, cache);
+    recorded.usage = message.usage;
     if (body.stream !== true) return sendJson(res, 200, message, headers);
 
     const events = streamEvents(message, text, uses);
@@ -206,13 +245,14 @@ export async function startFakeAnthropic(options: { port?: number } = {}): Promi
       queue.length = 0;
       requests.length = 0;
       makeDefault = defaultReply;
+      cache = createBreakpointCache();
     },
     close: () => http.close(),
   };
 }
 
 /** The reply as the non-streamed API returns it, plus the pieces the event stream is cut from. */
-function buildMessage(body: MessagesRequestBody, reply: ScriptedReply) {
+function buildMessage(body: MessagesRequestBody, reply: ScriptedReply, cache: BreakpointCache) {
   const text = reply.text ?? "";
   const uses: ToolUse[] = (reply.tool_calls ?? []).map((call) => ({
     id: newId("toolu_"),
@@ -221,10 +261,13 @@ function buildMessage(body: MessagesRequestBody, reply: ScriptedReply) {
     json: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
   }));
   // As the real API counts: input_tokens leaves out the tokens read from and written to the cache.
-  const cached = reply.usage?.cached_tokens ?? 0;
-  const written = reply.usage?.cache_write_tokens ?? 0;
+  // Unscripted, a request with breakpoints is counted against the fake's cache.
+  const counted = reply.usage ? undefined : cache(cacheBlocks(body));
+  const cached = reply.usage?.cached_tokens ?? counted?.read ?? 0;
+  const written = reply.usage?.cache_write_tokens ?? counted?.written ?? 0;
   const usage = {
-    input_tokens: (reply.usage?.prompt_tokens ?? estimateTokens(promptText(body))) - cached - written,
+    input_tokens:
+      (reply.usage?.prompt_tokens ?? counted?.total ?? estimateTokens(promptText(body))) - cached - written,
     cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
     output_tokens: reply.usage?.completion_tokens ?? estimateTokens(text + uses.map((u) => u.json).join("")),

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
+import { createPrefixCache } from "./prompt-cache.js";
 import {
   estimateTokens,
   type FakeLlmServer,
@@ -154,6 +155,7 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
   const received: ReceivedCall[] = [];
+  let cache = createPrefixCache();
 
   const http = await startFakeHttp(async (req, res, raw, signal) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -185,9 +187,12 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
       ...(index === 0 ? { thoughtSignature: randomBytes(24).toString("base64") } : {}),
     }));
     const promptText = [body.systemInstruction, ...body.contents].map(partsText).join("");
+    // Unscripted, the prefix it shares with an earlier request (tools included) is cached (implicit caching).
+    const cached = cache(promptText, JSON.stringify(body.tools ?? []));
     const tokens = reply.usage ?? {
       prompt_tokens: estimateTokens(promptText),
       completion_tokens: estimateTokens(text),
+      ...(cached > 0 ? { cached_tokens: cached } : {}),
     };
     const usageMetadata = {
       promptTokenCount: tokens.prompt_tokens,
@@ -251,6 +256,7 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
       queue.length = 0;
       requests.length = 0;
       received.length = 0;
+      cache = createPrefixCache();
     },
     close: () => http.close(),
   };

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
+import { createPrefixCache } from "./prompt-cache.js";
 import {
   type FakeLlmServer,
   type ReceivedCall,
@@ -48,6 +49,7 @@ export interface ChatCompletionRequestBody {
   max_tokens?: number;
   max_completion_tokens?: number;
   temperature?: number;
+  prompt_cache_key?: string;
 }
 
 export interface RecordedRequest {
@@ -122,6 +124,7 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
   const requests: RecordedRequest[] = [];
   let makeDefault = defaultReply;
   let requestCount = 0;
+  let cache = createPrefixCache({ step: 128 });
 
   const http = await startFakeHttp(async (req, res, raw, signal) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -155,10 +158,14 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       },
     }));
     const finishReason = calls.length > 0 ? "tool_calls" : "stop";
-    const promptChars = body.messages.reduce((n, m) => n + contentText(m.content).length, 0);
+    const prompt = body.messages.map((m) => contentText(m.content)).join("");
+    // Unscripted, the prefix it shares with an earlier request of its cache key (and tools) is cached.
+    const key = `${body.prompt_cache_key ?? ""}\u0000${JSON.stringify(body.tools ?? [])}`;
+    const cached = cache(prompt, key);
     const tokens = reply.usage ?? {
-      prompt_tokens: Math.ceil(promptChars / 4),
+      prompt_tokens: Math.ceil(prompt.length / 4),
       completion_tokens: Math.max(1, Math.ceil(text.length / 4)),
+      ...(cached > 0 ? { cached_tokens: cached } : {}),
     };
     // As the real API reports: prompt_tokens counts the cached ones, named in prompt_tokens_details.
     const usage = {
@@ -233,6 +240,7 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
       makeDefault = fn;
     },
     reset: () => {
+      cache = createPrefixCache({ step: 128 });
       queue.length = 0;
       requests.length = 0;
       makeDefault = defaultReply;

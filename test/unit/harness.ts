@@ -14,6 +14,7 @@ import type { PluginHost } from "../../kernel/host/plugin-host.js";
 import { contextWindows } from "../../kernel/turns/compaction.js";
 import { createMessagePath } from "../../kernel/turns/message-path.js";
 import { createPriceBook } from "../../lib/pricing.js";
+import { createPromptCaching } from "../../lib/prompt-cache.js";
 import { createUsageMeter } from "../../lib/usage-meter.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
@@ -262,6 +263,7 @@ export async function createTestPath(overrides: ConfigOverrides = {}): Promise<T
     credentialFor: () => ({ ok: true, credential: {}, names: [] }),
     contextWindow: contextWindows(new Map()),
     meter: createUsageMeter({ prices: createPriceBook(new Map(), config.pricing), store: () => store, log }),
+    cacheKeyFor: createPromptCaching(config, new Set(["scripted"])),
   });
 
   return {

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { createHooks } from "../kernel/hooks.js";
+import type { PromptParts } from "../sdk/hooks.js";
+import type { FighterRow } from "../sdk/types.js";
+import { preparePrompt, promptRequest } from "./prompt-prepare.js";
+
+const fighter: FighterRow = {
+  id: "f_1",
+  name: "spar",
+  created_at: "2026-01-01T00:00:00.000Z",
+  manifest: { name: "spar", description: "d", system_prompt: "You help." },
+};
+const tool = {
+  name: "lookup",
+  description: "Looks up.",
+  input_schema: { type: "object" },
+  capability: "none",
+};
+
+describe("preparePrompt and promptRequest", () => {
+  it("runs the taps in the hook's order, as the waterfall would, and shows each one's addition", async () => {
+    const hooks = createHooks();
+    hooks.turn.prepare.tapPromise("first", async (p) => ({ ...p, system: `${p.system} [stable]` }));
+    hooks.turn.prepare.tapPromise("quiet", async () => undefined as unknown as PromptParts);
+    hooks.turn.prepare.tapPromise("second", async (p) => ({
+      ...p,
+      volatile: `${p.volatile ?? ""} [varies]`,
+    }));
+    const start: PromptParts = {
+      system: "You help.",
+      messages: [{ role: "user", content: "hi" }],
+      tools: [tool],
+    };
+    const seen: string[] = [];
+    const prompt = await preparePrompt(hooks, start, { fighter, bout_id: "b_1" }, (tap) => seen.push(tap));
+    expect(seen).toEqual(["first", "second"]);
+    expect(prompt).toEqual(await hooks.turn.prepare.promise(start, { fighter, bout_id: "b_1" }));
+    expect(promptRequest(prompt, "spar-k")).toEqual({
+      system: "You help. [stable] [varies]",
+      messages: start.messages,
+      tools: [{ name: "lookup", description: "Looks up.", input_schema: { type: "object" } }],
+      cache: { key: "spar-k", stable_chars: "You help. [stable]".length },
+    });
+    expect(promptRequest(prompt).cache).toBeUndefined();
+  });
+});
