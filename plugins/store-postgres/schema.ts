@@ -161,6 +161,7 @@ CREATE TABLE usage (
 );
 CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
 CREATE INDEX usage_at ON usage(at);
+CREATE INDEX usage_fighter_at ON usage(fighter_id, at);
 
 CREATE TABLE nonces (
   key_id TEXT NOT NULL,
