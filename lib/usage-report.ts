@@ -55,7 +55,7 @@ export async function usageReport(request: UsageReportRequest, deps: UsageReport
     since: new Date(since).toISOString(),
     until: new Date(until).toISOString(),
     ...(fighterId !== undefined ? { fighter_id: fighterId } : {}),
-    ...(request.origin !== undefined ? { origin: originFilter(request.origin, "origin") } : {}),
+    ...(request.origin !== undefined ? { origin: originFilter(request.origin) } : {}),
     ...(request.provider !== undefined ? { provider: named(request.provider, "provider") } : {}),
     ...(request.model !== undefined ? { model: named(request.model, "model") } : {}),
     ...(by === "day" ? { days: zoneOffsets(since, until, zone) } : {}),
@@ -142,17 +142,20 @@ async function fighterKeys(groups: UsageGroup[], store: Store): Promise<Map<stri
   return keys;
 }
 
+/** A refusal's fields: the query parameter it names, as the Arena's schema refusals name theirs. */
+function query(parameter: string): { path: string } {
+  return { path: `/querystring/${parameter}` };
+}
+
 function grouping(by: string | undefined): UsageGrouping {
   if (by === undefined) return "day";
   if ((USAGE_GROUPINGS as readonly string[]).includes(by)) return by as UsageGrouping;
-  throw new SparError("VALIDATION_FAILED", `by must be one of ${USAGE_GROUPINGS.join(", ")}, not "${by}"`, {
-    parameter: "by",
-  });
+  throw new SparError("VALIDATION_FAILED", `?by must be one of ${USAGE_GROUPINGS.join(", ")}`, query("by"));
 }
 
 function named(value: string, parameter: string): string {
   if (value.length === 0 || value.length > 200) {
-    throw new SparError("VALIDATION_FAILED", `${parameter} must be 1 to 200 characters`, { parameter });
+    throw new SparError("VALIDATION_FAILED", `?${parameter} must be 1 to 200 characters`, query(parameter));
   }
   return value;
 }
@@ -171,8 +174,8 @@ function timeZone(tz: string | undefined): string {
   if (!valid) {
     throw new SparError(
       "VALIDATION_FAILED",
-      `tz must be an IANA time zone name, e.g. Europe/Lisbon, America/New_York or UTC, not "${tz}"`,
-      { parameter: "tz" },
+      `?tz must be an IANA time zone name, e.g. Europe/Lisbon, America/New_York or UTC`,
+      query("tz"),
     );
   }
   return tz;
@@ -194,9 +197,7 @@ function range(request: UsageReportRequest, zone: string, now: Date): { since: n
       ? midnight(addDays(today, 1), zone)
       : instant(request.until, "until", zone, today, 1);
   if (since >= until) {
-    throw new SparError("VALIDATION_FAILED", `since (${request.since ?? "30d"}) must come before until`, {
-      parameter: "since",
-    });
+    throw new SparError("VALIDATION_FAILED", `?since must come before ?until`, query("since"));
   }
   return { since, until };
 }
@@ -224,8 +225,8 @@ function instant(text: string, parameter: string, zone: string, today: LocalDate
     parameter === "since" ? `<n>d (1 to ${MAX_DAYS}), a date (YYYY-MM-DD)` : "a date (YYYY-MM-DD)";
   throw new SparError(
     "VALIDATION_FAILED",
-    `${parameter} must be ${forms} or an instant (2026-03-01T12:00:00Z), from 2000 on; not "${text}"`,
-    { parameter },
+    `?${parameter} must be ${forms} or an instant (2026-03-01T12:00:00Z), from 2000 on`,
+    query(parameter),
   );
 }
 

@@ -86,6 +86,10 @@ export type {
   MessageOptions,
   MessageSender,
   RingServices,
+  UsageReport,
+  UsageReportRequest,
+  UsageReportRow,
+  UsageTotal,
 } from "./services.js";
 export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";
