@@ -174,8 +174,8 @@ describe("usageReport", () => {
     );
   });
 
-  it("names fighters in by=fighter, a fighter the store no longer names by its id", async () => {
-    const { body } = await report({ by: "fighter" }, [group("f1", 1), group("f-gone", 2)]);
+  it("names fighters in by=fighter (ordered by name), a fighter the store no longer names by its id", async () => {
+    const { body } = await report({ by: "fighter" }, [group("f-gone", 2), group("f1", 1)]);
     expect(body.usage.map((u) => u.key)).toEqual(["ada", "f-gone"]);
   });
 

@@ -61,8 +61,11 @@ export async function usageReport(request: UsageReportRequest, deps: UsageReport
     ...(by === "day" ? { days: zoneOffsets(since, until, zone) } : {}),
   });
   const keys = by === "fighter" ? await fighterKeys(groups, deps.store) : undefined;
+  const rows = groups.map((g) => ({ key: keys?.get(g.key) ?? g.key, ...figures(g) }));
+  // The store orders fighters by id; people read them by name.
+  if (keys) rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return {
-    usage: groups.map((g) => ({ key: keys?.get(g.key) ?? g.key, ...figures(g) })),
+    usage: rows,
     total: figures(sum(groups)),
   };
 }
