@@ -81,7 +81,9 @@ function keyExpression(query: UsageQuery): { sql: string; params: unknown[] } {
     case "model":
       return { sql: "provider || '/' || model", params: [] };
     case "fighter":
-      return { sql: "fighter_id", params: [] };
+      // Unary + keeps the planner off usage_fighter_at: skipping through it fighter by fighter, with a
+      // table lookup per call, takes seconds on a 1M-call ledger; the covering usage_at, a fraction.
+      return { sql: "+fighter_id", params: [] };
     case "provider":
       return { sql: "provider", params: [] };
     case "origin":
