@@ -179,6 +179,13 @@ export function createRing(options: RingOptions): Ring {
     },
     ...storeServices(requireStore),
     fighters: fighterServices(fighters, path, requireStore, preview),
+    usage: {
+      report: async (request) =>
+        (await import("../lib/usage-report.js")).usageReport(request, {
+          store: requireStore(),
+          fighterId: async (idOrName) => (await fighters.lookup(idOrName)).row.id,
+        }),
+    },
     channels: channelServices(configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);
       return hooks.channel.resolve.promise(platform);

@@ -88,6 +88,10 @@ export type {
   PromptContext,
   PromptPart,
   RingServices,
+  UsageReport,
+  UsageReportRequest,
+  UsageReportRow,
+  UsageTotal,
 } from "./services.js";
 export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";

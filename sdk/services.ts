@@ -144,6 +144,45 @@ export interface PromptContext {
    * null for an unpriced model.
    */
   cost: { uncached_micros: number; cached_micros: number | null; currency: "USD" } | null;
+ * What `GET /api/v1/usage` takes (its query) and `spar usage` sends: a grouping (`day` when absent:
+ * `UsageGrouping` in store-rows.ts), a range (`since`: `<n>d`, a date or an instant, default `30d`;
+ * `until`: a date, through its end, or an instant, default the end of today), the days' time zone
+ * (`tz`, an IANA name; default the machine's) and filters (a fighter by id or name, an origin or
+ * origin kind, a provider, a model).
+ */
+export interface UsageReportRequest {
+  by?: string;
+  fighter?: string;
+  since?: string;
+  until?: string;
+  tz?: string;
+  origin?: string;
+  provider?: string;
+  model?: string;
+}
+
+/** A group's sums, or the total: cost in currency units (null when none of its calls was priced). */
+export interface UsageTotal {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  cost: number | null;
+  currency: string;
+  /** Calls of a model without a price, not in `cost`. */
+  unpriced_requests: number;
+}
+
+export interface UsageReportRow extends UsageTotal {
+  /** The day (YYYY-MM-DD), `provider/model`, fighter name, origin (kind) or provider. */
+  key: string;
+}
+
+/** `GET /api/v1/usage`'s body, printed as it is by `spar usage --json`. */
+export interface UsageReport {
+  usage: UsageReportRow[];
+  total: UsageTotal;
 }
 
 export interface MoveListing extends MoveDeclaration {
@@ -214,6 +253,11 @@ export interface RingServices {
      * `message` (default ""), as a dry run: no model call, no side effect (README "spar context").
      */
     context(idOrName: string, options?: { bout_id?: string; message?: string }): Promise<PromptContext>;
+  };
+  /** The usage ledger, summed (issue 31 item 4: `GET /api/v1/usage`, `spar usage`, the dashboard). */
+  readonly usage: {
+    /** VALIDATION_FAILED naming the parameter for a bad one; FIGHTER_NOT_FOUND for an unknown fighter. */
+    report(request: UsageReportRequest): Promise<UsageReport>;
   };
   readonly bouts: {
     messages(boutId: string): Promise<StoredMessage[]>;

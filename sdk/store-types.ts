@@ -12,6 +12,8 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
+  UsageGroup,
+  UsageQuery,
   UsageRecord,
   UsageSummary,
 } from "./store-rows.js";
@@ -136,6 +138,11 @@ export interface Store {
     /** Records one model call (each call of a turn, as it returns). */
     record(entry: UsageRecord): Promise<void>;
     summary(fighterId: string): Promise<UsageSummary[]>;
+    /**
+     * The ledger summed per group over a time range, in the database (GROUP BY over the `at`
+     * range), ordered by key. A group has at least one call.
+     */
+    query(query: UsageQuery): Promise<UsageGroup[]>;
   };
   /** Every plugin's collections (`api.data`), in this store's database, with its encryption and durability. */
   readonly collections: CollectionStore;
