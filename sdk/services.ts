@@ -144,6 +144,9 @@ export interface PromptContext {
    * null for an unpriced model.
    */
   cost: { uncached_micros: number; cached_micros: number | null; currency: "USD" } | null;
+}
+
+/**
  * What `GET /api/v1/usage` takes (its query) and `spar usage` sends: a grouping (`day` when absent:
  * `UsageGrouping` in store-rows.ts), a range (`since`: `<n>d`, a date or an instant, default `30d`;
  * `until`: a date, through its end, or an instant, default the end of today), the days' time zone
