@@ -30,6 +30,10 @@ export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type {
   Admission,
+  BudgetCounters,
+  BudgetEventFields,
+  BudgetLine,
+  BudgetVerdict,
   Bus,
   BusOpenOptions,
   EventBus,
@@ -45,6 +49,7 @@ export type {
   TurnLeases,
 } from "./events.js";
 export type {
+  BudgetRule,
   CompactionInput,
   CompactionStrategy,
   ListenRequest,
@@ -56,6 +61,12 @@ export type {
   RingHooks,
   RouteContext,
   SpawnRefusal,
+  SpendAnswer,
+  SpendContext,
+  SpendFigures,
+  SpendHold,
+  SpendQuestion,
+  SpendRequest,
   StoreOpenOptions,
   TurnContext,
   TurnSummary,

@@ -50,6 +50,7 @@ const READS: ReadonlySet<string> = new Set([
   "summaries.get",
   "idempotency.get",
   "usage.summary",
+  "usage.spent",
   "collectionRows.get",
   "collectionRows.find",
   "collectionRows.count",
