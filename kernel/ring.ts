@@ -150,7 +150,12 @@ export function createRing(options: RingOptions): Ring {
     declaredMoves,
     credentialFor,
     contextWindow: contextWindows(providers),
-    meter: createUsageMeter({ prices: createPriceBook(providers, config.pricing), store: requireStore, log }),
+    meter: createUsageMeter({
+      prices: createPriceBook(providers, config.pricing),
+      store: requireStore,
+      log,
+      hooks,
+    }),
   });
 
   // A killed fighter's running turn is cancelled, whichever daemon of a cluster killed it.
@@ -193,6 +198,7 @@ export function createRing(options: RingOptions): Ring {
       claimNonce: (keyId, nonce, expiresAt) =>
         requireStore().nonces.claim(keyId, nonce, expiresAt, Math.floor(Date.now() / 1000)),
     },
+    spend: { counters: () => busSlot.bus().budgets, spent: (filter) => requireStore().usage.spent(filter) },
     plugins: {
       list: async () =>
         host.eligible.map((p) => ({
