@@ -88,8 +88,8 @@ export type {
 export type { PluginManifest } from "./plugin-manifest.js";
 export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
-export { BUDGET_SCHEMA, badBudgetKey } from "./schemas.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
+export { BUDGET_SCHEMA, badBudgetKey } from "./schemas.js";
 export type {
   ApprovalNotice,
   AuthorizedKey,

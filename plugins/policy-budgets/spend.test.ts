@@ -38,7 +38,10 @@ function setup(seed = { cost_micros: 0, tokens: 0 }) {
       reads.push(filter);
       return seed;
     },
-    events: { publish: (e) => published.push(e), subscribe: () => () => undefined } as never,
+    events: {
+      publish: (e: SparEventPayload) => published.push(e),
+      subscribe: () => () => undefined,
+    } as never,
     log: { info() {}, warn() {}, error() {} },
   });
   const rules: BudgetRule[] = configuredRules(
