@@ -220,6 +220,11 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/schedule.js")).schedule(action, args[0], as(options)),
   },
   {
+    name: "budgets",
+    summary: "Budgets: each limit, what its day or month has spent and holds reserved, when it resets",
+    run: async ({ options }) => (await import("./commands/budgets.js")).budgets(options),
+  },
+  {
     name: "approvals",
     summary: "Approvals: calls waiting for an operator's answer (shell, new chats, spawns …), and the rules",
     actions: [

@@ -154,7 +154,7 @@ export function createRing(options: RingOptions): Ring {
     declaredMoves,
     credentialFor,
     contextWindow: contextWindows(providers),
-    meter: createUsageMeter({ prices, store: requireStore, log }),
+    meter: createUsageMeter({ prices, store: requireStore, log, hooks }),
     cacheKeyFor,
   });
   const preview = createContextPreview({
@@ -213,6 +213,7 @@ export function createRing(options: RingOptions): Ring {
       claimNonce: (keyId, nonce, expiresAt) =>
         requireStore().nonces.claim(keyId, nonce, expiresAt, Math.floor(Date.now() / 1000)),
     },
+    spend: { counters: () => busSlot.bus().budgets, spent: (filter) => requireStore().usage.spent(filter) },
     plugins: {
       list: async () =>
         host.eligible.map((p) => ({

@@ -31,6 +31,7 @@ export const RING_GROUPS = [
   "plugins",
   "store",
   "usage",
+  "spend",
 ] as const satisfies readonly Exclude<keyof RingServices, RingScalar>[];
 
 /** One group of the Ring's services a plugin may use (`api.ring.<group>`). */

@@ -1,7 +1,8 @@
 import type { KeyObject } from "node:crypto";
+import type { BudgetCounters } from "./events.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
+import type { StoreCheck, StoreHealth, TurnRecord, UsageSpentFilter, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
@@ -301,6 +302,12 @@ export interface RingServices {
     keyCount(): Promise<number>;
     /** False when the key already used this nonce (a replay). */
     claimNonce(keyId: string, nonce: string, expiresAt: number): Promise<boolean>;
+  };
+  /** The bus's budget counters (issue 31): what the budgets plugin reserves against and reads. */
+  readonly spend: {
+    counters(): BudgetCounters;
+    /** What the usage ledger holds since `since` for the rows `filter` takes: a missing counter's seed. */
+    spent(filter: UsageSpentFilter & { since: string }): Promise<{ cost_micros: number; tokens: number }>;
   };
   readonly plugins: {
     list(): Promise<PluginListing[]>;

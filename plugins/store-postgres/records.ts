@@ -45,6 +45,15 @@ export function createRecords(ctx: StoreContext): Records {
           ],
         );
       },
+      async spent(filter) {
+        const { rows } = await pool.query<{ cost_micros: string | null; tokens: string | null }>(
+          `SELECT sum(cost_micros)::bigint AS cost_micros, sum(input_tokens + output_tokens)::bigint AS tokens
+           FROM usage WHERE at >= $1 AND ($2::text IS NULL OR fighter_id = $2) AND ($3::text IS NULL OR origin = $3)
+             AND ($4::text IS NULL OR left(origin, length($4)) = $4)`,
+          [filter.since, filter.fighter_id ?? null, filter.origin ?? null, filter.origin_prefix ?? null],
+        );
+        return { cost_micros: Number(rows[0]?.cost_micros ?? 0), tokens: Number(rows[0]?.tokens ?? 0) };
+      },
       summary: async (fighterId) =>
         (
           await pool.query<UsageSummary>(

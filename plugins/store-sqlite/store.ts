@@ -51,6 +51,7 @@ const READS: ReadonlySet<string> = new Set([
   "idempotency.get",
   "usage.summary",
   "usage.query",
+  "usage.spent",
   "collectionRows.get",
   "collectionRows.find",
   "collectionRows.count",

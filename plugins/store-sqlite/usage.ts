@@ -1,6 +1,6 @@
 /** The usage ledger: one row per model call (one per answered message before migration 20), summed when read. */
 import type Database from "better-sqlite3-multiple-ciphers";
-import type { UsageGroup, UsageQuery, UsageRecord, UsageSummary } from "../../sdk/index.js";
+import type { UsageGroup, UsageQuery, UsageRecord, UsageSpentFilter, UsageSummary } from "../../sdk/index.js";
 import type { StoreData } from "./sync-store.js";
 
 type UsageRow = Omit<UsageRecord, "bout_id" | "turn_id"> & { bout_id: string | null; turn_id: string | null };
@@ -24,7 +24,25 @@ export function createUsage(db: Database.Database): StoreData["usage"] {
   };
   // A query's text depends on its filters and its zone's offsets: a few shapes, each prepared once.
   const prepared = new Map<string, Database.Statement<unknown[], UsageGroup>>();
+  const spent = db.prepare<
+    { since: string; fighter: string | null; origin: string | null; prefix: string | null },
+    { cost_micros: number | null; tokens: number | null }
+  >(
+    // usage_at serves the range; a prefix is compared as a substring (no LIKE escaping needed).
+    `SELECT sum(cost_micros) AS cost_micros, sum(input_tokens + output_tokens) AS tokens FROM usage
+     WHERE at >= @since AND (@fighter IS NULL OR fighter_id = @fighter) AND (@origin IS NULL OR origin = @origin)
+       AND (@prefix IS NULL OR substr(origin, 1, length(@prefix)) = @prefix)`,
+  );
   return {
+    spent(filter: UsageSpentFilter & { since: string }) {
+      const row = spent.get({
+        since: filter.since,
+        fighter: filter.fighter_id ?? null,
+        origin: filter.origin ?? null,
+        prefix: filter.origin_prefix ?? null,
+      });
+      return { cost_micros: row?.cost_micros ?? 0, tokens: row?.tokens ?? 0 };
+    },
     record(entry) {
       s.record.run({ ...entry, bout_id: entry.bout_id ?? null, turn_id: entry.turn_id ?? null });
     },

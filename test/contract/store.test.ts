@@ -700,6 +700,37 @@ for (const factory of FACTORIES) {
     });
 
     describe("usage", () => {
+      it("sums a budget's spend since a time: a fighter's, an origin's, an origin prefix's, or all", async () => {
+        const a = await newFighter(store);
+        const b = await newFighter(store);
+        const origin = `gorilla:g${randomUUID().slice(0, 8)}`;
+        const chat = `channel:c${randomUUID().slice(0, 8)}`;
+        const since = "2031-01-02T00:00:00.000Z";
+        const at = "2031-01-02T10:00:00.000Z";
+        await store.usage.record(
+          call(a, { at: "2031-01-01T23:59:59.000Z", input_tokens: 1000, cost_micros: 1000 }),
+        );
+        await store.usage.record(call(a, { at, input_tokens: 10, output_tokens: 5, cost_micros: 30 }));
+        await store.usage.record(
+          call(a, { at, origin, input_tokens: 1, output_tokens: 1, cost_micros: null, currency: null }),
+        );
+        await store.usage.record(
+          call(b, { at, origin: `${chat}:42`, input_tokens: 7, output_tokens: 3, cost_micros: 4 }),
+        );
+        expect(await store.usage.spent({ since, fighter_id: a.id })).toEqual({ cost_micros: 30, tokens: 17 });
+        expect(await store.usage.spent({ since, origin })).toEqual({ cost_micros: 0, tokens: 2 });
+        expect(await store.usage.spent({ since, origin_prefix: `${chat}:` })).toEqual({
+          cost_micros: 4,
+          tokens: 10,
+        });
+        expect(await store.usage.spent({ since: "2031-01-03T00:00:00.000Z", fighter_id: b.id })).toEqual({
+          cost_micros: 0,
+          tokens: 0,
+        });
+        const all = await store.usage.spent({ since });
+        expect(all.tokens).toBeGreaterThanOrEqual(27);
+      });
+
       it("sums the recorded calls per provider and model: tokens, cache tokens, cost and unpriced calls", async () => {
         const bo = await newFighter(store);
         await store.usage.record(
