@@ -65,6 +65,13 @@ describe("the command registry", () => {
       "cli/output.js",
       "cli/parse.js",
       "cli/registry.js",
+      "cli/specs/access.js",
+      "cli/specs/autonomy.js",
+      "cli/specs/channels.js",
+      "cli/specs/conversations.js",
+      "cli/specs/lifecycle.js",
+      "cli/specs/moves.js",
+      "cli/specs/shared.js",
       "sdk/errors.js",
       "sdk/version.js",
     ]);

@@ -187,7 +187,7 @@ describe("spar start --detach / stop", () => {
     const result = await runCli(newHome(), ["wrestle"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
-      'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, bout, fighter, gorilla, schedule, approvals, troop, channel, key, sign, ' +
+      'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, context, bout, fighter, usage, gorilla, schedule, budgets, approvals, troop, channel, key, sign, ' +
         "rekey, doctor, backup, restore, plugin, move, security (VALIDATION_FAILED)\n",
     );
   });
