@@ -4,6 +4,7 @@
  * the preview cannot drift from what is sent.
  */
 import type { PromptParts, RingHooks, TurnContext } from "../sdk/hooks.js";
+import { renderContext } from "../sdk/turn-context.js";
 import type { LlmRequest } from "../sdk/types.js";
 
 /** What one `turn.prepare` tap made of the prompt: the prompt before it and after it. */
@@ -38,23 +39,27 @@ export async function preparePrompt(
   return current;
 }
 
-/** The whole system prompt: its stable part, then what may change between turns. */
+/** All the text the prompt adds to its messages, stable part first: for estimates and budgets. */
 export function systemText(prompt: Pick<PromptParts, "system" | "volatile">): string {
   return prompt.system + (prompt.volatile ?? "");
 }
 
 /**
- * The request's prompt: the system prompt whole (stable part first), the messages, the offered
- * moves as tool definitions in the order the kernel listed them, and, when the provider's cache is
- * on (`cacheKey` given), where the stable prefix ends.
+ * The request's prompt: the system prompt (its stable part only), the messages, the per-turn
+ * context (`volatile`, headed as Spar's) to go before the turn's own messages — the last
+ * `turnLength` of them —, the offered moves as tool definitions in the order the kernel listed
+ * them, and, when the provider's cache is on (`cacheKey` given), where the stable prefix ends.
  */
 export function promptRequest(
   prompt: PromptParts,
   cacheKey?: string,
-): Pick<LlmRequest, "system" | "messages" | "tools" | "cache"> {
+  turnLength = 1,
+): Pick<LlmRequest, "system" | "messages" | "context" | "turn_start" | "tools" | "cache"> {
+  const context = renderContext(prompt.volatile ?? "");
   return {
-    system: systemText(prompt),
+    system: prompt.system,
     messages: prompt.messages,
+    ...(context ? { context, turn_start: Math.max(0, prompt.messages.length - turnLength) } : {}),
     tools: prompt.tools.map((m) => ({
       name: m.name,
       description: m.description,

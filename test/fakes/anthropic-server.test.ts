@@ -55,6 +55,7 @@ describe("fake Anthropic server", () => {
         system: "You are terse.",
         tools: [],
         last_user_text: "hi",
+        context: "",
         tool_results: [],
         stream: false,
       },

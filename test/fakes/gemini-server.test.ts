@@ -61,6 +61,7 @@ describe("fake Gemini server", () => {
         system: "Be terse.",
         tools: [],
         last_user_text: "hi",
+        context: "",
         tool_results: [],
         stream: false,
       },

@@ -77,6 +77,7 @@ describe("fake Ollama server", () => {
       system: "Be terse.",
       tools: [],
       last_user_text: "ping",
+      context: "",
       tool_results: [],
       stream: false,
     });

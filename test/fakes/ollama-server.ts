@@ -97,12 +97,18 @@ function parseBody(raw: string): ChatRequestBody | undefined {
 }
 
 function normalize(body: ChatRequestBody): ReceivedCall {
-  return {
-    model: body.model,
-    system: body.messages
+  // The system prompt is the head's system messages; one further on is Spar's per-turn context.
+  const head = body.messages.findIndex((m) => m.role !== "system");
+  const split = head < 0 ? body.messages.length : head;
+  const texts = (messages: ChatRequestBody["messages"]) =>
+    messages
       .filter((m) => m.role === "system")
       .map((m) => m.content)
-      .join("\n"),
+      .join("\n");
+  return {
+    model: body.model,
+    system: texts(body.messages.slice(0, split)),
+    context: texts(body.messages.slice(split)),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: body.messages.findLast((m) => m.role === "user")?.content ?? "",
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => m.content),

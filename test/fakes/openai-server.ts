@@ -98,13 +98,21 @@ function parseBody(raw: string): ChatCompletionRequestBody | undefined {
     : undefined;
 }
 
+const isSystem = (m: ChatMessage) => m.role === "system" || m.role === "developer";
+
 function normalize(body: ChatCompletionRequestBody): ReceivedCall {
+  // The system prompt is the head's system messages; one further on is Spar's per-turn context.
+  const head = body.messages.findIndex((m) => !isSystem(m));
+  const split = head < 0 ? body.messages.length : head;
+  const texts = (messages: ChatMessage[]) =>
+    messages
+      .filter(isSystem)
+      .map((m) => contentText(m.content))
+      .join("\n");
   return {
     model: body.model,
-    system: body.messages
-      .filter((m) => m.role === "system" || m.role === "developer")
-      .map((m) => contentText(m.content))
-      .join("\n"),
+    system: texts(body.messages.slice(0, split)),
+    context: texts(body.messages.slice(split)),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: contentText(body.messages.findLast((m) => m.role === "user")?.content),
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => contentText(m.content)),
