@@ -56,6 +56,7 @@ describe("fake Anthropic server", () => {
         tools: [],
         last_user_text: "hi",
         context: "",
+        transcript: ["You are terse.", "hi"],
         tool_results: [],
         stream: false,
       },

@@ -139,8 +139,22 @@ function normalize(body: MessagesRequestBody): ReceivedCall {
     model: body.model,
     system: blocksText(body.system),
     tools: (body.tools ?? []).map((t) => t.name),
-    last_user_text: userText(body.messages.findLast((m) => m.role === "user")?.content),
+    // As the Gemini fake reads it: a message of tool results is not what the user said.
+    last_user_text: userText(
+      body.messages.findLast(
+        (m) =>
+          m.role === "user" && (typeof m.content === "string" || m.content.some((b) => b.type === "text")),
+      )?.content,
+    ),
     context: contextText(body.messages),
+    transcript: [
+      ...(Array.isArray(body.system) ? body.system.map((b) => b.text ?? "") : [body.system ?? ""]),
+      ...body.messages.flatMap((m) =>
+        typeof m.content === "string"
+          ? [m.content]
+          : m.content.map((b) => blocksText(b.content) || (b.text ?? "")),
+      ),
+    ].filter(Boolean),
     tool_results: body.messages.flatMap(toolResults),
     stream: body.stream === true,
   };

@@ -62,6 +62,7 @@ describe("fake Gemini server", () => {
         tools: [],
         last_user_text: "hi",
         context: "",
+        transcript: ["Be terse.", "hi"],
         tool_results: [],
         stream: false,
       },

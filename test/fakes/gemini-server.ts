@@ -144,6 +144,13 @@ function normalize(model: string, stream: boolean, body: GenerateContentRequestB
     tools: (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((d) => d.name)),
     last_user_text: userText(lastUserText(body)),
     context: contextText(body),
+    transcript: [body.systemInstruction, ...body.contents]
+      .flatMap((c) =>
+        (c?.parts ?? []).map((p) =>
+          p.functionResponse ? JSON.stringify(p.functionResponse.response) : p.thought ? "" : (p.text ?? ""),
+        ),
+      )
+      .filter(Boolean),
     tool_results: body.contents.flatMap(toolResults),
     stream,
   };

@@ -78,6 +78,7 @@ describe("fake Ollama server", () => {
       tools: [],
       last_user_text: "ping",
       context: "",
+      transcript: ["Be terse.", "ping"],
       tool_results: [],
       stream: false,
     });

@@ -109,6 +109,7 @@ function normalize(body: ChatRequestBody): ReceivedCall {
     model: body.model,
     system: texts(body.messages.slice(0, split)),
     context: texts(body.messages.slice(split)),
+    transcript: body.messages.map((m) => m.content).filter(Boolean),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: body.messages.findLast((m) => m.role === "user")?.content ?? "",
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => m.content),

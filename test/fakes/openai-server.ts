@@ -113,6 +113,7 @@ function normalize(body: ChatCompletionRequestBody): ReceivedCall {
     model: body.model,
     system: texts(body.messages.slice(0, split)),
     context: texts(body.messages.slice(split)),
+    transcript: body.messages.map((m) => contentText(m.content)).filter(Boolean),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: contentText(body.messages.findLast((m) => m.role === "user")?.content),
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => contentText(m.content)),

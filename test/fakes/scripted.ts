@@ -48,6 +48,8 @@ export interface ReceivedCall {
    * (Anthropic, Gemini); "" when the request has none.
    */
   context: string;
+  /** Every text of the request in the order the model reads it: system, messages, tool results. */
+  transcript: string[];
   /** Contents of the tool results sent back, in order. */
   tool_results: string[];
   stream: boolean;
