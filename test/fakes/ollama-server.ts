@@ -97,9 +97,9 @@ function parseBody(raw: string): ChatRequestBody | undefined {
 }
 
 function normalize(body: ChatRequestBody): ReceivedCall {
-  // The system prompt is the head's system messages; one further on is Spar's per-turn context.
-  const head = body.messages.findIndex((m) => m.role !== "system");
-  const split = head < 0 ? body.messages.length : head;
+  // The system prompt is the first message; a system message after it is Spar's per-turn context
+  // (right after it on a bout's first turn, which has no history).
+  const split = Math.min(1, body.messages.length);
   const texts = (messages: ChatRequestBody["messages"]) =>
     messages
       .filter((m) => m.role === "system")

@@ -101,9 +101,9 @@ function parseBody(raw: string): ChatCompletionRequestBody | undefined {
 const isSystem = (m: ChatMessage) => m.role === "system" || m.role === "developer";
 
 function normalize(body: ChatCompletionRequestBody): ReceivedCall {
-  // The system prompt is the head's system messages; one further on is Spar's per-turn context.
-  const head = body.messages.findIndex((m) => !isSystem(m));
-  const split = head < 0 ? body.messages.length : head;
+  // The system prompt is the first message; a system message after it is Spar's per-turn context
+  // (right after it on a bout's first turn, which has no history).
+  const split = Math.min(1, body.messages.length);
   const texts = (messages: ChatMessage[]) =>
     messages
       .filter(isSystem)
