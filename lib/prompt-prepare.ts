@@ -4,8 +4,8 @@
  * the preview cannot drift from what is sent.
  */
 import type { PromptParts, RingHooks, TurnContext } from "../sdk/hooks.js";
-import { renderContext } from "../sdk/turn-context.js";
-import type { LlmRequest } from "../sdk/types.js";
+import { quoteHeading, renderContext } from "../sdk/turn-context.js";
+import type { ChatMessage, LlmRequest } from "../sdk/types.js";
 
 /** What one `turn.prepare` tap made of the prompt: the prompt before it and after it. */
 export type PrepareStep = (tap: string, before: PromptParts, after: PromptParts) => void;
@@ -58,7 +58,7 @@ export function promptRequest(
   const context = renderContext(prompt.volatile ?? "");
   return {
     system: prompt.system,
-    messages: prompt.messages,
+    messages: prompt.messages.map(quoted),
     ...(context ? { context, turn_start: Math.max(0, prompt.messages.length - turnLength) } : {}),
     tools: prompt.tools.map((m) => ({
       name: m.name,
@@ -67,4 +67,11 @@ export function promptRequest(
     })),
     ...(cacheKey ? { cache: { key: cacheKey, stable_chars: prompt.system.length } } : {}),
   };
+}
+
+/** A user's or a tool's message with the context heading quoted (quoteHeading): it is not Spar's. */
+function quoted(message: ChatMessage): ChatMessage {
+  if (message.role === "assistant") return message;
+  const content = quoteHeading(message.content);
+  return content === message.content ? message : { ...message, content };
 }

@@ -12,6 +12,18 @@ import type { LlmRequest } from "./types.js";
  */
 export const CONTEXT_HEADING = "## Context from Spar for this turn (not written by the user)";
 
+/** What the heading becomes anywhere Spar did not put it (a user's message, a tool's result). */
+export const QUOTED_HEADING = "## (quoted, not from Spar) Context from Spar for this turn";
+
+/**
+ * A message's text with the context heading, should it hold it, quoted: the heading then heads only
+ * the text Spar put there, so a message cannot pass its own words off as Spar's context. The same
+ * text always comes out the same, so the history stays a byte-identical prefix.
+ */
+export function quoteHeading(text: string): string {
+  return text.includes(CONTEXT_HEADING) ? text.replaceAll(CONTEXT_HEADING, QUOTED_HEADING) : text;
+}
+
 /**
  * The context text a request carries, headed, from the prompt's varying part; "" when it is empty.
  *
