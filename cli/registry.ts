@@ -147,6 +147,32 @@ export const COMMANDS: CommandSpec[] = [
       (await import("./commands/fighter.js")).fighter(action, args[0], as(options)),
   },
   {
+    name: "usage",
+    summary: "Where the tokens go: calls, tokens and cost per day, model, fighter, origin or provider",
+    options: [
+      { flag: "--fighter", value: "name|id", summary: "One fighter's calls only" },
+      {
+        flag: "--by",
+        value: "day|model|fighter|origin|origin-exact|provider",
+        summary: "Group by this (origin: by kind; origin-exact: each chat, gorilla, task …)",
+        default: "day",
+      },
+      {
+        flag: "--since",
+        value: "date|<n>d",
+        summary: "From this date (YYYY-MM-DD), instant, or the last n days (7d, 30d)",
+        default: "30d",
+      },
+      { flag: "--until", value: "date", summary: "Through this date (YYYY-MM-DD), or up to an instant" },
+      { flag: "--tz", value: "zone", summary: "The time zone days turn in (default: the daemon machine's)" },
+      { flag: "--origin", value: "origin", summary: "One origin (channel:telegram:42) or kind (channel)" },
+      { flag: "--provider", value: "id", summary: "One provider's calls only" },
+      { flag: "--model", value: "model", summary: "One model's calls only" },
+      { flag: "--csv", summary: "RFC 4180 CSV with a header row, the total last" },
+    ],
+    run: async ({ options }) => (await import("./commands/usage.js")).usage(as(options)),
+  },
+  {
     name: "gorilla",
     summary: "Gorillas: autonomous fighters on a schedule (GORILLA.toml), caged until unleashed",
     actions: [
@@ -192,6 +218,11 @@ export const COMMANDS: CommandSpec[] = [
     ],
     run: async ({ action, args, options }) =>
       (await import("./commands/schedule.js")).schedule(action, args[0], as(options)),
+  },
+  {
+    name: "budgets",
+    summary: "Budgets: each limit, what its day or month has spent and holds reserved, when it resets",
+    run: async ({ options }) => (await import("./commands/budgets.js")).budgets(options),
   },
   {
     name: "approvals",

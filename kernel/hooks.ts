@@ -52,6 +52,11 @@ export function createHooks(): RingHooks {
     arena: {
       routes: new AsyncSeriesHook(["registry"]),
     },
+    spend: {
+      budgets: new AsyncSeriesWaterfallHook(["rules", "context"]),
+      reserve: new AsyncSeriesBailHook(["request"]),
+      ask: new AsyncSeriesBailHook(["question"]),
+    },
     events: {
       published: new AsyncParallelHook(["event"]),
     },

@@ -154,7 +154,7 @@ export function createRing(options: RingOptions): Ring {
     declaredMoves,
     credentialFor,
     contextWindow: contextWindows(providers),
-    meter: createUsageMeter({ prices, store: requireStore, log }),
+    meter: createUsageMeter({ prices, store: requireStore, log, hooks }),
     cacheKeyFor,
   });
   const preview = createContextPreview({
@@ -179,6 +179,13 @@ export function createRing(options: RingOptions): Ring {
     },
     ...storeServices(requireStore),
     fighters: fighterServices(fighters, path, requireStore, preview),
+    usage: {
+      report: async (request) =>
+        (await import("../lib/usage-report.js")).usageReport(request, {
+          store: requireStore(),
+          fighterId: async (idOrName) => (await fighters.lookup(idOrName)).row.id,
+        }),
+    },
     channels: channelServices(configuredChannels, async (platform) => {
       await host.activate(`onChannel:${platform}`);
       return hooks.channel.resolve.promise(platform);
@@ -206,6 +213,7 @@ export function createRing(options: RingOptions): Ring {
       claimNonce: (keyId, nonce, expiresAt) =>
         requireStore().nonces.claim(keyId, nonce, expiresAt, Math.floor(Date.now() / 1000)),
     },
+    spend: { counters: () => busSlot.bus().budgets, spent: (filter) => requireStore().usage.spent(filter) },
     plugins: {
       list: async () =>
         host.eligible.map((p) => ({

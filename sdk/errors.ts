@@ -34,6 +34,9 @@ export const ERROR_CATALOG = {
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   UPGRADE_REQUIRED: 426,
+  // A model call would pass a budget ([budgets], a manifest's or GORILLA.toml's `budget`): the body
+  // names the budget, its limit, what is spent and when it resets.
+  BUDGET_EXCEEDED: 402,
   RATE_LIMITED: 429,
   // Request headers past Node's limit (16 KB): refused before any route sees the request.
   HEADERS_TOO_LARGE: 431,

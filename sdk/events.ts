@@ -49,6 +49,15 @@ export interface SparEventMap {
   "turn.tainted": { fighter_id: string; bout_id: string; turn_id: string; source: TaintSource };
   /** Bookkeeping after a committed turn failed (a `turn.end` tap): the reply still stands. */
   "turn.hook_failed": { fighter_id: string; bout_id: string; turn_id: string; hook: string; error: string };
+  /** A budget's spend crossed `[budgets] warn_at_percent` of its limit: once per budget and period. */
+  "budget.warning": BudgetEventFields & { percent: number };
+  /** A model call was refused by a budget (`action` stop), or asked about (`ask`). */
+  "budget.exceeded": BudgetEventFields & {
+    fighter_id: string;
+    turn_id: string;
+    origin: string;
+    action: "stopped" | "asked";
+  };
   "message.completed": {
     fighter_id: string;
     bout_id: string;
@@ -61,6 +70,17 @@ export interface SparEventMap {
 }
 
 export type SparEventKind = keyof SparEventMap;
+
+/** A budget as events and `GET /api/v1/budgets` name it: money in currency units, tokens as integers. */
+export interface BudgetEventFields {
+  /** `<scope>:<name>:<period>` (`fighter:ada:daily`), `global:daily`, `…:daily_tokens` for tokens. */
+  budget: string;
+  limit: number;
+  spent: number;
+  unit: "money" | "tokens";
+  currency: string;
+  resets_at: string;
+}
 
 /** One event before it is stamped: its kind and that kind's payload. */
 export type SparEventPayload = { [K in SparEventKind]: { kind: K } & SparEventMap[K] }[SparEventKind];
@@ -130,6 +150,54 @@ export interface QuotaWindows {
   freesInMs(fighterId: string, limits: QuotaLimits): Promise<number>;
 }
 
+/**
+ * One line of a budget reservation: the counter `key` (a budget in one period), its `limit`, and the
+ * `amount` this call reserves (micro-units of money, or tokens). `seed` is what was spent before the
+ * counter existed (read from the usage ledger), given once the counters answered it `missing`.
+ */
+export interface BudgetLine {
+  key: string;
+  limit: number;
+  amount: number;
+  seed?: number;
+  /** Reserve even when the line has no room (an approved overrun): counted, never refused. */
+  force?: boolean;
+  /** When the counter may be forgotten (after its period ends), unix milliseconds. */
+  expires_at: number;
+}
+
+/** What `BudgetCounters.reserve` answers. */
+export type BudgetVerdict =
+  | { ok: true }
+  /** These counters do not exist yet: reserve again with their `seed`s. */
+  | { ok: false; missing: string[] }
+  /** The line at `index` had no room: spent and reserved were these. Nothing was reserved. */
+  | { ok: false; index: number; spent: number; reserved: number };
+
+/**
+ * Budget counters (issue 31), kept by the bus so every node of a cluster counts against one figure.
+ * A call reserves its worst case on every line that applies at once, or on none: a line has room
+ * while `spent + reserved < limit`, so concurrent calls pass a limit by at most one call's
+ * reservation. Settling replaces a reservation by the real amount; releasing drops it.
+ */
+export interface BudgetCounters {
+  reserve(id: string, lines: readonly BudgetLine[]): Promise<BudgetVerdict>;
+  /**
+   * The call ended: `amounts[i]` is spent on `keys[i]` instead of what `id` reserved there. Answers
+   * the indexes whose spend crossed `warnAt[i]` with this settle (each crossing happens once).
+   */
+  settle(
+    id: string,
+    keys: readonly string[],
+    amounts: readonly number[],
+    warnAt: readonly number[],
+  ): Promise<number[]>;
+  /** The call failed before it cost anything: its reservations are dropped. */
+  release(id: string, keys: readonly string[]): Promise<void>;
+  /** Spent and reserved per key; null for a counter that does not exist. */
+  read(keys: readonly string[]): Promise<({ spent: number; reserved: number } | null)[]>;
+}
+
 /** One fighter's turn lease: while a node holds it, no other node runs a turn of that fighter. */
 export interface TurnLease {
   /** Grows with every grant of the fighter's lease across the cluster (0 on an in-process bus). */
@@ -161,6 +229,8 @@ export interface BusOpenOptions {
 export interface Bus {
   readonly events: EventBus;
   readonly quotas: QuotaWindows;
+  /** Budget counters (issue 31): what every budget has spent and reserved in its current period. */
+  readonly budgets: BudgetCounters;
   /**
    * Turn order across nodes. In one process the fighter's own queue already runs one turn at a
    * time, and `bus-local`'s leases are granted at once.

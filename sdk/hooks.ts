@@ -11,8 +11,9 @@ import type {
 import type { Bus, BusOpenOptions, SparEvent } from "./events.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { ApprovalNotice, MessageSender } from "./services.js";
-import type { Store } from "./store-types.js";
+import type { Store, UsageSpentFilter } from "./store-types.js";
 import type {
+  BudgetLimits,
   Capability,
   ChatMessage,
   FighterManifest,
@@ -76,6 +77,9 @@ export interface TurnContext {
 }
 
 export interface TurnSummary extends TurnContext {
+  turn_id: string;
+  /** Who started the turn's bout (lib/bout-origins.ts); `user` for a user's own. */
+  origin: string;
   new_messages: ChatMessage[];
   usage: Usage;
   iterations: number;
@@ -179,6 +183,9 @@ export interface MoveOutcome {
 export interface CompactionInput {
   fighter: FighterRow;
   bout_id: string;
+  /** The turn after which the bout is compacted, and its bout's origin: whose the summary's call is. */
+  turn_id: string;
+  origin: string;
   model: ModelSettings;
   messages: StoredMessage[];
   previous_summary?: string;
@@ -190,6 +197,64 @@ export interface CompactionInput {
 export interface CompactionStrategy {
   readonly name: string;
   compact(input: CompactionInput): Promise<{ summary?: string }>;
+}
+
+/** Who a model call of a turn is made for (`spend` hooks). */
+export interface SpendContext {
+  fighter: FighterRow;
+  bout_id: string;
+  turn_id: string;
+  /** Who started the turn's bout (lib/bout-origins.ts); `user` for a user's own. */
+  origin: string;
+}
+
+/**
+ * A budget that applies to a model call, as a `spend.budgets` tap adds it: its scope and name (as
+ * `fighter:ada:daily` shows them), the key its counters are kept under (a fighter's id, since a name
+ * may be reused), its limits, and which of the usage ledger's rows count against it.
+ */
+export interface BudgetRule {
+  scope: "global" | "fighter" | "gorilla" | "channel";
+  /** The fighter's or gorilla's name, the channel's platform; null for the global budget. */
+  name: string | null;
+  key: string;
+  limits: BudgetLimits;
+  ledger: UsageSpentFilter;
+}
+
+/** One call's figures: tokens (input and output) and cost in micro-units (null: the model is unpriced). */
+export interface SpendFigures {
+  tokens: number;
+  cost_micros: number | null;
+}
+
+/** What `spend.reserve` taps get: the call, its worst case, the budgets that apply, and a way to ask. */
+export interface SpendRequest extends SpendContext {
+  model: ModelSettings;
+  /** The call's worst case: the prompt's estimate and its `max_tokens`, at the model's prices. */
+  worst(): SpendFigures;
+  rules: readonly BudgetRule[];
+  signal?: AbortSignal;
+  /** Asks the operator whether the turn may go past a budget (`spend.ask`); undefined: no one to ask. */
+  ask(question: { subject: string; why: string }): Promise<SpendAnswer | undefined>;
+}
+
+/** A reservation held for one call: settled to what it cost, or released when it failed. */
+export interface SpendHold {
+  /** `reported` false: the provider reported no usage, and `figures` are the estimate. */
+  settle(figures: SpendFigures, reported: boolean): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** How an operator answered a `spend.ask`. */
+export type SpendAnswer = "approved" | "denied" | "expired" | "cancelled";
+
+/** What `spend.ask` taps get: the call's turn, what is asked (one line) and why. */
+export interface SpendQuestion extends SpendContext {
+  subject: string;
+  why: string;
+  signal: AbortSignal;
+  onApproval?: (approval: ApprovalNotice) => void;
 }
 
 /** Address the daemon is about to serve, and the routes plugins added, given to the Arena when ready. */
@@ -281,6 +346,21 @@ export interface RingHooks {
   readonly arena: {
     /** Series, called once when the daemon is ready, before it listens: taps add routes and public assets. */
     readonly routes: AsyncSeriesHook<[RouteRegistry]>;
+  };
+  readonly spend: {
+    /**
+     * Waterfall, called before each model call of a turn (lib/usage-meter.ts): taps add the budgets
+     * that apply to it (the budgets plugin: global, fighter, channel; the gorilla runtime: the
+     * gorilla's own). None: the call is made with no reservation and no store or bus round trip.
+     */
+    readonly budgets: AsyncSeriesWaterfallHook<[BudgetRule[], SpendContext]>;
+    /**
+     * Bail, called when a budget applies: the budgets plugin reserves the call's worst case against
+     * every one at once and returns the hold, or throws BUDGET_EXCEEDED to stop the turn.
+     */
+    readonly reserve: AsyncSeriesBailHook<[SpendRequest], SpendHold | undefined>;
+    /** Bail, called when a budget with `on_exceed = "ask"` is passed: the approvals plugin asks and waits. */
+    readonly ask: AsyncSeriesBailHook<[SpendQuestion], SpendAnswer | undefined>;
   };
   readonly events: {
     /** Parallel, called for every published event; a failing tap is logged, never fatal. */

@@ -30,6 +30,10 @@ export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type {
   Admission,
+  BudgetCounters,
+  BudgetEventFields,
+  BudgetLine,
+  BudgetVerdict,
   Bus,
   BusOpenOptions,
   EventBus,
@@ -45,6 +49,7 @@ export type {
   TurnLeases,
 } from "./events.js";
 export type {
+  BudgetRule,
   CompactionInput,
   CompactionStrategy,
   ListenRequest,
@@ -56,6 +61,12 @@ export type {
   RingHooks,
   RouteContext,
   SpawnRefusal,
+  SpendAnswer,
+  SpendContext,
+  SpendFigures,
+  SpendHold,
+  SpendQuestion,
+  SpendRequest,
   StoreOpenOptions,
   TurnContext,
   TurnSummary,
@@ -78,6 +89,7 @@ export type { PluginManifest } from "./plugin-manifest.js";
 export { RING_GROUPS, type RingGroup } from "./plugin-scope.js";
 export { findForbiddenKey, forbiddenKeyMessage } from "./safe-keys.js";
 export { formatSchemaErrors, validatorFor } from "./schema.js";
+export { BUDGET_SCHEMA, badBudgetKey } from "./schemas.js";
 export type {
   ApprovalNotice,
   AuthorizedKey,
@@ -88,6 +100,10 @@ export type {
   PromptContext,
   PromptPart,
   RingServices,
+  UsageReport,
+  UsageReportRequest,
+  UsageReportRow,
+  UsageTotal,
 } from "./services.js";
 export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";

@@ -30,6 +30,8 @@ export const RING_GROUPS = [
   "auth",
   "plugins",
   "store",
+  "usage",
+  "spend",
 ] as const satisfies readonly Exclude<keyof RingServices, RingScalar>[];
 
 /** One group of the Ring's services a plugin may use (`api.ring.<group>`). */

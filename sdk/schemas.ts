@@ -51,6 +51,38 @@ export const PROVIDER_TABLE = "^(?!endpoints$|allow_manifest_base_url$)[a-z][a-z
 export const MAX_PRICE_PER_MTOK = 1000;
 const PRICE = { type: "number", minimum: 0, maximum: MAX_PRICE_PER_MTOK } as const;
 
+/** A budget's limits: money in the `[budgets]` currency, tokens; none negative, none absurd. */
+export const MAX_BUDGET_MONEY = 1_000_000;
+export const MAX_BUDGET_TOKENS = 1_000_000_000_000;
+export const BUDGET_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    daily: { type: "number", minimum: 0, maximum: MAX_BUDGET_MONEY },
+    monthly: { type: "number", minimum: 0, maximum: MAX_BUDGET_MONEY },
+    daily_tokens: { type: "integer", minimum: 0, maximum: MAX_BUDGET_TOKENS },
+    monthly_tokens: { type: "integer", minimum: 0, maximum: MAX_BUDGET_TOKENS },
+    on_exceed: { enum: ["stop", "ask"] },
+  },
+} as const;
+
+/**
+ * The key of a budget's limits that is not a finite number within bounds (TOML's `nan` and `inf`
+ * pass a JSON Schema's bounds), or undefined when all are.
+ *
+ * @example
+ * badBudgetKey({ daily: Number.NaN }); // "daily"
+ */
+export function badBudgetKey(limits: Record<string, unknown>): string | undefined {
+  for (const key of ["daily", "monthly", "daily_tokens", "monthly_tokens"]) {
+    const value = limits[key];
+    if (value === undefined) continue;
+    const max = key.endsWith("_tokens") ? MAX_BUDGET_TOKENS : MAX_BUDGET_MONEY;
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > max) return key;
+  }
+  return undefined;
+}
+
 export const CONFIG_SCHEMA = {
   type: "object",
   additionalProperties: false,
@@ -238,5 +270,6 @@ export const FIGHTER_MANIFEST_SCHEMA = {
       },
     },
     max_iterations: { type: "integer", minimum: 1, maximum: 1000 },
+    budget: BUDGET_SCHEMA,
   },
 } as const;

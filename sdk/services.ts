@@ -1,7 +1,9 @@
 import type { KeyObject } from "node:crypto";
+import type { BudgetCounters } from "./events.js";
+import type { SpendContext } from "./hooks.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
-import type { StoreCheck, StoreHealth, TurnRecord, UsageSummary } from "./store-types.js";
+import type { StoreCheck, StoreHealth, TurnRecord, UsageSpentFilter, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
   FighterManifest,
@@ -146,6 +148,48 @@ export interface PromptContext {
   cost: { uncached_micros: number; cached_micros: number | null; currency: "USD" } | null;
 }
 
+/**
+ * What `GET /api/v1/usage` takes (its query) and `spar usage` sends: a grouping (`day` when absent:
+ * `UsageGrouping` in store-rows.ts), a range (`since`: `<n>d`, a date or an instant, default `30d`;
+ * `until`: a date, through its end, or an instant, default the end of today), the days' time zone
+ * (`tz`, an IANA name; default the machine's) and filters (a fighter by id or name, an origin or
+ * origin kind, a provider, a model).
+ */
+export interface UsageReportRequest {
+  by?: string;
+  fighter?: string;
+  since?: string;
+  until?: string;
+  tz?: string;
+  origin?: string;
+  provider?: string;
+  model?: string;
+}
+
+/** A group's sums, or the total: cost in currency units (null when none of its calls was priced). */
+export interface UsageTotal {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  cost: number | null;
+  currency: string;
+  /** Calls of a model without a price, not in `cost`. */
+  unpriced_requests: number;
+}
+
+export interface UsageReportRow extends UsageTotal {
+  /** The day (YYYY-MM-DD), `provider/model`, fighter name, origin (kind) or provider. */
+  key: string;
+}
+
+/** `GET /api/v1/usage`'s body, printed as it is by `spar usage --json`. */
+export interface UsageReport {
+  usage: UsageReportRow[];
+  total: UsageTotal;
+}
+
 export interface MoveListing extends MoveDeclaration {
   plugin: string;
 }
@@ -215,6 +259,11 @@ export interface RingServices {
      */
     context(idOrName: string, options?: { bout_id?: string; message?: string }): Promise<PromptContext>;
   };
+  /** The usage ledger, summed (issue 31 item 4: `GET /api/v1/usage`, `spar usage`, the dashboard). */
+  readonly usage: {
+    /** VALIDATION_FAILED naming the parameter for a bad one; FIGHTER_NOT_FOUND for an unknown fighter. */
+    report(request: UsageReportRequest): Promise<UsageReport>;
+  };
   readonly bouts: {
     messages(boutId: string): Promise<StoredMessage[]>;
     /** The bout's turns, oldest first, with their status and, when they did not complete, their error. */
@@ -238,9 +287,18 @@ export interface RingServices {
   readonly tunnel: {
     open(): Promise<TunnelInfo>;
   };
-  /** One model call under the provider policy (timeouts, retries), e.g. for a summary. */
+  /**
+   * One model call under the provider policy (timeouts, retries), e.g. for a summary. With `call`
+   * (whose turn it follows: a reflection, a bout's summary), it is priced in the usage ledger and
+   * reserved against the budgets like the turn's own calls; over a budget it throws BUDGET_EXCEEDED
+   * (no one is asked: no one is waiting on it).
+   */
   readonly llm: {
-    complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
+    complete(
+      model: ModelSettings,
+      request: Omit<LlmRequest, "model">,
+      call?: SpendContext,
+    ): Promise<LlmResponse>;
   };
   /** The declared moves and those plugins offer at run time (`move.list`, without a fighter). */
   readonly moves: {
@@ -254,6 +312,12 @@ export interface RingServices {
     keyCount(): Promise<number>;
     /** False when the key already used this nonce (a replay). */
     claimNonce(keyId: string, nonce: string, expiresAt: number): Promise<boolean>;
+  };
+  /** The bus's budget counters (issue 31): what the budgets plugin reserves against and reads. */
+  readonly spend: {
+    counters(): BudgetCounters;
+    /** What the usage ledger holds since `since` for the rows `filter` takes: a missing counter's seed. */
+    spent(filter: UsageSpentFilter & { since: string }): Promise<{ cost_micros: number; tokens: number }>;
   };
   readonly plugins: {
     list(): Promise<PluginListing[]>;

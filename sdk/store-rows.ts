@@ -48,6 +48,55 @@ export interface UsageRecord {
   currency: string | null;
 }
 
+/**
+ * How `Store.usage.query` groups the ledger: per calendar day (in the zone `UsageQuery.days` gives),
+ * per provider and model (`provider/model`), per fighter (its id), per provider, per origin kind
+ * (`channel`, `gorilla`, `troop-task`, `fighter`, `schedule`, `user`: what precedes the first colon,
+ * so a key is also an `origin` filter) or per exact origin (`channel:telegram:42`). A row written
+ * before the ledger kept origins (migration 21) has the origin `unknown`.
+ */
+export type UsageGrouping = "day" | "model" | "fighter" | "provider" | "origin" | "origin-exact";
+
+/** The UTC offset of a time zone from `from` (ISO UTC) on, in minutes east of UTC. */
+export interface ZoneOffset {
+  from: string;
+  minutes: number;
+}
+
+/**
+ * What part of the ledger `Store.usage.query` sums: calls with `since <= at < until` (ISO UTC),
+ * optionally of one fighter (its id), one origin (exact, or a kind as lib/bout-origins.ts
+ * `originMatches` takes it), one provider, one model.
+ */
+export interface UsageQuery {
+  by: UsageGrouping;
+  since: string;
+  until: string;
+  fighter_id?: string;
+  origin?: string;
+  provider?: string;
+  model?: string;
+  /**
+   * For `by: "day"`: the zone's offsets over the range, oldest first (the first one applies before
+   * any later `from` too); a call's day is the date of `at` shifted by the offset in force then.
+   * Absent: UTC days.
+   */
+  days?: ZoneOffset[];
+}
+
+/** One group of `Store.usage.query`: its key and the sums of its calls, as `UsageSummary` counts them. */
+export interface UsageGroup {
+  key: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** The priced calls' cost in micro-units, null when none was priced. */
+  cost_micros: number | null;
+  unpriced_requests: number;
+}
+
 /** Whether the store's data can be trusted. */
 export interface StoreHealth {
   /** `corrupt` once any call or the integrity check met a damaged database; it stays so until restart. */

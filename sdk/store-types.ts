@@ -12,6 +12,8 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
+  UsageGroup,
+  UsageQuery,
   UsageRecord,
   UsageSummary,
 } from "./store-rows.js";
@@ -28,6 +30,16 @@ export type * from "./store-rows.js";
  * loss), except a turn's own writes (`turns.begin`, `append`, `finish`), which resolve once
  * committed; `durable()` then makes them durable. A store may share one flush among many writes.
  */
+/**
+ * Which usage rows count against a budget: all (global), a fighter's (`fighter_id`), one origin's
+ * (`gorilla:nightly`), or every origin under a prefix (`channel:telegram:`).
+ */
+export interface UsageSpentFilter {
+  fighter_id?: string;
+  origin?: string;
+  origin_prefix?: string;
+}
+
 export interface Store {
   /** Answered from memory, never by reading the database: health checks call it on every probe. */
   health(): StoreHealth;
@@ -136,6 +148,13 @@ export interface Store {
     /** Records one model call (each call of a turn, as it returns). */
     record(entry: UsageRecord): Promise<void>;
     summary(fighterId: string): Promise<UsageSummary[]>;
+    /**
+     * The ledger summed per group over a time range, in the database (GROUP BY over the `at`
+     * range), ordered by key. A group has at least one call.
+     */
+    query(query: UsageQuery): Promise<UsageGroup[]>;
+    /** What the calls since `since` (ISO) that pass `filter` cost and used: a budget's spend, re-read. */
+    spent(filter: UsageSpentFilter & { since: string }): Promise<{ cost_micros: number; tokens: number }>;
   };
   /** Every plugin's collections (`api.data`), in this store's database, with its encryption and durability. */
   readonly collections: CollectionStore;

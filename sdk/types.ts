@@ -56,6 +56,24 @@ export interface FighterManifest {
   skills?: string[];
   quota?: { requests_per_minute?: number; tokens_per_minute?: number };
   max_iterations?: number;
+  /** Spend this fighter's turns may make per day and month (README "Budgets"). */
+  budget?: BudgetLimits;
+}
+
+/**
+ * A budget's limits (`[budgets.global]`, a manifest's `budget`, GORILLA.toml's `[budget]`): money in
+ * the `[budgets]` currency, tokens (input plus output); any subset. Over one, a call is refused
+ * (`stop`, BUDGET_EXCEEDED) or asked about (`ask`).
+ *
+ * @example
+ * const budget: BudgetLimits = { daily: 0.5, monthly_tokens: 2_000_000, on_exceed: "ask" };
+ */
+export interface BudgetLimits {
+  daily?: number;
+  monthly?: number;
+  daily_tokens?: number;
+  monthly_tokens?: number;
+  on_exceed?: "stop" | "ask";
 }
 
 /** `awaiting_approval`: its turn waits for an operator's answer to a call (README "Approvals"). */

@@ -15,6 +15,9 @@ interface GorillaView {
   last_run: GorillaRunRecord | null;
   moves: string[];
   source: "bundled" | "user";
+  /** Caged by a budget: why, and when it is unleashed by itself. */
+  caged_reason?: string;
+  caged_until?: string;
 }
 
 interface GorillaDetail extends GorillaView {
@@ -80,7 +83,7 @@ async function list(options: GorillaOptions): Promise<void> {
   if (options.json) return printJson(listed);
   const rows = listed.gorillas.map((g) => [
     g.name,
-    g.state,
+    g.caged_until ? `${g.state} (budget, until ${g.caged_until})` : g.state,
     g.schedule,
     g.next_run_at ?? "-",
     g.last_run ? `${g.last_run.outcome} ${g.last_run.started_at}` : "-",
@@ -132,6 +135,9 @@ async function status(name: string, options: GorillaOptions): Promise<void> {
     `  ${printable(g.description)}`,
     `  schedule    ${g.schedule} (${g.timezone})`,
     `  next run    ${g.next_run_at ?? "- (caged)"}`,
+    ...(g.caged_reason
+      ? [`  caged       by a budget until ${g.caged_until}: ${printable(g.caged_reason)}`]
+      : []),
     `  last run    ${last ? `${last.outcome} at ${last.started_at}${last.error ? `: ${printable(last.error)}` : ""}` : "-"}`,
     `  running     ${g.running_run_id ?? "-"}`,
     `  budgets     ${s.max_iterations} model calls, ${s.timeout_s} s, ${s.max_tokens} tokens per cycle; catch_up ${s.catch_up}`,

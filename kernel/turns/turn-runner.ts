@@ -93,7 +93,10 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     if (bout_created) events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
     if (!request.resume) events.publish({ kind: "message.received", ...ids });
     // Each model call's usage, written with the turn's next write (lib/usage-meter.ts).
-    const ledger = deps.meter(() => ({ ...ids, origin: origin ?? USER_ORIGIN }));
+    const ledger = deps.meter(() => ({ ...ids, origin: origin ?? USER_ORIGIN }), {
+      fighter: live.row,
+      onApproval: options.onApproval,
+    });
     let output: Awaited<ReturnType<typeof runTurn>>;
     let history: ChatMessage[] = [];
     try {
@@ -160,6 +163,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     const completed: TurnSummary = {
       fighter: live.row,
       bout_id: bout.id,
+      turn_id: turn.id,
+      origin: origin ?? USER_ORIGIN,
       new_bout: bout_created,
       model,
       new_messages: output.messages,

@@ -36,6 +36,8 @@ export interface Cycle {
   stop?: Stop;
   /** The first call of the cycle that needed an approval no one could give (APPROVAL_REQUIRED). */
   needsApproval?: string;
+  /** A budget stopped the cycle (BUDGET_EXCEEDED): which, why, and when its period turns. */
+  overBudget?: { budget: string; reason: string; until: string };
   /** Settles once the run is recorded ended. */
   done: Promise<void>;
 }
@@ -78,6 +80,8 @@ export interface CycleDeps {
   /** The run was recorded started, then ended. */
   began(gorilla: LoadedGorilla, run: GorillaRunRecord): void;
   ended(gorilla: LoadedGorilla, run: GorillaRunRecord): void;
+  /** A budget stopped the cycle: called once its run is recorded (the gorilla is caged then). */
+  overBudget?(gorilla: LoadedGorilla, over: NonNullable<Cycle["overBudget"]>): void;
 }
 
 /**
@@ -131,6 +135,7 @@ export function startCycle(
     begun(run);
     const ended = await runCycle(gorilla, cycle, run, deps);
     deps.ended(gorilla, ended);
+    if (cycle.overBudget) deps.overBudget?.(gorilla, cycle.overBudget);
     deps.events.publish({
       kind: "gorilla.rampage.completed",
       gorilla: gorilla.name,
@@ -184,6 +189,10 @@ async function runCycle(
     turn = { ok: true, stop_reason: result.stop_reason, iterations: result.iterations };
   } catch (err) {
     if (isSparError(err, "FIGHTER_NOT_FOUND")) deps.fighterGone(gorilla);
+    if (isSparError(err, "BUDGET_EXCEEDED")) {
+      const { budget, resets_at } = err.extra as { budget?: string; resets_at?: string };
+      if (budget && resets_at) cycle.overBudget = { budget, reason: err.message, until: resets_at };
+    }
     turn = {
       ok: false,
       message: err instanceof Error ? err.message : String(err),

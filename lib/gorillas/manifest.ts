@@ -17,8 +17,8 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { SparError } from "../../sdk/errors.js";
 import { findForbiddenKey, forbiddenKeyMessage } from "../../sdk/safe-keys.js";
 import { formatSchemaErrors, validatorWithDefaults } from "../../sdk/schema.js";
-import { MODEL_SETTINGS_SCHEMA } from "../../sdk/schemas.js";
-import { type ModelSettings, OPEN_CAPABILITY } from "../../sdk/types.js";
+import { BUDGET_SCHEMA, badBudgetKey, MODEL_SETTINGS_SCHEMA } from "../../sdk/schemas.js";
+import { type BudgetLimits, type ModelSettings, OPEN_CAPABILITY } from "../../sdk/types.js";
 import { isReservedVariable } from "../provider-keys.js";
 import { parseSchedule, type Schedule } from "./schedule.js";
 
@@ -57,6 +57,11 @@ export interface GorillaManifest {
   /** The prompt of every cycle. */
   task: string;
   settings: GorillaSettings;
+  /**
+   * Its spend per day and month across cycles (`[budget]`, README "Budgets"): a cycle that passes
+   * it fails BUDGET_EXCEEDED, and the gorilla is caged until the period turns.
+   */
+  budget?: BudgetLimits;
   /** Model settings of its own; the default model's when absent. */
   model?: ModelSettings;
   /** The file it was read from, as given. */
@@ -128,6 +133,7 @@ export const GORILLA_SCHEMA = {
       },
     },
     model: MODEL_SETTINGS_SCHEMA,
+    budget: BUDGET_SCHEMA,
   },
 } as const;
 
@@ -197,6 +203,14 @@ export function parseGorilla(
       });
     }
   }
+  const badBudget =
+    sound("budget") && raw.budget ? badBudgetKey(raw.budget as Record<string, unknown>) : undefined;
+  if (badBudget) {
+    problems.push({
+      message: `"budget.${badBudget}" must be a finite number from 0`,
+      key: `budget.${badBudget}`,
+    });
+  }
   const moves = sound("moves") ? [...new Set(raw.moves)] : [];
   const capabilities = new Set<string>();
   for (const move of moves) {
@@ -228,6 +242,7 @@ export function parseGorilla(
     system_prompt: raw.system_prompt.trim(),
     task: raw.task.trim(),
     settings: raw.settings,
+    ...(raw.budget ? { budget: raw.budget } : {}),
     ...(raw.model ? { model: raw.model } : {}),
     file,
   };
@@ -323,6 +338,7 @@ interface Raw {
   system_prompt: string;
   task: string;
   settings: GorillaSettings;
+  budget?: BudgetLimits;
   model?: ModelSettings;
 }
 

@@ -7,8 +7,9 @@
  * only the moves its GORILLA.toml declares. The plugin gives the firing (firing.ts).
  */
 
-import { type PluginApi, SparError, type Usage } from "../../sdk/index.js";
+import { type Collection, type PluginApi, SparError, type Usage } from "../../sdk/index.js";
 import { systemText } from "../prompt-prepare.js";
+import type { BudgetCageRecord } from "./budget-cage.js";
 import { stopCycle } from "./cycle.js";
 import type { Firing } from "./firing.js";
 import { createGorillaRecords, type GorillaRunTrigger } from "./records.js";
@@ -96,6 +97,23 @@ export function installGorillas(
     timezone,
     keepRuns: settings.keep_runs,
     firing,
+    ...(data.cages ? { cages: data.cages as Collection<BudgetCageRecord> } : {}),
+  });
+
+  // The gorilla's own `[budget]` (GORILLA.toml) on every model call of its cycles.
+  hooks.spend.budgets.tap((rules, { fighter, origin }) => {
+    const gorilla = runtime.ofFighter(fighter.name)?.gorilla;
+    if (!gorilla?.budget || origin !== `gorilla:${gorilla.name}`) return rules;
+    return [
+      ...rules,
+      {
+        scope: "gorilla" as const,
+        name: gorilla.name,
+        key: `gorilla:${gorilla.name}`,
+        limits: gorilla.budget,
+        ledger: { origin },
+      },
+    ];
   });
 
   // First: the gorilla file's prompt and moves, before other plugins add to the prompt.

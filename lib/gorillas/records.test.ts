@@ -101,9 +101,9 @@ async function aBout(store: Store): Promise<string> {
 }
 
 describe("both scheduler plugins declare the same collections under one namespace", () => {
-  it("declares gorillas and runs in scheduler-croner and scheduler-bullmq alike", () => {
+  it("declares gorillas, runs and budget cages in scheduler-croner and scheduler-bullmq alike", () => {
     expect(DATA.namespace).toBe("gorillas");
-    expect(Object.keys(DATA.collections)).toEqual(["gorillas", "runs"]);
+    expect(Object.keys(DATA.collections)).toEqual(["gorillas", "runs", "cages"]);
     expect(schedulerManifest("scheduler-bullmq").data).toEqual(DATA);
   });
 });

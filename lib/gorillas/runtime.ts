@@ -9,8 +9,16 @@
  * (scheduler-croner), BullMQ job schedulers across nodes (scheduler-bullmq).
  */
 import { join } from "node:path";
-import { type EventBus, type Logger, PACKAGE_ROOT, type RingServices, SparError } from "../../sdk/index.js";
+import {
+  type Collection,
+  type EventBus,
+  type Logger,
+  PACKAGE_ROOT,
+  type RingServices,
+  SparError,
+} from "../../sdk/index.js";
 import { createGorillaActions, windDown } from "./actions.js";
+import { type BudgetCageRecord, createBudgetCages } from "./budget-cage.js";
 import { type Cycle, type CycleDeps, fighterName, startCycle, stopCycle } from "./cycle.js";
 import { ensureFighter } from "./fighter.js";
 import type { CycleSlot, Firing } from "./firing.js";
@@ -35,6 +43,8 @@ export interface RuntimeOptions {
   timezone: string | undefined;
   keepRuns: number;
   firing: Firing;
+  /** Gorillas caged by a budget, until its period turns (budget-cage.ts); none: never caged so. */
+  cages?: Collection<BudgetCageRecord>;
 }
 
 export type GorillaRuntime = ReturnType<typeof createGorillaRuntime>;
@@ -68,6 +78,18 @@ export function createGorillaRuntime(options: RuntimeOptions) {
       entryOf(gorilla.name).last_run = run;
     },
     ended: (gorilla, run) => recorded(entryOf(gorilla.name), run),
+    overBudget: (gorilla, over) => {
+      const cycle = entries.get(gorilla.name)?.cycle;
+      // After the cycle has wound down: caging waits for a running cycle, and this is inside it.
+      void Promise.resolve(cycle?.done)
+        .then(() => budgetCages?.caged(gorilla.name, over.budget, over.reason, over.until))
+        .catch((err: unknown) =>
+          log.warn("a gorilla over its budget could not be caged", {
+            gorilla: gorilla.name,
+            error: String(err),
+          }),
+        );
+    },
   };
 
   function entryOf(name: string): GorillaEntry {
@@ -295,11 +317,26 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     stopped: () => stopped,
   });
 
+  const budgetCages =
+    options.cages &&
+    createBudgetCages({
+      cages: options.cages,
+      cage: (name) => actions.cage(name),
+      unleash: (name) => actions.unleash(name),
+      changed: (name, cage) => {
+        const entry = entries.get(name);
+        if (entry) entry.budgetCage = cage ? { reason: cage.reason, until: cage.until } : undefined;
+      },
+      log,
+    });
+
   return {
     /** Loads the gorillas and brings the unleashed ones back (the store is open). */
     start(): Promise<void> {
       if (!started) {
-        started = load();
+        started = load().then(async () => {
+          await budgetCages?.start();
+        });
         loaded(started);
       }
       return started;
@@ -332,6 +369,17 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     },
 
     ...actions,
+    /** The operator's unleash and cage take a budget's cage over (it is not undone at the period's turn). */
+    async unleash(name: string) {
+      await whenReady();
+      await budgetCages?.forget(name);
+      return actions.unleash(name);
+    },
+    async cage(name: string) {
+      await whenReady();
+      await budgetCages?.forget(name);
+      return actions.cage(name);
+    },
 
     async runs(name: string, page: { limit: number; before?: string }): Promise<GorillaRunRecord[]> {
       await whenReady();
@@ -361,6 +409,7 @@ export function createGorillaRuntime(options: RuntimeOptions) {
     /** Shutdown: no more fires; running cycles are aborted and recorded before the store closes. */
     async stop(): Promise<void> {
       stopped = true;
+      budgetCages?.stop();
       // The firing stops first (no fire after this), but may wait for the cycles it started.
       const firingStopped = firing
         .stop()

@@ -17,6 +17,8 @@ export interface GorillaEntry {
   /** The gorilla's fighter's name, once it is known to exist. */
   fighter?: Promise<string>;
   recorded: number;
+  /** Caged by a budget (budget-cage.ts): why, and when it is unleashed again. */
+  budgetCage?: { reason: string; until: string };
 }
 
 /** A gorilla as the routes show it. */
@@ -35,6 +37,9 @@ export interface GorillaView {
   last_run: GorillaRunRecord | null;
   moves: string[];
   source: "bundled" | "user";
+  /** Why it is caged, when a budget caged it (it is unleashed by itself at `caged_until`). */
+  caged_reason?: string;
+  caged_until?: string;
 }
 
 /** A gorilla as the routes show it, with its next fire from the firing. */
@@ -55,5 +60,8 @@ export function viewOf(entry: GorillaEntry, firing: Pick<Firing, "next">): Goril
     last_run: entry.last_run ?? null,
     moves: gorilla.moves,
     source: gorilla.source,
+    ...(entry.budgetCage && entry.desired === "caged"
+      ? { caged_reason: entry.budgetCage.reason, caged_until: entry.budgetCage.until }
+      : {}),
   };
 }

@@ -17,6 +17,7 @@ import { createRateLimiter } from "./rate-limit.js";
 import { fighterRoutes } from "./routes.js";
 import { registerSecurity } from "./security.js";
 import type { ArenaSettings } from "./settings.js";
+import { usageRoutes } from "./usage-route.js";
 import { registerWebSocket } from "./ws.js";
 import { createTicketBook } from "./ws-tickets.js";
 
@@ -90,6 +91,7 @@ export function buildServer(
     };
   });
   app.register(fighterRoutes(ring), { prefix: "/api/v1" });
+  app.register(usageRoutes(ring), { prefix: "/api/v1" });
   // OpenAI's API shape, so any OpenAI client can talk to a fighter (`model` names it).
   app.register(openAiRoutes(ring, log, data), { prefix: "/v1" });
   // What no route of the Arena's own answers may be a plugin's: matched when the daemon is ready.

@@ -1,5 +1,6 @@
-/** The in-process bus: `bus-local`'s events and quota windows, as the kernel's `Bus`. */
+/** The in-process bus: `bus-local`'s events, quota windows and budget counters, as the kernel's `Bus`. */
 import type { Bus, BusOpenOptions, TurnLease } from "../../sdk/index.js";
+import { createBudgetCounters } from "./budget-counters.js";
 import { createEventBus } from "./events.js";
 import { createQuotaWindow } from "./quota-window.js";
 
@@ -10,7 +11,7 @@ const LOCAL_LEASE: TurnLease = {
   release: async () => undefined,
 };
 
-/** Opens the in-process bus. `now` moves the quota windows' clock in tests. */
+/** Opens the in-process bus. `now` moves the quota windows' and budget counters' clock in tests. */
 export function createLocalBus(options: BusOpenOptions & { now?: () => number }): Bus {
   const window = createQuotaWindow({ windowMs: options.quotaWindowMs, now: options.now });
   return {
@@ -21,6 +22,7 @@ export function createLocalBus(options: BusOpenOptions & { now?: () => number })
       settle: async (reservation, tokens) => window.settle(reservation, tokens),
       freesInMs: async (fighterId, limits) => window.freesInMs(fighterId, limits),
     },
+    budgets: createBudgetCounters(options.now),
     leases: { acquire: async () => LOCAL_LEASE },
     shared: false,
     close: async () => undefined,

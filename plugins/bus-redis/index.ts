@@ -1,11 +1,12 @@
 /**
  * The cluster bus (kind `bus`, `[plugins] bus = "bus-redis"`): daemons that share one Redis share
- * their events (one global order, resumable seqs), their quota windows and each fighter's turn lease. `[redis] url_env` names
+ * their events (one global order, resumable seqs), their quota windows, budget counters and each fighter's turn lease. `[redis] url_env` names
  * the variable holding the URL; `[redis] prefix` namespaces the keys, so clusters can share a server.
  */
 
 import { definePlugin } from "../../sdk/index.js";
 import { connectRedis, type RedisSettings, redisUrl } from "../../sdk/kits/redis.js";
+import { createRedisBudgets } from "./budgets.js";
 import { createRedisEvents } from "./events.js";
 import { createRedisLeases } from "./leases.js";
 import { createRedisQuotas } from "./quotas.js";
@@ -29,6 +30,7 @@ export default definePlugin<{ redis: RedisSettings }>({
       return {
         events,
         quotas: createRedisQuotas({ redis, prefix: settings.prefix, windowMs: options.quotaWindowMs }),
+        budgets: createRedisBudgets({ redis, prefix: settings.prefix }),
         leases: createRedisLeases({ redis, prefix: settings.prefix }),
         shared: true,
         async close() {

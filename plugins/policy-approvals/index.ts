@@ -11,6 +11,7 @@ import type { ApprovalSettings } from "./policy.js";
 import { createRecords } from "./records.js";
 import { createResumer } from "./resume.js";
 import { addApprovalRoutes } from "./routes.js";
+import { createSpendAsk } from "./spend-ask.js";
 
 declare module "../../sdk/index.js" {
   interface SparEventMap {
@@ -54,6 +55,9 @@ export default definePlugin<{ approvals: ApprovalSettings }>({
     // Last: a call the kernel, a gorilla or any other plugin refuses is never asked about.
     hooks.move.beforeCall.tap((info) => gate.beforeCall(info), { phase: "last" });
     hooks.move.afterCall.tap((outcome, info) => gate.afterCall(outcome, info));
+    // A budget past its limit with on_exceed = "ask" (the budgets plugin): asked like a call.
+    const spendAsk = createSpendAsk({ settings, records, events, log, chat, announce: gate.announce });
+    hooks.spend.ask.tap((question) => spendAsk(question));
     hooks.arena.routes.tap((routes) => addApprovalRoutes(routes, { records, settings, events }));
     // Before the Arena opens the webhook listener (normal phase): no press finds a channel unanswered.
     hooks.daemon.ready.tap(() => chat.attach(), { phase: "early" });

@@ -160,7 +160,9 @@ CREATE TABLE usage (
   currency TEXT
 );
 CREATE INDEX usage_fighter_model ON usage(fighter_id, provider, model);
-CREATE INDEX usage_at ON usage(at);
+-- usage_at covers the usage queries (GET /api/v1/usage): every column they read, after the time.
+CREATE INDEX usage_at ON usage(at) INCLUDE (fighter_id, provider, model, origin, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_micros);
+CREATE INDEX usage_fighter_at ON usage(fighter_id, at);
 
 CREATE TABLE nonces (
   key_id TEXT NOT NULL,

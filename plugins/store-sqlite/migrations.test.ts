@@ -97,6 +97,7 @@ describe("migrate", () => {
       [19, "969223b6fcb5c0a5d5829af154bf2cf1301c73d0cb6fb8406c08f15827533109"],
       [20, "b13b887344b00027a36fa3eb8cd9e9993a3b0a9b08fca05a34ae8ef83fbaf8ff"],
       [21, "c1d9a1e443fb2f3c8afa5e838784d048b6da4fea6f567075c24c14e946e3f7bc"],
+      [22, "5af42dfba1e273e94c58f8cc679aac2403640474600225dc7e40cf1ba3425391"],
     ]);
   });
 

@@ -50,6 +50,8 @@ const READS: ReadonlySet<string> = new Set([
   "summaries.get",
   "idempotency.get",
   "usage.summary",
+  "usage.query",
+  "usage.spent",
   "collectionRows.get",
   "collectionRows.find",
   "collectionRows.count",

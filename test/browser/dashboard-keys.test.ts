@@ -164,6 +164,7 @@ describe.runIf(RUN)("the dashboard when the daemon takes signed requests only", 
       "Moves",
       "Events",
       "Channels",
+      "Usage",
     ]);
     expect(await page.locator('tr[data-fighter="scribe"] a.button-link').count()).toBe(0);
 

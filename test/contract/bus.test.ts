@@ -3,7 +3,9 @@
  * kernel's `Bus` interface: events stamped with increasing seqs and delivered to every listener,
  * resumable from a seq without the deltas, `delivered()` after a node's own events; quota windows
  * that admit exactly the quota of a concurrent burst, reserve a turn's tokens at admission, refuse a
- * queued turn whose settled usage leaves no room, and release a reservation once. A bus whose opens
+ * queued turn whose settled usage leaves no room, and release a reservation once; budget counters
+ * that reserve a call on all its lines or none, exactly under concurrency, seed a missing counter
+ * once, settle into the real amount and tell a warning's crossing once. A bus whose opens
  * share state (a cluster bus) is also checked as two nodes: one order of events on both, one window.
  *
  * The clock is the real one (a cluster bus keeps time in its server): windows are a minute, so no
@@ -13,6 +15,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { connectRedis } from "../../lib/redis.js";
 import { createLocalBus } from "../../plugins/bus-local/bus.js";
+import { createRedisBudgets } from "../../plugins/bus-redis/budgets.js";
 import { createRedisEvents } from "../../plugins/bus-redis/events.js";
 import { createRedisLeases } from "../../plugins/bus-redis/leases.js";
 import { createRedisQuotas } from "../../plugins/bus-redis/quotas.js";
@@ -54,6 +57,7 @@ const FACTORIES: BusFactory[] = [
       return {
         events,
         quotas: createRedisQuotas({ redis, prefix: namespace, windowMs: options.quotaWindowMs }),
+        budgets: createRedisBudgets({ redis, prefix: namespace }),
         leases: createRedisLeases({ redis, prefix: namespace, leaseMs: 600 }),
         shared: true,
         async close() {
@@ -298,6 +302,73 @@ for (const factory of FACTORIES) {
           });
           // The refused turn's 300 no longer count: 900 settled + 100 fits.
           expect((await bus.quotas.admit(f, q, 100)).ok).toBe(true);
+        });
+      });
+
+      describe("budget counters", () => {
+        const day = () => Date.now() + 86_400_000;
+        const line = (key: string, limit: number, amount: number, seed?: number) => ({
+          key,
+          limit,
+          amount,
+          expires_at: day(),
+          ...(seed === undefined ? {} : { seed }),
+        });
+
+        it("reports a missing counter, and seeds it once (a second seed is ignored)", async () => {
+          const { bus } = await open();
+          expect(await bus.budgets.reserve("c1", [line("g:daily", 100, 10)])).toEqual({
+            ok: false,
+            missing: ["g:daily"],
+          });
+          expect(await bus.budgets.reserve("c1", [line("g:daily", 100, 10, 40)])).toEqual({ ok: true });
+          expect(await bus.budgets.reserve("c2", [line("g:daily", 100, 10, 0)])).toEqual({ ok: true });
+          expect(await bus.budgets.read(["g:daily", "nope"])).toEqual([{ spent: 40, reserved: 20 }, null]);
+        });
+
+        it("reserves on every line or on none, and says which line had no room", async () => {
+          const { bus } = await open();
+          await bus.budgets.reserve("s", [line("x", 100, 0, 0)]);
+          const refused = await bus.budgets.reserve("a", [line("x", 100, 30, 0), line("y", 50, 30, 50)]);
+          expect(refused).toEqual({ ok: false, index: 1, spent: 50, reserved: 0 });
+          // Nothing was held on x for the refused call.
+          expect(await bus.budgets.read(["x"])).toEqual([{ spent: 0, reserved: 0 }]);
+        });
+
+        it("admits calls while spent and reserved stay under the limit, exactly under a concurrent burst", async () => {
+          const { bus: a, namespace } = await open();
+          const nodes = factory.shared ? [a, (await open(namespace)).bus] : [a];
+          await a.budgets.reserve("seed", [line("f:daily", 1000, 0, 0)]);
+          await a.budgets.release("seed", ["f:daily"]);
+          const burst = await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              (nodes[i % nodes.length] as Bus).budgets.reserve(`c${i}`, [line("f:daily", 1000, 300)]),
+            ),
+          );
+          // 0, 300, 600 and 900 are under 1000: four calls, whose worst cases pass it by 200.
+          expect(burst.filter((v) => v.ok)).toHaveLength(4);
+          expect(await a.budgets.read(["f:daily"])).toEqual([{ spent: 0, reserved: 1200 }]);
+        });
+
+        it("settles a call into what it cost, releases a failed one, and tells a warning's crossing once", async () => {
+          const { bus } = await open();
+          await bus.budgets.reserve("a", [line("w", 1000, 500, 0), line("v", 10, 5, 0)]);
+          await bus.budgets.reserve("b", [line("w", 1000, 500)]);
+          expect(await bus.budgets.settle("a", ["w", "v"], [700, 1], [800, 0])).toEqual([]);
+          expect(await bus.budgets.settle("b", ["w"], [200], [800])).toEqual([0]);
+          expect(await bus.budgets.read(["w", "v"])).toEqual([
+            { spent: 900, reserved: 0 },
+            { spent: 1, reserved: 0 },
+          ]);
+          await bus.budgets.reserve("c", [line("w", 1000, 50)]);
+          await bus.budgets.release("c", ["w"]);
+          expect(await bus.budgets.settle("d", ["w"], [200], [800])).toEqual([]);
+          expect(await bus.budgets.read(["w"])).toEqual([{ spent: 1100, reserved: 0 }]);
+          expect(await bus.budgets.reserve("e", [line("w", 1000, 1)])).toMatchObject({ ok: false, index: 0 });
+          // An approved overrun is counted, never refused.
+          expect(await bus.budgets.reserve("e", [{ ...line("w", 1000, 1), force: true }])).toEqual({
+            ok: true,
+          });
         });
       });
     },

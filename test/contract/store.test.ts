@@ -23,6 +23,7 @@ import type {
   TurnEnd,
   TurnRecord,
   TurnStart,
+  UsageQuery,
   UsageRecord,
 } from "../../sdk/index.js";
 import { TURN_TAINT_KEPT } from "../../sdk/store-rows.js";
@@ -699,6 +700,37 @@ for (const factory of FACTORIES) {
     });
 
     describe("usage", () => {
+      it("sums a budget's spend since a time: a fighter's, an origin's, an origin prefix's, or all", async () => {
+        const a = await newFighter(store);
+        const b = await newFighter(store);
+        const origin = `gorilla:g${randomUUID().slice(0, 8)}`;
+        const chat = `channel:c${randomUUID().slice(0, 8)}`;
+        const since = "2031-01-02T00:00:00.000Z";
+        const at = "2031-01-02T10:00:00.000Z";
+        await store.usage.record(
+          call(a, { at: "2031-01-01T23:59:59.000Z", input_tokens: 1000, cost_micros: 1000 }),
+        );
+        await store.usage.record(call(a, { at, input_tokens: 10, output_tokens: 5, cost_micros: 30 }));
+        await store.usage.record(
+          call(a, { at, origin, input_tokens: 1, output_tokens: 1, cost_micros: null, currency: null }),
+        );
+        await store.usage.record(
+          call(b, { at, origin: `${chat}:42`, input_tokens: 7, output_tokens: 3, cost_micros: 4 }),
+        );
+        expect(await store.usage.spent({ since, fighter_id: a.id })).toEqual({ cost_micros: 30, tokens: 17 });
+        expect(await store.usage.spent({ since, origin })).toEqual({ cost_micros: 0, tokens: 2 });
+        expect(await store.usage.spent({ since, origin_prefix: `${chat}:` })).toEqual({
+          cost_micros: 4,
+          tokens: 10,
+        });
+        expect(await store.usage.spent({ since: "2031-01-03T00:00:00.000Z", fighter_id: b.id })).toEqual({
+          cost_micros: 0,
+          tokens: 0,
+        });
+        const all = await store.usage.spent({ since });
+        expect(all.tokens).toBeGreaterThanOrEqual(27);
+      });
+
       it("sums the recorded calls per provider and model: tokens, cache tokens, cost and unpriced calls", async () => {
         const bo = await newFighter(store);
         await store.usage.record(
@@ -778,6 +810,189 @@ for (const factory of FACTORIES) {
         expect(await store.usage.summary(big.id)).toMatchObject([
           { input_tokens: 3_000_000_001, cost_micros: 4_000_000_000_001 },
         ]);
+      });
+
+      describe("query", () => {
+        // Calls in a window of their own (2031), so the suite's other calls stay out of the sums.
+        const at = (text: string) => `2031-${text}`;
+        const range = { since: at("03-01T00:00:00.000Z"), until: at("04-01T00:00:00.000Z") };
+        let ada: FighterRow;
+        let bob: FighterRow;
+        beforeAll(async () => {
+          ada = await newFighter(store);
+          bob = await newFighter(store);
+          const calls: UsageRecord[] = [
+            // Before the range, at its start, inside, at its end (excluded), after.
+            call(ada, { at: at("02-28T23:59:59.999Z"), input_tokens: 1000, cost_micros: 1000 }),
+            call(ada, { at: at("03-01T00:00:00.000Z"), input_tokens: 10, output_tokens: 2, cost_micros: 7 }),
+            call(ada, {
+              at: at("03-01T23:30:00.000Z"),
+              origin: "channel:telegram:42",
+              input_tokens: 20,
+              output_tokens: 3,
+              cached_tokens: 5,
+              cost_micros: 11,
+            }),
+            call(ada, {
+              at: at("03-02T00:30:00.000Z"),
+              origin: "channel:slack:C1",
+              provider: "anthropic",
+              model: "claude",
+              input_tokens: 30,
+              output_tokens: 4,
+              cache_write_tokens: 6,
+              cost_micros: 4_000_000_000_000,
+            }),
+            call(bob, {
+              at: at("03-15T12:00:00.000Z"),
+              origin: "gorilla:night",
+              model: "free",
+              input_tokens: 40,
+              output_tokens: 5,
+              cost_micros: null,
+              currency: null,
+            }),
+            call(bob, {
+              at: at("03-31T23:59:59.999Z"),
+              origin: "schedule",
+              input_tokens: 50,
+              cost_micros: 13,
+            }),
+            call(bob, { at: at("04-01T00:00:00.000Z"), input_tokens: 2000, cost_micros: 2000 }),
+          ];
+          for (const c of calls) await store.usage.record(c);
+        });
+        const sums = (
+          requests: number,
+          input: number,
+          output: number,
+          cost: number | null,
+          unpriced = 0,
+        ) => ({
+          requests,
+          input_tokens: input,
+          output_tokens: output,
+          cost_micros: cost,
+          unpriced_requests: unpriced,
+        });
+
+        it("sums per UTC day over [since, until), ordered by key; a day without calls has no row", async () => {
+          expect(await store.usage.query({ by: "day", ...range })).toEqual([
+            {
+              key: "2031-03-01",
+              requests: 2,
+              input_tokens: 30,
+              output_tokens: 5,
+              cached_tokens: 5,
+              cache_write_tokens: 0,
+              cost_micros: 18,
+              unpriced_requests: 0,
+            },
+            {
+              key: "2031-03-02",
+              requests: 1,
+              input_tokens: 30,
+              output_tokens: 4,
+              cached_tokens: 0,
+              cache_write_tokens: 6,
+              cost_micros: 4_000_000_000_000,
+              unpriced_requests: 0,
+            },
+            { key: "2031-03-15", ...sums(1, 40, 5, null, 1), cached_tokens: 0, cache_write_tokens: 0 },
+            { key: "2031-03-31", ...sums(1, 50, 0, 13), cached_tokens: 0, cache_write_tokens: 0 },
+          ]);
+        });
+
+        it("turns a day at the zone's midnight, with the offset in force at each call", async () => {
+          // UTC+1 until 03-02T00:00Z, then UTC-2: 03-01T23:30Z is 03-02 local, 03-02T00:30Z is 03-01 local.
+          const days = [
+            { from: range.since, minutes: 60 },
+            { from: at("03-02T00:00:00.000Z"), minutes: -120 },
+          ];
+          const byDay = await store.usage.query({ by: "day", ...range, fighter_id: ada.id, days });
+          expect(byDay.map((g) => [g.key, g.requests, g.input_tokens])).toEqual([
+            ["2031-03-01", 2, 40],
+            ["2031-03-02", 1, 20],
+          ]);
+          const east = await store.usage.query({
+            by: "day",
+            ...range,
+            fighter_id: ada.id,
+            days: [{ from: range.since, minutes: 330 }],
+          });
+          expect(east.map((g) => [g.key, g.requests])).toEqual([
+            ["2031-03-01", 1],
+            ["2031-03-02", 2],
+          ]);
+        });
+
+        it("groups per model, fighter, provider, origin kind and exact origin", async () => {
+          const keys = async (by: UsageQuery["by"]) =>
+            (await store.usage.query({ by, ...range })).map((g) => [g.key, g.requests]);
+          expect(await keys("model")).toEqual([
+            ["anthropic/claude", 1],
+            ["openai/free", 1],
+            ["openai/m", 3],
+          ]);
+          expect(await keys("provider")).toEqual([
+            ["anthropic", 1],
+            ["openai", 4],
+          ]);
+          expect(await keys("fighter")).toEqual(
+            [
+              [ada.id, 3],
+              [bob.id, 2],
+            ].sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1)),
+          );
+          expect(await keys("origin")).toEqual([
+            ["channel", 2],
+            ["gorilla", 1],
+            ["schedule", 1],
+            ["user", 1],
+          ]);
+          expect(await keys("origin-exact")).toEqual([
+            ["channel:slack:C1", 1],
+            ["channel:telegram:42", 1],
+            ["gorilla:night", 1],
+            ["schedule", 1],
+            ["user", 1],
+          ]);
+        });
+
+        it("filters on fighter, origin (exact or kind), provider and model", async () => {
+          const total = async (filter: Partial<UsageQuery>) =>
+            (await store.usage.query({ by: "provider", ...range, ...filter })).map((g) => [
+              g.key,
+              g.requests,
+            ]);
+          expect(await total({ fighter_id: bob.id })).toEqual([["openai", 2]]);
+          expect(await total({ origin: "channel" })).toEqual([
+            ["anthropic", 1],
+            ["openai", 1],
+          ]);
+          expect(await total({ origin: "channel:telegram" })).toEqual([["openai", 1]]);
+          expect(await total({ origin: "channel:telegram:42" })).toEqual([["openai", 1]]);
+          // A kind matches up to a colon only: "chan" is no kind of "channel".
+          expect(await total({ origin: "chan" })).toEqual([]);
+          expect(await total({ provider: "anthropic" })).toEqual([["anthropic", 1]]);
+          expect(await total({ model: "free", fighter_id: bob.id })).toEqual([["openai", 1]]);
+          expect(await total({ fighter_id: randomUUID() })).toEqual([]);
+        });
+
+        it("names an origin recorded before the ledger kept origins `unknown`", async () => {
+          const old = await newFighter(store);
+          // As a row from before migration 21 reads: the store takes what it is given.
+          await store.usage.record(
+            call(old, { at: at("05-01T00:00:00.000Z"), origin: null as unknown as string }),
+          );
+          const window = { since: at("05-01T00:00:00.000Z"), until: at("05-02T00:00:00.000Z") };
+          expect((await store.usage.query({ by: "origin", ...window })).map((g) => g.key)).toEqual([
+            "unknown",
+          ]);
+          expect((await store.usage.query({ by: "origin-exact", ...window })).map((g) => g.key)).toEqual([
+            "unknown",
+          ]);
+        });
       });
 
       it("refuses negative tokens and a negative cost", async () => {

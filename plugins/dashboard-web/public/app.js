@@ -23,6 +23,7 @@ import { GorillasView } from "./views/gorillas.js";
 import { MovesView } from "./views/moves.js";
 import { SchedulesView } from "./views/schedules.js";
 import { TroopsView } from "./views/troops.js";
+import { UsageView } from "./views/usage.js";
 
 function useAuth() {
   const [auth, setAuth] = useState(authState);
@@ -74,6 +75,8 @@ function View({ route, view, access }) {
       return html`<${EventsView} />`;
     case "channels":
       return html`<${ChannelsView} />`;
+    case "usage":
+      return html`<${UsageView} />`;
     default:
       return html`<section aria-labelledby="view-title">
         <${Heading}>Not found<//>

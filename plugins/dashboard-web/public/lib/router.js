@@ -15,6 +15,7 @@ export const VIEWS = [
   ["moves", "Moves"],
   ["events", "Events"],
   ["channels", "Channels"],
+  ["usage", "Usage"],
 ];
 
 /**
