@@ -4,7 +4,8 @@
  * the preview cannot drift from what is sent.
  */
 import type { PromptParts, RingHooks, TurnContext } from "../sdk/hooks.js";
-import type { LlmRequest } from "../sdk/types.js";
+import { quoteHeading, renderContext } from "../sdk/turn-context.js";
+import type { ChatMessage, LlmRequest } from "../sdk/types.js";
 
 /** What one `turn.prepare` tap made of the prompt: the prompt before it and after it. */
 export type PrepareStep = (tap: string, before: PromptParts, after: PromptParts) => void;
@@ -38,23 +39,27 @@ export async function preparePrompt(
   return current;
 }
 
-/** The whole system prompt: its stable part, then what may change between turns. */
+/** All the text the prompt adds to its messages, stable part first: for estimates and budgets. */
 export function systemText(prompt: Pick<PromptParts, "system" | "volatile">): string {
   return prompt.system + (prompt.volatile ?? "");
 }
 
 /**
- * The request's prompt: the system prompt whole (stable part first), the messages, the offered
- * moves as tool definitions in the order the kernel listed them, and, when the provider's cache is
- * on (`cacheKey` given), where the stable prefix ends.
+ * The request's prompt: the system prompt (its stable part only), the messages, the per-turn
+ * context (`volatile`, headed as Spar's) to go before the turn's own messages — the last
+ * `turnLength` of them —, the offered moves as tool definitions in the order the kernel listed
+ * them, and, when the provider's cache is on (`cacheKey` given), where the stable prefix ends.
  */
 export function promptRequest(
   prompt: PromptParts,
   cacheKey?: string,
-): Pick<LlmRequest, "system" | "messages" | "tools" | "cache"> {
+  turnLength = 1,
+): Pick<LlmRequest, "system" | "messages" | "context" | "turn_start" | "tools" | "cache"> {
+  const context = renderContext(prompt.volatile ?? "");
   return {
-    system: systemText(prompt),
-    messages: prompt.messages,
+    system: prompt.system,
+    messages: prompt.messages.map(quoted),
+    ...(context ? { context, turn_start: Math.max(0, prompt.messages.length - turnLength) } : {}),
     tools: prompt.tools.map((m) => ({
       name: m.name,
       description: m.description,
@@ -62,4 +67,11 @@ export function promptRequest(
     })),
     ...(cacheKey ? { cache: { key: cacheKey, stable_chars: prompt.system.length } } : {}),
   };
+}
+
+/** A user's or a tool's message with the context heading quoted (quoteHeading): it is not Spar's. */
+function quoted(message: ChatMessage): ChatMessage {
+  if (message.role === "assistant") return message;
+  const content = quoteHeading(message.content);
+  return content === message.content ? message : { ...message, content };
 }

@@ -102,7 +102,9 @@ export function createContextPreview(deps: ContextPreviewDeps) {
       tokens: request.tools.length > 0 ? estimateTokens(JSON.stringify(request.tools)) : 0,
       count: request.tools.length,
     };
-    const parts = withEmpty([...system, tools, ...volatile, ...historyParts(prompt, history.length)]);
+    // In the order they are sent: the varying parts after the history, before the message.
+    const [memory, past, last] = historyParts(prompt, history.length);
+    const parts = withEmpty([...system, tools, memory, past, ...volatile, last]);
     const input = parts.reduce((n, p) => n + p.tokens, 0);
     const stable = parts.filter((p) => p.stable).reduce((n, p) => n + p.tokens, 0);
     const price = deps.prices.price(model);
@@ -151,7 +153,7 @@ function added(parts: PromptPart[], tap: string, stable: boolean, before: string
  * The messages: what memory_recall brought back (memory reaches the prompt only through that move's
  * results, kept in the history), the rest of the history, and the message.
  */
-function historyParts(prompt: PromptParts, historyCount: number): PromptPart[] {
+function historyParts(prompt: PromptParts, historyCount: number): [PromptPart, PromptPart, PromptPart] {
   const history = prompt.messages.slice(0, historyCount);
   const recalled = history.filter((m) => m.role === "tool" && m.name === "memory_recall");
   const tokens = (messages: ChatMessage[]) => messages.reduce((n, m) => n + messageTokens(m), 0);

@@ -6,7 +6,7 @@ import type { Logger } from "../sdk/index.js";
 import type { UsageRecord } from "../sdk/store-rows.js";
 import type { Store } from "../sdk/store-types.js";
 import type { FighterRow, LlmDriver, LlmRequest, ModelSettings } from "../sdk/types.js";
-import { createUsageMeter, meteredCall } from "./usage-meter.js";
+import { createUsageMeter, meteredCall, worstCase } from "./usage-meter.js";
 
 const MODEL: ModelSettings = { provider: "openai", model: "m" };
 const REQUEST: LlmRequest = {
@@ -121,5 +121,20 @@ describe("meteredCall: a call after a turn (a reflection, a summary)", () => {
     expect(asked).toEqual([]);
     expect(calls()).toBe(0);
     expect(rows).toEqual([]);
+  });
+});
+
+describe("worstCase", () => {
+  it("counts the turn's context, sent after the history, in the prompt it reserves for", () => {
+    const settings: ModelSettings = { provider: "openai", model: "m", max_tokens: 10 };
+    const request = {
+      system: "S".repeat(400),
+      messages: [{ role: "user" as const, content: "hi" }],
+      tools: [],
+    };
+    const without = worstCase(undefined, settings, request);
+    const withContext = worstCase(undefined, settings, { ...request, context: "C".repeat(400) });
+    expect(withContext.tokens - without.tokens).toBeGreaterThanOrEqual(100);
+    expect(withContext.cost_micros).toBeNull();
   });
 });

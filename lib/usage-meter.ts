@@ -202,10 +202,11 @@ export async function meteredCall<T>(
 export function worstCase(
   price: Price | undefined,
   settings: ModelSettings,
-  request: Pick<LlmRequest, "system" | "messages" | "tools">,
+  request: Pick<LlmRequest, "system" | "context" | "messages" | "tools">,
 ): SpendFigures {
   const input = promptTokens({
-    system: request.system,
+    // The turn's context is sent too, after the history (sdk/turn-context.ts).
+    system: request.context ? `${request.system}\n\n${request.context}` : request.system,
     messages: request.messages,
     tools: request.tools ?? [],
   });

@@ -47,18 +47,20 @@ export interface StoreOpenOptions {
  * every move the fighter holds a grant for; a tap may offer fewer (the model can still call any of
  * them: a call is checked against the fighter's grants, not against this list).
  *
- * The system prompt has two parts, sent in this order: `system`, which must stay byte-identical
+ * What the plugins add has two parts: `system`, the system prompt, which must stay byte-identical
  * between a fighter's turns (the providers' prompt caches key on it: README "Prompt caching"), and
  * `volatile`, for what changes from turn to turn or message to message (counters, dates, the skills
- * named for this message, the bout's summary). A tap that adds anything that varies adds it to
- * `volatile`, so that the stable prefix stays cacheable.
+ * named for this message, the bout's summary). `volatile` is sent after the conversation so far,
+ * just before the turn's own messages, headed as Spar's context, so that the system prompt and the
+ * whole history before it stay a cacheable prefix. A tap that adds anything that varies adds it to
+ * `volatile`.
  *
  * @example
  * hooks.turn.prepare.tap((prompt) => ({ ...prompt, volatile: `${prompt.volatile ?? ""}\n\nToday: ${today()}` }));
  */
 export interface PromptParts {
   system: string;
-  /** The part of the system prompt that may change between turns, sent after `system`. */
+  /** What may change between turns: sent after the history, before the turn's messages. */
   volatile?: string;
   messages: ChatMessage[];
   tools: MoveDeclaration[];

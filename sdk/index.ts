@@ -108,6 +108,14 @@ export type {
 export { TURN_TAINT_KEPT } from "./store-rows.js";
 export type * from "./store-types.js";
 export { contextTokens, estimateTokens, messageTokens, promptTokens } from "./tokens.js";
+export {
+  CONTEXT_HEADING,
+  type PlacedContext,
+  placeContext,
+  QUOTED_HEADING,
+  quoteHeading,
+  renderContext,
+} from "./turn-context.js";
 export type * from "./types.js";
 export { OPEN_CAPABILITY } from "./types.js";
 export { PACKAGE_ROOT } from "./version.js";

@@ -170,7 +170,7 @@ export interface PromptCache {
   key: string;
   /**
    * `system.slice(0, stable_chars)` stays byte-identical between the fighter's turns; what follows
-   * it (counters, the skills named for this message, the summary) may change from turn to turn.
+   * it may change. A turn's system prompt is all stable: what changes goes in `LlmRequest.context`.
    */
   stable_chars: number;
 }
@@ -178,9 +178,18 @@ export interface PromptCache {
 /** The one request shape every provider plugin accepts. */
 export interface LlmRequest {
   model: ModelSettings;
-  /** The whole system prompt: its stable part first (see `cache`). */
+  /** The system prompt; a turn's is its stable part, the same for every turn of the fighter. */
   system: string;
   messages: ChatMessage[];
+  /**
+   * Spar's context for this turn, headed as Spar's (sdk/turn-context.ts): what changes from turn to
+   * turn (the Creed's counters, the skills named for this message, the MCP status, the summary).
+   * A driver sends it just before the turn's first user message (`placeContext`), in its provider's
+   * idiom, and never drops it: after the history, it leaves the conversation so far a cacheable prefix.
+   */
+  context?: string;
+  /** Where the turn's own messages (its user message, then its tool loop) begin in `messages`. */
+  turn_start?: number;
   /** In a stable order (the kernel's), so they are part of the cacheable prefix. */
   tools: ToolDefinition[];
   /** Where the cacheable prefix ends, and the fighter's cache key. */

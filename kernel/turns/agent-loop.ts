@@ -188,8 +188,10 @@ export async function runTurn(input: TurnInput, deps: TurnDeps, progress: TurnPr
         { fighter, bout_id },
       ),
       input.cacheKey,
+      turn.length,
     );
-    prepared = { tokens: contextTokens(prompt.system, prompt.messages), seen: turn.length };
+    const added = prompt.context ? `${prompt.system}\n\n${prompt.context}` : prompt.system;
+    prepared = { tokens: contextTokens(added, prompt.messages), seen: turn.length };
     const onDelta = (text: string) => {
       input.onDelta?.(text);
       deps.events.publish({

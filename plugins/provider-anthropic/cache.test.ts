@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage, LlmRequest } from "../../sdk/index.js";
+import { type ChatMessage, CONTEXT_HEADING, type LlmRequest } from "../../sdk/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../../test/fakes/anthropic-server.js";
 import { MAX_BREAKPOINTS } from "./cache.js";
 import { createAnthropicDriver } from "./driver.js";
@@ -64,6 +64,32 @@ describe("Anthropic prompt cache breakpoints", () => {
     );
     expect(body.system).toEqual([{ type: "text", text: STABLE + VOLATILE }]);
     expect(breakpoints(body).sort()).toEqual(["messages[0].content[0]", "tools[0]"]);
+  });
+
+  it("puts the turn's context at the head of its user message, and marks the message before it", () => {
+    const context = `${CONTEXT_HEADING}\nHistory: 3 conversation(s)`;
+    const body = requestBody(request(conversation, { system: STABLE, context, turn_start: 4 }));
+    expect(body.system).toEqual([{ type: "text", text: STABLE, cache_control: { type: "ephemeral" } }]);
+    expect(body.messages[4]).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: context },
+        { type: "text", text: "second" },
+      ],
+    });
+    // The history before the context (through messages[3]) and the turn so far are each a prefix.
+    expect(breakpoints(body).sort()).toEqual([
+      "messages[3].content[0]",
+      "messages[6].content[0]",
+      "system[0]",
+    ]);
+    // The turn's first call: its user message is the last, marked after the context block.
+    const first = requestBody(request(conversation.slice(0, 5), { system: STABLE, context, turn_start: 4 }));
+    expect(breakpoints(first).sort()).toEqual([
+      "messages[3].content[0]",
+      "messages[4].content[1]",
+      "system[0]",
+    ]);
   });
 
   it("sends the body as before when the cache is off", () => {

@@ -8,8 +8,9 @@
  * Breakpoints (the API allows four; this uses at most three):
  * 1. the end of the stable system prompt (tools and system: the same for every turn of the
  *    fighter), or the last tool when there is no stable system text;
- * 2. the last message before the turn's user message: the conversation so far, which the next turn
- *    repeats;
+ * 2. the last message before the turn's context (wire.ts puts it at the head of the turn's user
+ *    message), or, without one, before the turn's user message: the conversation so far, which
+ *    the next turn repeats byte for byte and reads from the cache;
  * 3. the last message: within a turn's tool loop, each call repeats the one before and adds to it.
  *
  * They are always sent, whatever the prompt's length: a prefix shorter than the model's minimum
@@ -30,10 +31,18 @@ const EPHEMERAL = { type: "ephemeral" } as const;
 /** The API's limit on breakpoints in one request. */
 export const MAX_BREAKPOINTS = 4;
 
-/** The body with its breakpoints; `request.cache` must be set. */
-export function withBreakpoints(body: MessageCreateParamsBase, request: LlmRequest): MessageCreateParamsBase {
-  const stable = request.system.slice(0, request.cache?.stable_chars ?? 0);
-  const volatile = request.system.slice(stable.length);
+/**
+ * The body with its breakpoints; `request.cache` must be set. `contextAt` is the message the turn's
+ * context heads (-1: none), `body.system` the system prompt as sent (placeContext's).
+ */
+export function withBreakpoints(
+  body: MessageCreateParamsBase,
+  request: LlmRequest,
+  contextAt = -1,
+): MessageCreateParamsBase {
+  const sent = typeof body.system === "string" ? body.system : "";
+  const stable = sent.slice(0, request.cache?.stable_chars ?? 0);
+  const volatile = sent.slice(stable.length);
   const system: TextBlockParam[] = [
     ...(stable ? [{ type: "text" as const, text: stable, cache_control: EPHEMERAL }] : []),
     ...(volatile ? [{ type: "text" as const, text: volatile }] : []),
@@ -45,13 +54,13 @@ export function withBreakpoints(body: MessageCreateParamsBase, request: LlmReque
     ...body,
     ...(tools ? { tools } : {}),
     ...(system.length > 0 ? { system } : {}),
-    messages: markMessages(body.messages, request.messages),
+    messages: markMessages(body.messages, request.messages, contextAt),
   };
 }
 
-/** Breakpoints on the last message before the newest user message, and on the last one. */
-function markMessages(wire: MessageParam[], messages: ChatMessage[]): MessageParam[] {
-  const user = messages.findLastIndex((m) => m.role === "user");
+/** Breakpoints on the last message before the turn's context (or newest user message), and on the last one. */
+function markMessages(wire: MessageParam[], messages: ChatMessage[], contextAt: number): MessageParam[] {
+  const user = contextAt >= 0 ? contextAt : messages.findLastIndex((m) => m.role === "user");
   const marked = [user - 1, messages.length - 1].filter((i) => i >= 0);
   const positions = wirePositions(messages);
   const out = wire.map((m) => ({ ...m }));

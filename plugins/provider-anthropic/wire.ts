@@ -8,6 +8,7 @@ import type {
   ContentBlockParam,
   MessageCreateParamsBase,
   MessageParam,
+  TextBlockParam,
   Tool,
   ToolResultBlockParam,
   StopReason as WireStopReason,
@@ -16,10 +17,12 @@ import type {
   ChatMessage,
   LlmRequest,
   LlmResponse,
+  PlacedContext,
   StopReason,
   ToolCall,
   ToolDefinition,
 } from "../../sdk/index.js";
+import { placeContext } from "../../sdk/index.js";
 import { withBreakpoints } from "./cache.js";
 
 /** The usage counts the Messages API reports (message_start's full set, message_delta's running ones). */
@@ -49,28 +52,42 @@ export function usageOf(usage: WireUsage): LlmResponse["usage"] {
 /** Anthropic requires `max_tokens` on every request; this is the ceiling when the settings give none. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-/** The body shared by both paths; with `request.cache`, its prompt cache breakpoints (cache.ts). */
+/**
+ * The body shared by both paths; with `request.cache`, its prompt cache breakpoints (cache.ts). The
+ * turn's context is a text block of its own at the head of the turn's first user message: the
+ * system prompt is top-level only, and there the context would end the cacheable prefix.
+ */
 export function requestBody(request: LlmRequest): MessageCreateParamsBase {
   const { model, max_tokens, temperature } = request.model;
+  const placed = placeContext(request);
   const body: MessageCreateParamsBase = {
     model,
     max_tokens: max_tokens ?? DEFAULT_MAX_TOKENS,
-    messages: toWireMessages(request.messages),
-    ...(request.system ? { system: request.system } : {}),
+    messages: toWireMessages(request.messages, placed),
+    ...(placed.system ? { system: placed.system } : {}),
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
   };
-  return request.cache ? withBreakpoints(body, request) : body;
+  return request.cache ? withBreakpoints(body, request, placed.at) : body;
 }
 
 /**
  * Tool results become `tool_result` blocks in a user message, and consecutive results share ONE
  * user message: the API wants every result of a tool_use turn in the message right after it.
  */
-export function toWireMessages(messages: ChatMessage[]): MessageParam[] {
+export function toWireMessages(
+  messages: ChatMessage[],
+  context: Pick<PlacedContext, "at" | "text"> = { at: -1, text: "" },
+): MessageParam[] {
   const wire: MessageParam[] = [];
   let results: ToolResultBlockParam[] | undefined;
-  for (const message of messages) {
+  for (const [index, message] of messages.entries()) {
+    if (message.role === "user" && index === context.at) {
+      results = undefined;
+      const own: TextBlockParam[] = message.content ? [{ type: "text", text: message.content }] : [];
+      wire.push({ role: "user", content: [{ type: "text", text: context.text }, ...own] });
+      continue;
+    }
     if (message.role !== "tool") {
       results = undefined;
       wire.push(toWireMessage(message));

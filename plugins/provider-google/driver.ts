@@ -4,6 +4,7 @@
  */
 import { GoogleGenAI } from "@google/genai";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
+import { placeContext } from "../../sdk/index.js";
 import { IncompleteReply, missingKey, PROVIDER, toSparError } from "./errors.js";
 import {
   readParts,
@@ -111,7 +112,7 @@ interface Reply {
 function params(request: LlmRequest, signatureOf: SignatureOf) {
   return {
     model: request.model.model,
-    contents: toContents(request.messages, signatureOf),
+    contents: toContents(request.messages, signatureOf, placeContext(request)),
     config: {
       ...requestConfig(request),
       abortSignal: request.signal,

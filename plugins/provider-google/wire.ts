@@ -14,10 +14,12 @@ import type {
   ChatMessage,
   LlmRequest,
   LlmResponse,
+  PlacedContext,
   StopReason,
   ToolCall,
   ToolDefinition,
 } from "../../sdk/index.js";
+import { placeContext } from "../../sdk/index.js";
 
 /**
  * Gemini 3 rejects (400) a function call replayed without the thought signature it came with. A call
@@ -34,8 +36,9 @@ type ToolMessage = Extract<ChatMessage, { role: "tool" }>;
 /** The generation settings and tools of a request; the driver adds the abort signal and SDK switches. */
 export function requestConfig(request: LlmRequest): GenerateContentConfig {
   const { max_tokens, temperature } = request.model;
+  const { system } = placeContext(request);
   return {
-    ...(request.system ? { systemInstruction: { parts: [{ text: request.system }] } } : {}),
+    ...(system ? { systemInstruction: { parts: [{ text: system }] } } : {}),
     ...(request.tools.length > 0
       ? { tools: [{ functionDeclarations: request.tools.map(toDeclaration) }] }
       : {}),
@@ -46,12 +49,18 @@ export function requestConfig(request: LlmRequest): GenerateContentConfig {
 
 /**
  * The conversation as contents: the assistant is the "model" role, and the results of one model turn
- * go back together in one user content of functionResponse parts, in call order.
+ * go back together in one user content of functionResponse parts, in call order. The turn's
+ * context is a text part of its own at the head of the turn's first user content, after the
+ * history, so the history stays a prefix the implicit cache can match.
  */
-export function toContents(messages: ChatMessage[], signatureOf: SignatureOf): Content[] {
+export function toContents(
+  messages: ChatMessage[],
+  signatureOf: SignatureOf,
+  context: Pick<PlacedContext, "at" | "text"> = { at: -1, text: "" },
+): Content[] {
   const contents: Content[] = [];
   let results: Part[] | undefined;
-  for (const message of messages) {
+  for (const [index, message] of messages.entries()) {
     if (message.role === "tool") {
       const part: Part = {
         functionResponse: { id: message.tool_call_id, name: message.name, response: toolResponse(message) },
@@ -65,7 +74,8 @@ export function toContents(messages: ChatMessage[], signatureOf: SignatureOf): C
     }
     results = undefined;
     if (message.role === "user") {
-      contents.push({ role: "user", parts: [{ text: message.content }] });
+      const head: Part[] = index === context.at ? [{ text: context.text }] : [];
+      contents.push({ role: "user", parts: [...head, { text: message.content }] });
       continue;
     }
     const parts = modelParts(message, signatureOf);

@@ -12,6 +12,7 @@ import type {
   ToolDefinition,
   Usage,
 } from "../../sdk/index.js";
+import { placeContext } from "../../sdk/index.js";
 
 /** The body shared by both paths; `stream` is always explicit because Ollama streams when it is absent. */
 export function requestBody(request: LlmRequest): ChatRequest {
@@ -22,15 +23,25 @@ export function requestBody(request: LlmRequest): ChatRequest {
   };
   return {
     model,
-    messages: toWireMessages(request.system, request.messages),
+    messages: toWireMessages(request),
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
     ...(Object.keys(options).length > 0 ? { options } : {}),
   };
 }
 
-function toWireMessages(system: string, messages: ChatMessage[]): Message[] {
+/**
+ * The system prompt first, then the conversation; the turn's context is a system message of its own
+ * just before the turn's first user message, so the server can keep the conversation before it.
+ */
+function toWireMessages(request: LlmRequest): Message[] {
+  const { system, at, text } = placeContext(request);
   const head: Message[] = system ? [{ role: "system", content: system }] : [];
-  return [...head, ...messages.map(toWireMessage)];
+  return [
+    ...head,
+    ...request.messages.flatMap((m, i): Message[] =>
+      i === at ? [{ role: "system", content: text }, toWireMessage(m)] : [toWireMessage(m)],
+    ),
+  ];
 }
 
 function toWireMessage(message: ChatMessage): Message {

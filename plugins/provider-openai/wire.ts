@@ -17,6 +17,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from "../../sdk/index.js";
+import { placeContext } from "../../sdk/index.js";
 
 /**
  * The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name.
@@ -27,7 +28,7 @@ export function requestBody(request: LlmRequest, cacheKey = false): ChatCompleti
   const { model, max_tokens, temperature } = request.model;
   return {
     model,
-    messages: toWireMessages(request.system, request.messages),
+    messages: toWireMessages(request),
     ...(request.tools.length > 0 ? { tools: request.tools.map(toWireTool) } : {}),
     ...(max_tokens !== undefined ? { max_completion_tokens: max_tokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
@@ -35,9 +36,20 @@ export function requestBody(request: LlmRequest, cacheKey = false): ChatCompleti
   };
 }
 
-function toWireMessages(system: string, messages: ChatMessage[]): ChatCompletionMessageParam[] {
+/**
+ * The system prompt first, then the conversation; the turn's context is a system message of its own
+ * just before the turn's first user message, so every message before it is a prefix the server's
+ * cache can match. "system", as the head's: OpenAI reads it as "developer" on models that want that.
+ */
+function toWireMessages(request: LlmRequest): ChatCompletionMessageParam[] {
+  const { system, at, text } = placeContext(request);
   const head: ChatCompletionMessageParam[] = system ? [{ role: "system", content: system }] : [];
-  return [...head, ...messages.map(toWireMessage)];
+  return [
+    ...head,
+    ...request.messages.flatMap((m, i): ChatCompletionMessageParam[] =>
+      i === at ? [{ role: "system", content: text }, toWireMessage(m)] : [toWireMessage(m)],
+    ),
+  ];
 }
 
 function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {

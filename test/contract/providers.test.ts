@@ -9,6 +9,7 @@ import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.
 import { callProvider } from "../../kernel/provider-call.js";
 import { createRing } from "../../kernel/ring.js";
 import { createLogger } from "../../lib/logger.js";
+import { CONTEXT_HEADING } from "../../sdk/turn-context.js";
 import type { LlmDriver, LlmRequest, ModelSettings } from "../../sdk/types.js";
 import { KERNEL_VERSION } from "../../sdk/version.js";
 import { startFakeAnthropic } from "../fakes/anthropic-server.js";
@@ -200,6 +201,52 @@ describe.each(CASES)("provider $id", (c) => {
     expect(second.text).toContain("a practice fight");
     expect(fake.calls()[1]?.tool_results.join("")).toContain("a practice fight");
   });
+
+  it.each([false, true])(
+    "sends the turn's context after the history, before the turn's messages, nothing lost (streamed: %s)",
+    async (streamed) => {
+      fake.reset();
+      const context = `${CONTEXT_HEADING}\n## Creed of tester, lately\nHistory: 2 conversations`;
+      const request = ask({
+        onDelta: streamed ? () => undefined : undefined,
+        context,
+        turn_start: 2,
+        messages: [
+          { role: "user", content: "earlier question" },
+          { role: "assistant", content: "earlier answer" },
+          { role: "user", content: "look spar up" },
+          {
+            role: "assistant",
+            content: "",
+            tool_calls: [{ id: "c1", name: "lookup", arguments: { word: "spar" } }],
+          },
+          { role: "tool", tool_call_id: "c1", name: "lookup", content: "a practice fight" },
+        ],
+      });
+      const reply = await callProvider(driver, request, policy);
+      expect(reply.text).toContain("a practice fight");
+      const [call] = fake.calls();
+      expect(call?.system).toBe("You are a contract test.");
+      expect(call?.context).toBe(context);
+      expect(call?.last_user_text).toBe("look spar up");
+      expect(call?.tool_results.join("")).toContain("a practice fight");
+      const order = call?.transcript ?? [];
+      const at = (text: string) => order.findIndex((t) => t.includes(text));
+      expect(at("You are a contract test.")).toBe(0);
+      expect(at("earlier question")).toBeLessThan(at("earlier answer"));
+      expect(at("earlier answer")).toBeLessThan(at(CONTEXT_HEADING));
+      expect(at(CONTEXT_HEADING)).toBeLessThan(at("look spar up"));
+      expect(at("look spar up")).toBeLessThan(at("a practice fight"));
+      // Once: the context, and every message, is sent whole and only where it belongs.
+      expect(order.filter((t) => t.includes(CONTEXT_HEADING))).toEqual([context]);
+
+      // Without a user message after turn_start (a caller's own request), it follows the system prompt.
+      fake.reset();
+      await callProvider(driver, ask({ context, turn_start: 1 }), policy);
+      expect(fake.calls()[0]?.system).toBe(`You are a contract test.\n\n${context}`);
+      expect(fake.calls()[0]?.last_user_text).toBe("hello there");
+    },
+  );
 
   it("gives PROVIDER_TIMEOUT within the deadline when the provider hangs", async () => {
     fake.reset();

@@ -59,16 +59,26 @@ describe("identity and memory end to end", () => {
     daemon.request<FighterMessageResult>("POST", `/api/v1/fighters/${fighter}/message`, { message });
   const spawn = (manifest: Record<string, unknown>) =>
     daemon.request<FighterRecord>("POST", "/api/v1/fighters", { manifest });
+  const lastChat = () =>
+    fake.requests
+      .filter((r) => {
+        const system = r.body?.messages.find((m) => m.role === "system")?.content;
+        return (
+          typeof system === "string" && !system.startsWith("You keep") && !system.startsWith("You summarize")
+        );
+      })
+      .at(-1)?.body?.messages ?? [];
   const lastSystemPrompt = () => {
-    const chats = fake.requests.filter((r) => {
-      const system = r.body?.messages.find((m) => m.role === "system")?.content;
-      return (
-        typeof system === "string" && !system.startsWith("You keep") && !system.startsWith("You summarize")
-      );
-    });
-    const system = chats.at(-1)?.body?.messages.find((m) => m.role === "system")?.content;
-    return typeof system === "string" ? system : "";
+    const system = lastChat()[0];
+    return system?.role === "system" && typeof system.content === "string" ? system.content : "";
   };
+  /** Spar's per-turn context: the system message after the history, before the turn's message. */
+  const lastContext = () =>
+    lastChat()
+      .slice(1)
+      .filter((m) => m.role === "system")
+      .map((m) => String(m.content))
+      .join("\n");
 
   async function creedWhen(fighter: string, done: (c: CreedView) => boolean): Promise<CreedView> {
     for (let i = 0; i < 100; i++) {
@@ -105,7 +115,8 @@ describe("identity and memory end to end", () => {
     await send("sage", "hello");
     expect(lastSystemPrompt()).toContain("You are Sage.");
     expect(lastSystemPrompt()).toContain(`Learned (0.50): ${LEARNED}`);
-    expect(lastSystemPrompt()).toContain("History: 1 conversation(s), 2 message(s), 1 bout(s)");
+    expect(lastContext()).toContain("History: 1 conversation(s), 2 message(s), 1 bout(s)");
+    expect(lastSystemPrompt()).not.toContain("History:");
     // A one-line exchange is not worth a reflection call.
     expect(fake.requests.filter((r) => JSON.stringify(r.body).includes("You keep the Creed"))).toHaveLength(
       1,
@@ -176,7 +187,7 @@ describe("identity and memory end to end", () => {
       expect.objectContaining({ with: "sage", exchanges: 2, note: "last heard: And for Porto?" }),
     ]);
     await send("oracle2", "who have you talked to?");
-    expect(lastSystemPrompt()).toMatch(
+    expect(lastContext()).toMatch(
       /Knows fighter sage: 2 exchange\(s\), last \d{4}-\d\d-\d\d \(last heard: And for Porto\?\)/,
     );
   });
@@ -284,7 +295,12 @@ describe("identity and memory end to end", () => {
 
     await send("chatty", "and the last one?");
     const last = fake.requests.at(-1)?.body?.messages ?? [];
-    expect(last[0]?.content).toContain("## Earlier in this conversation (summary)\nSUMMARY:");
+    const context = last.slice(1).filter((m) => m.role === "system");
+    expect(context).toHaveLength(1);
+    expect(context[0]?.content).toContain("## Earlier in this conversation (summary)\nSUMMARY:");
+    // After the history, just before the new message.
+    expect(last.at(-2)).toBe(context[0]);
+    expect(last.at(-1)).toMatchObject({ role: "user", content: "and the last one?" });
     const carried = last.filter((m) => m.role !== "system");
     // The summary stands in for the old turns: at most keep_recent earlier messages plus the new one.
     expect(carried.length).toBeLessThanOrEqual(5);

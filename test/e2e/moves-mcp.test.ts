@@ -371,7 +371,7 @@ describe("moves-mcp: MCP servers from config.toml through a fighter's turn", () 
     expect(failed(refused).message).toMatch(
       /^MCP server "calendar" is not running \(the server process exited with code 3 before it answered\); Spar restarts it in \d+ s \(at .+\); try again after that$/,
     );
-    expect(fake.calls()[0]?.system).toContain(
+    expect(fake.calls()[0]?.context).toContain(
       '- MCP server "calendar" is unavailable: the server process exited',
     );
 
@@ -391,7 +391,7 @@ describe("moves-mcp: MCP servers from config.toml through a fighter's turn", () 
     // It never listed tools, so there is no such move; the fighter is told why in its prompt.
     expect(failed(result)).toEqual({ code: "MOVE_NOT_FOUND", message: "no move named mcp_broken_anything" });
     expect(offered().filter((t) => t.startsWith("mcp_"))).toEqual([]);
-    expect(fake.calls()[0]?.system).toContain(
+    expect(fake.calls()[0]?.context).toContain(
       '- MCP server "broken" is unavailable: could not start: command "no-such-mcp-server-anywhere" was not found on the daemon\'s PATH; give its full path. Its tools are not offered until it starts.',
     );
     expect((await servers()).broken).toMatchObject({

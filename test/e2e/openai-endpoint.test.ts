@@ -193,6 +193,7 @@ describe("the OpenAI-compatible API, through the openai SDK", () => {
     const [call] = fake.calls();
     expect(call?.last_user_text).toBe("hello");
     expect(call?.system).not.toContain("the client's own system prompt");
+    expect(call?.context).not.toContain("the client's own system prompt");
     expect(sent(0)).not.toContain("an old question");
     expect(turn).toMatchObject({ status: "completed", usage: { input_tokens: 21, output_tokens: 3 } });
   });

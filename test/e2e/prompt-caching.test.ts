@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FighterMessageResult, PromptContext } from "../../sdk/index.js";
 import type { FighterUsage } from "../../sdk/services.js";
 import { estimateTokens } from "../../sdk/tokens.js";
+import { CONTEXT_HEADING } from "../../sdk/turn-context.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { type FakeGemini, startFakeGemini } from "../fakes/gemini-server.js";
 import { type FakeOllama, startFakeOllama } from "../fakes/ollama-server.js";
@@ -21,6 +22,9 @@ import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "..
 /** Long enough for every fake's cache (1,024 tokens at least): about 1,700 tokens. */
 const LONG_PROMPT = `You are a patient tutor. ${"Answer in plain words, one step at a time, and check each step. ".repeat(100)}`;
 const SONNET_4_5 = { input: 3, output: 15, cached: 0.3, write: 3.75 };
+
+/** A text as a regular expression that matches it literally. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** A JSON value without its `cache_control` markers, a string content as the one text block it is. */
 function unmarked(value: unknown): unknown {
@@ -33,11 +37,28 @@ function unmarked(value: unknown): unknown {
   return out;
 }
 
-/** A request as three parts: tools, the system prompt's text, the conversation (each JSON). */
+/**
+ * A request as its parts: tools, the system prompt's text, the conversation (each message JSON, in
+ * wire order), and where Spar's per-turn context is (the index of the message it is, or heads; -1
+ * for none) and its text.
+ */
 interface Wire {
   tools: string;
   system: string;
   messages: string[];
+  contextAt: number;
+  context: string;
+}
+
+const headed = (text: unknown): text is string =>
+  typeof text === "string" && text.startsWith(CONTEXT_HEADING);
+
+/** A request as a turn sent it, and the index of its last user message. */
+type Turn = Wire & { lastUser: number };
+
+/** Where the turn starts: at its context, or, without one, at its (last) user message. */
+function turnStart(wire: Wire, lastUser: number): number {
+  return wire.contextAt >= 0 ? wire.contextAt : lastUser;
 }
 
 describe("prompt caching end to end", () => {
@@ -96,53 +117,98 @@ describe("prompt caching end to end", () => {
   const context = async (fighter: string, query = "") =>
     (await daemon.request<PromptContext>("GET", `/api/v1/fighters/${fighter}/context${query}`)).body;
 
-  /** Each fake's last two requests, as tools, system text and messages. */
-  const wires: Record<string, () => Wire[]> = {
+  /** Each fake's requests, as tools, system text, messages and where the turn's context is. */
+  const wires: Record<string, () => Turn[]> = {
     "on-anthropic": () =>
-      anthropic.requests.map(({ body }) => ({
-        tools: JSON.stringify(body?.tools ?? []),
-        system: Array.isArray(body?.system) ? body.system.map((b) => b.text).join("") : (body?.system ?? ""),
-        messages: (body?.messages ?? []).map((m) => JSON.stringify(unmarked(m))),
-      })),
+      anthropic.requests.map(({ body }) => {
+        const messages = body?.messages ?? [];
+        const at = messages.findIndex((m) => Array.isArray(m.content) && headed(m.content[0]?.text));
+        const head = at >= 0 ? messages[at]?.content : undefined;
+        return {
+          tools: JSON.stringify(unmarked(body?.tools ?? [])),
+          system: Array.isArray(body?.system)
+            ? body.system.map((b) => b.text).join("")
+            : (body?.system ?? ""),
+          messages: messages.map((m) => JSON.stringify(unmarked(m))),
+          contextAt: at,
+          context: Array.isArray(head) ? (head[0]?.text ?? "") : "",
+          lastUser: messages.findLastIndex((m) => m.role === "user"),
+        };
+      }),
     "on-openai": () =>
-      openai.requests.map(({ body }) => ({
-        tools: JSON.stringify(body?.tools ?? []),
-        system: String(body?.messages[0]?.content ?? ""),
-        messages: (body?.messages ?? []).slice(1).map((m) => JSON.stringify(m)),
-      })),
+      openai.requests.map(({ body }) => {
+        const messages = (body?.messages ?? []).slice(1);
+        const at = messages.findIndex((m) => m.role === "system");
+        return {
+          tools: JSON.stringify(body?.tools ?? []),
+          system: String(body?.messages[0]?.content ?? ""),
+          messages: messages.map((m) => JSON.stringify(m)),
+          contextAt: at,
+          context: at >= 0 ? String(messages[at]?.content ?? "") : "",
+          lastUser: messages.findLastIndex((m) => m.role === "user"),
+        };
+      }),
     "on-google": () =>
-      gemini.requests.map(({ body }) => ({
-        tools: JSON.stringify(body?.tools ?? []),
-        system: (body?.systemInstruction?.parts ?? []).map((p) => p.text ?? "").join(""),
-        messages: (body?.contents ?? []).map((c) => JSON.stringify(c)),
-      })),
+      gemini.requests.map(({ body }) => {
+        const contents = body?.contents ?? [];
+        const at = contents.findIndex((c) => c.role === "user" && headed(c.parts?.[0]?.text));
+        return {
+          tools: JSON.stringify(body?.tools ?? []),
+          system: (body?.systemInstruction?.parts ?? []).map((p) => p.text ?? "").join(""),
+          messages: contents.map((c) => JSON.stringify(c)),
+          contextAt: at,
+          context: at >= 0 ? (contents[at]?.parts?.[0]?.text ?? "") : "",
+          lastUser: contents.findLastIndex((c) => c.role === "user"),
+        };
+      }),
     "on-ollama": () =>
-      ollama.requests.map(({ body }) => ({
-        tools: JSON.stringify(body?.tools ?? []),
-        system: String(body?.messages[0]?.content ?? ""),
-        messages: (body?.messages ?? []).slice(1).map((m) => JSON.stringify(m)),
-      })),
+      ollama.requests.map(({ body }) => {
+        const messages = (body?.messages ?? []).slice(1);
+        const at = messages.findIndex((m) => m.role === "system");
+        return {
+          tools: JSON.stringify(body?.tools ?? []),
+          system: String(body?.messages[0]?.content ?? ""),
+          messages: messages.map((m) => JSON.stringify(m)),
+          contextAt: at,
+          context: at >= 0 ? String(messages[at]?.content ?? "") : "",
+          lastUser: messages.findLastIndex((m) => m.role === "user"),
+        };
+      }),
   };
 
   it.each(Object.keys(wires))(
-    "%s: two consecutive turns' requests share the prefix byte for byte",
+    "%s: over three turns, each request repeats the one before byte for byte through its history",
     async (name) => {
       expect((await send(name, "What is a prime number?")).status).toBe(200);
       expect((await send(name, "And a composite one?")).status).toBe(200);
-      const [first, second] = (wires[name] as () => Wire[])().slice(-2) as [Wire, Wire];
-      expect(second.tools).toBe(first.tools);
-      // The first turn's system prompt is all stable; the second adds its varying part after it.
-      expect(second.system.startsWith(first.system)).toBe(true);
-      expect(second.system.slice(first.system.length)).toMatch(
-        /^\n\n## Creed of .+, lately\nHistory: 1 conversation/,
+      expect((await send(name, "Is 1 either?")).status).toBe(200);
+      const requests = (wires[name] as () => Turn[])().slice(-3);
+      expect(requests).toHaveLength(3);
+      const [, second, third] = requests as [Turn, Turn, Turn];
+      // The system prompt is the stable part alone; the Creed's counters, which change every turn,
+      // come after the history, just before the turn's message, headed as Spar's.
+      expect(second.context).toMatch(
+        new RegExp(`^${literal(CONTEXT_HEADING)}\\n## Creed of .+, lately\\nHistory: 1 conversation`),
       );
-      expect(second.messages.slice(0, first.messages.length)).toEqual(first.messages);
-      expect(second.messages.length).toBeGreaterThan(first.messages.length);
+      expect(third.context).toMatch(/## Creed of .+, lately\nHistory: 2 conversation/);
+      expect(second.contextAt).toBe(2);
+      expect(third.contextAt).toBe(4);
+      for (const [previous, next] of [requests.slice(0, 2), requests.slice(1, 3)] as [Turn, Turn][]) {
+        expect(next.tools).toBe(previous.tools);
+        expect(next.system).toBe(previous.system);
+        // Everything the previous request sent before its turn's own messages, the next sends again.
+        const history = turnStart(previous, previous.lastUser);
+        expect(next.messages.slice(0, history)).toEqual(previous.messages.slice(0, history));
+        expect(next.messages.length).toBeGreaterThan(previous.messages.length);
+      }
+      // The third turn's history holds the first turn's messages, all before its context.
+      expect(turnStart(second, 0)).toBe(2);
+      expect(third.messages.slice(0, 2)).toEqual(second.messages.slice(0, 2));
     },
   );
 
-  it("Anthropic: cache_control on an identical prefix, the second call's cached tokens recorded and priced", async () => {
-    const [first, second] = anthropic.requests.slice(-2);
+  it("Anthropic: cache_control on an identical prefix; the history read from the cache on turn 3, recorded and priced", async () => {
+    const [first, second, third] = anthropic.requests.slice(-3);
     const stable = (r: typeof first) => (Array.isArray(r?.body?.system) ? r.body.system[0] : undefined);
     expect(stable(first)).toMatchObject({ type: "text", cache_control: { type: "ephemeral" } });
     expect(JSON.stringify(stable(second))).toBe(JSON.stringify(stable(first)));
@@ -151,6 +217,25 @@ describe("prompt caching end to end", () => {
     expect(first?.usage).toMatchObject({ cache_read_input_tokens: 0 });
     expect(first?.usage?.cache_creation_input_tokens).toBeGreaterThan(1024);
     expect(second?.usage?.cache_read_input_tokens).toBeGreaterThan(1024);
+    // Turn 3 reads from the cache everything the second turn sent before its context: the tools,
+    // the system prompt and the first turn's messages (in the fake's count, four characters a token).
+    const secondMessages = second?.body?.messages ?? [];
+    const secondStart = secondMessages.findIndex(
+      (m) => Array.isArray(m.content) && headed(m.content[0]?.text),
+    );
+    expect(secondStart).toBe(2);
+    const before = (third?.body?.messages ?? []).slice(0, secondStart);
+    const text = [
+      ...(third?.body?.tools ?? []).map((t) => JSON.stringify({ ...t, cache_control: undefined })),
+      ...(Array.isArray(third?.body?.system) ? third.body.system.map((b) => b.text ?? "") : []),
+      ...before.flatMap((m) =>
+        typeof m.content === "string" ? [m.content] : m.content.map((b) => b.text ?? ""),
+      ),
+    ].join("");
+    expect(third?.usage?.cache_read_input_tokens).toBe(Math.ceil(text.length / 4));
+    expect(third?.usage?.cache_read_input_tokens).toBeGreaterThan(
+      second?.usage?.cache_read_input_tokens ?? 0,
+    );
     const reported = anthropic.requests.map((r) => r.usage ?? {});
     const sum = (key: string) => reported.reduce((n, u) => n + (u[key] ?? 0), 0);
     const micros = reported.reduce(
@@ -168,7 +253,7 @@ describe("prompt caching end to end", () => {
     expect(spent.usage).toEqual([
       expect.objectContaining({
         model: "claude-sonnet-4-5",
-        requests: 2,
+        requests: 3,
         input_tokens:
           sum("input_tokens") + sum("cache_read_input_tokens") + sum("cache_creation_input_tokens"),
         cached_tokens: sum("cache_read_input_tokens"),
@@ -211,7 +296,7 @@ describe("prompt caching end to end", () => {
       stable: true,
       tokens: estimateTokens(LONG_PROMPT),
     });
-    expect(part("history")[0]).toMatchObject({ count: 4 });
+    expect(part("history")[0]).toMatchObject({ count: 6 });
     expect(view.input_tokens).toBe(view.parts.reduce((n, p) => n + p.tokens, 0));
     expect(view.cache).toEqual({
       enabled: true,
@@ -224,16 +309,31 @@ describe("prompt caching end to end", () => {
     expect(again).toEqual(view);
     expect(anthropic.requests.length).toBe(calls);
 
-    // The real turn: its system prompt is what the system parts counted, and its whole prompt is
-    // what all the parts counted, within the estimate (framing and wire shapes aside).
+    // The parts are listed in the order they are sent: the varying ones after the history.
+    const names = view.parts.map((p) => `${p.part}${p.stable ? "" : "~"}`);
+    expect(names.indexOf("history~")).toBeLessThan(names.indexOf("creed~"));
+    expect(names.indexOf("creed~")).toBeLessThan(names.indexOf("message~"));
+
+    // The real turn: its system prompt is what the stable parts counted, its context what the
+    // varying ones added (and its heading), and its whole prompt is what all the parts counted,
+    // within the estimate (framing and wire shapes aside).
     expect((await send("on-anthropic", probe)).status).toBe(200);
     const sent = anthropic.requests.at(-1);
     const system = Array.isArray(sent?.body?.system) ? sent.body.system.map((b) => b.text).join("") : "";
-    const systemParts = view.parts.filter((p) =>
-      ["system", "creed", "skills", "mcp", "summary"].includes(p.part),
-    );
+    const systemParts = view.parts.filter((p) => p.stable && p.part !== "tools");
+    expect(systemParts.map((p) => p.part)).toEqual(["system", "creed"]);
     const counted = systemParts.reduce((n, p) => n + p.tokens, 0);
     expect(Math.abs(counted - estimateTokens(system))).toBeLessThanOrEqual(systemParts.length);
+    const head = sent?.body?.messages.at(-1)?.content;
+    const sentContext = Array.isArray(head) && headed(head[0]?.text) ? head[0].text : "";
+    const contextParts = view.parts.filter(
+      (p) => !p.stable && ["creed", "skills", "mcp", "summary"].includes(p.part),
+    );
+    expect(contextParts.find((p) => p.part === "creed")?.tokens).toBeGreaterThan(0);
+    const varying = contextParts.reduce((n, p) => n + p.tokens, 0);
+    expect(
+      Math.abs(varying + estimateTokens(`${CONTEXT_HEADING}\n`) - estimateTokens(sentContext)),
+    ).toBeLessThanOrEqual(contextParts.length + 1);
     const received = sent?.usage ?? {};
     const total =
       (received.input_tokens ?? 0) +

@@ -114,7 +114,7 @@ describe("installing skills", () => {
       bout: "new",
     });
     expect(reply.body.response).toBe("recorded");
-    expect(fake.calls()[0]?.system).toMatch(
+    expect(fake.calls()[0]?.context).toMatch(
       /## Skills for this message[\s\S]*- changelog-entry: Add an entry/,
     );
     expect(JSON.parse(fake.calls()[1]?.tool_results.at(-1) ?? "{}").instructions).toMatch(

@@ -97,6 +97,7 @@ describe("skills and deferred moves through the real daemon", () => {
   it('keeps "hello" small: no skill bodies, no skill list, only the core tools', async () => {
     await send("spar", "hello");
     expect(lastUser(0)).toBe("hello");
+    expect(fake.calls()[0]?.context).not.toMatch(/Skills for this message/);
     expect(fake.calls()[0]?.system).not.toMatch(/Skills for this message/);
     expect(toolsOf(0).sort()).toEqual([
       "memory_recall",
@@ -119,7 +120,7 @@ describe("skills and deferred moves through the real daemon", () => {
     const reply = await send("spar", "Please review the pull request on my branch");
     expect(reply.body.response).toBe("reviewed");
     expect(lastUser(0)).toBe("Please review the pull request on my branch");
-    expect(fake.calls()[0]?.system).toMatch(/## Skills for this message\n.*\n- review-pull-request: /);
+    expect(fake.calls()[0]?.context).toMatch(/## Skills for this message\n.*\n- review-pull-request: /);
     expect(toolsOf(0)).not.toContain("shell_exec");
     const loaded = result(1);
     expect(loaded.name).toBe("review-pull-request");

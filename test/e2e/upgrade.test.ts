@@ -470,7 +470,8 @@ function upgradeSuite(store: Store): void {
     expect(system).toContain("Traits: meticulous; patient");
     expect(system).toContain("Directive: Cite the chart's year");
     expect(system).toContain(`Learned (0.50): ${LEARNED}`);
-    expect(system).toMatch(/Knows fighter envoy: 1 exchange\(s\)/);
+    // What changes from turn to turn is in the turn's context, after the history.
+    expect(fake.calls().at(-1)?.context).toMatch(/Knows fighter envoy: 1 exchange\(s\)/);
 
     fake.enqueue({ tool_calls: [{ name: "kg_query", arguments: { query: "Lisbon Portugal Tagus" } }] });
     expect((await send("archivist", "what do you know of Lisbon?")).status).toBe(200);
@@ -504,7 +505,9 @@ function upgradeSuite(store: Store): void {
     const reply = await send("chronicler", "and the last chapter?");
     expect(reply.body.bout_id).toBe(records.bouts.chronicler);
     const request = fake.requests.at(-1)?.body?.messages ?? [];
-    expect(request[0]?.content).toContain(`## Earlier in this conversation (summary)\n${SUMMARY}`);
+    // The summary is in the turn's context: the system message after the history, before the message.
+    expect(request.at(-2)).toMatchObject({ role: "system" });
+    expect(request.at(-2)?.content).toContain(`## Earlier in this conversation (summary)\n${SUMMARY}`);
     expect(JSON.stringify(request)).not.toContain("Chapter 5:");
     expect(JSON.stringify(request)).toContain("Chapter 6:");
   });

@@ -55,6 +55,8 @@ describe("fake Anthropic server", () => {
         system: "You are terse.",
         tools: [],
         last_user_text: "hi",
+        context: "",
+        transcript: ["You are terse.", "hi"],
         tool_results: [],
         stream: false,
       },

@@ -9,6 +9,7 @@ import { type CacheBlock, createBreakpointCache } from "./prompt-cache.js";
 import {
   estimateTokens,
   type FakeLlmServer,
+  isSparContext,
   type ReceivedCall,
   type ScriptedReply,
   defaultReply as scriptDefault,
@@ -97,6 +98,24 @@ function blocksText(content: string | MessagesContentBlock[] | undefined): strin
   return content.map((block) => (typeof block.text === "string" ? block.text : "")).join("");
 }
 
+/** A message's text without Spar's per-turn context, which heads the turn's user message. */
+function userText(content: string | MessagesContentBlock[] | undefined): string {
+  return Array.isArray(content)
+    ? blocksText(content.filter((b, i) => i > 0 || !isSparContext(b.text)))
+    : blocksText(content);
+}
+
+/** Spar's per-turn context: a text block of its own at the head of a user message. */
+function contextText(messages: MessagesMessage[]): string {
+  return messages
+    .flatMap((m) =>
+      Array.isArray(m.content) && m.role === "user" && isSparContext(m.content[0]?.text)
+        ? [m.content[0]?.text ?? ""]
+        : [],
+    )
+    .join("\n");
+}
+
 function toolResults(message: MessagesMessage | undefined): string[] {
   if (!message || typeof message.content === "string") return [];
   return message.content.filter((b) => b.type === "tool_result").map((b) => blocksText(b.content));
@@ -107,7 +126,7 @@ function defaultReply(body: MessagesRequestBody): ScriptedReply {
   const results = toolResults(lastUser);
   const lastResult = results.at(-1);
   if (lastResult !== undefined) return scriptDefault("tool", lastResult);
-  return scriptDefault("user", blocksText(lastUser?.content));
+  return scriptDefault("user", userText(lastUser?.content));
 }
 
 function parseBody(raw: string): MessagesRequestBody | undefined {
@@ -120,7 +139,22 @@ function normalize(body: MessagesRequestBody): ReceivedCall {
     model: body.model,
     system: blocksText(body.system),
     tools: (body.tools ?? []).map((t) => t.name),
-    last_user_text: blocksText(body.messages.findLast((m) => m.role === "user")?.content),
+    // As the Gemini fake reads it: a message of tool results is not what the user said.
+    last_user_text: userText(
+      body.messages.findLast(
+        (m) =>
+          m.role === "user" && (typeof m.content === "string" || m.content.some((b) => b.type === "text")),
+      )?.content,
+    ),
+    context: contextText(body.messages),
+    transcript: [
+      ...(Array.isArray(body.system) ? body.system.map((b) => b.text ?? "") : [body.system ?? ""]),
+      ...body.messages.flatMap((m) =>
+        typeof m.content === "string"
+          ? [m.content]
+          : m.content.map((b) => blocksText(b.content) || (b.text ?? "")),
+      ),
+    ].filter(Boolean),
     tool_results: body.messages.flatMap(toolResults),
     stream: body.stream === true,
   };

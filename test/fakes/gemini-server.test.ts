@@ -61,6 +61,8 @@ describe("fake Gemini server", () => {
         system: "Be terse.",
         tools: [],
         last_user_text: "hi",
+        context: "",
+        transcript: ["Be terse.", "hi"],
         tool_results: [],
         stream: false,
       },

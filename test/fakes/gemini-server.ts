@@ -15,6 +15,7 @@ import { createPrefixCache } from "./prompt-cache.js";
 import {
   estimateTokens,
   type FakeLlmServer,
+  isSparContext,
   type ReceivedCall,
   type ScriptedReply,
   defaultReply as scriptDefault,
@@ -96,6 +97,19 @@ const CHUNK_GAP_MS = 3;
 const partsText = (content: GeminiContent | undefined) =>
   (content?.parts ?? []).map((p) => (typeof p.text === "string" && !p.thought ? p.text : "")).join("");
 
+/** A content's text without Spar's per-turn context, a text part at the head of a user content. */
+const userText = (content: GeminiContent | undefined) =>
+  partsText(
+    content && { ...content, parts: (content.parts ?? []).filter((p, i) => i > 0 || !isSparContext(p.text)) },
+  );
+
+const contextText = (body: GenerateContentRequestBody) =>
+  body.contents
+    .flatMap((c) =>
+      c.role === "user" && isSparContext(c.parts?.[0]?.text) ? [c.parts?.[0]?.text ?? ""] : [],
+    )
+    .join("\n");
+
 const toolResults = (content: GeminiContent) =>
   (content.parts ?? []).flatMap((p) =>
     p.functionResponse ? [JSON.stringify(p.functionResponse.response)] : [],
@@ -106,7 +120,7 @@ function defaultReply(body: GenerateContentRequestBody): ScriptedReply {
   const results = last ? toolResults(last) : [];
   const lastResult = results.at(-1);
   if (lastResult !== undefined) return scriptDefault("tool", lastResult);
-  return scriptDefault("user", partsText(lastUserText(body)));
+  return scriptDefault("user", userText(lastUserText(body)));
 }
 
 /** The last user content that carries text (a content of function responses is not what the user said). */
@@ -128,7 +142,15 @@ function normalize(model: string, stream: boolean, body: GenerateContentRequestB
     model,
     system: partsText(body.systemInstruction),
     tools: (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((d) => d.name)),
-    last_user_text: partsText(lastUserText(body)),
+    last_user_text: userText(lastUserText(body)),
+    context: contextText(body),
+    transcript: [body.systemInstruction, ...body.contents]
+      .flatMap((c) =>
+        (c?.parts ?? []).map((p) =>
+          p.functionResponse ? JSON.stringify(p.functionResponse.response) : p.thought ? "" : (p.text ?? ""),
+        ),
+      )
+      .filter(Boolean),
     tool_results: body.contents.flatMap(toolResults),
     stream,
   };

@@ -77,6 +77,8 @@ describe("fake Ollama server", () => {
       system: "Be terse.",
       tools: [],
       last_user_text: "ping",
+      context: "",
+      transcript: ["Be terse.", "ping"],
       tool_results: [],
       stream: false,
     });

@@ -97,12 +97,19 @@ function parseBody(raw: string): ChatRequestBody | undefined {
 }
 
 function normalize(body: ChatRequestBody): ReceivedCall {
-  return {
-    model: body.model,
-    system: body.messages
+  // The system prompt is the first message; a system message after it is Spar's per-turn context
+  // (right after it on a bout's first turn, which has no history).
+  const split = Math.min(1, body.messages.length);
+  const texts = (messages: ChatRequestBody["messages"]) =>
+    messages
       .filter((m) => m.role === "system")
       .map((m) => m.content)
-      .join("\n"),
+      .join("\n");
+  return {
+    model: body.model,
+    system: texts(body.messages.slice(0, split)),
+    context: texts(body.messages.slice(split)),
+    transcript: body.messages.map((m) => m.content).filter(Boolean),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: body.messages.findLast((m) => m.role === "user")?.content ?? "",
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => m.content),

@@ -98,13 +98,22 @@ function parseBody(raw: string): ChatCompletionRequestBody | undefined {
     : undefined;
 }
 
+const isSystem = (m: ChatMessage) => m.role === "system" || m.role === "developer";
+
 function normalize(body: ChatCompletionRequestBody): ReceivedCall {
+  // The system prompt is the first message; a system message after it is Spar's per-turn context
+  // (right after it on a bout's first turn, which has no history).
+  const split = Math.min(1, body.messages.length);
+  const texts = (messages: ChatMessage[]) =>
+    messages
+      .filter(isSystem)
+      .map((m) => contentText(m.content))
+      .join("\n");
   return {
     model: body.model,
-    system: body.messages
-      .filter((m) => m.role === "system" || m.role === "developer")
-      .map((m) => contentText(m.content))
-      .join("\n"),
+    system: texts(body.messages.slice(0, split)),
+    context: texts(body.messages.slice(split)),
+    transcript: body.messages.map((m) => contentText(m.content)).filter(Boolean),
     tools: (body.tools ?? []).map((t) => t.function.name),
     last_user_text: contentText(body.messages.findLast((m) => m.role === "user")?.content),
     tool_results: body.messages.filter((m) => m.role === "tool").map((m) => contentText(m.content)),

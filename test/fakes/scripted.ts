@@ -1,5 +1,6 @@
 // The script every fake LLM server follows, whatever wire protocol it speaks, so one contract suite
 // (test/contract/providers.test.ts) can drive every provider plugin the same way.
+import { CONTEXT_HEADING } from "../../sdk/turn-context.js";
 
 export interface ScriptedToolCall {
   name: string;
@@ -39,8 +40,16 @@ export interface ReceivedCall {
   system: string;
   /** Names of the tools offered. */
   tools: string[];
-  /** Text of the last user message. */
+  /** Text of the last user message (Spar's context at its head left out). */
   last_user_text: string;
+  /**
+   * Spar's per-turn context, where the protocol carries it (README "Prompt caching"): a system
+   * message after the head (OpenAI, Ollama), a text block or part at the head of a user message
+   * (Anthropic, Gemini); "" when the request has none.
+   */
+  context: string;
+  /** Every text of the request in the order the model reads it: system, messages, tool results. */
+  transcript: string[];
   /** Contents of the tool results sent back, in order. */
   tool_results: string[];
   stream: boolean;
@@ -54,6 +63,11 @@ export interface FakeLlmServer {
   enqueue(...replies: ScriptedReply[]): void;
   reset(): void;
   close(): Promise<void>;
+}
+
+/** Whether a text block is Spar's per-turn context (sdk/turn-context.ts) rather than the user's words. */
+export function isSparContext(text: unknown): boolean {
+  return typeof text === "string" && text.startsWith(CONTEXT_HEADING);
 }
 
 /**
