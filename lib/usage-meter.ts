@@ -31,6 +31,8 @@ export interface MeteredCall {
 export interface MeteredTurn {
   fighter: FighterRow;
   onApproval?: (approval: ApprovalNotice) => void;
+  /** No one waits on the call (a reflection, a summary): a budget's `on_exceed = "ask"` stops it instead. */
+  unattended?: boolean;
 }
 
 export interface UsageMeterDeps {
@@ -82,7 +84,10 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
       worst,
       rules,
       signal,
-      ask: (question) => spend.ask.promise({ ...context, ...question, signal, onApproval: turn?.onApproval }),
+      ask: async (question) =>
+        turn?.unattended
+          ? undefined
+          : spend.ask.promise({ ...context, ...question, signal, onApproval: turn?.onApproval }),
     });
     return hold ? { hold, worst } : undefined;
   }
@@ -160,6 +165,34 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
       },
     };
   };
+}
+
+/**
+ * The driver for one model call made after a turn for its fighter (`ring.llm.complete` with whose
+ * call it is: a reflection, a bout's summary): priced in the ledger like the turn's own calls, its
+ * row written on its own once the call ends (off the reply's path), and reserved against the same
+ * budgets, which stop it rather than ask.
+ *
+ * @example
+ * const reply = await meteredCall(meter, call, driver, model, (metered) => callProvider(metered, request));
+ */
+export async function meteredCall<T>(
+  meter: UsageMeter,
+  call: SpendContext,
+  driver: LlmDriver,
+  model: ModelSettings,
+  send: (metered: LlmDriver) => Promise<T>,
+): Promise<T> {
+  const { fighter, bout_id, turn_id, origin } = call;
+  const ledger = meter(() => ({ fighter_id: fighter.id, bout_id, turn_id, origin }), {
+    fighter,
+    unattended: true,
+  });
+  try {
+    return await send(ledger.wrap(driver, model));
+  } finally {
+    await ledger.flush();
+  }
 }
 
 /**

@@ -75,6 +75,9 @@ export interface TurnContext {
 }
 
 export interface TurnSummary extends TurnContext {
+  turn_id: string;
+  /** Who started the turn's bout (lib/bout-origins.ts); `user` for a user's own. */
+  origin: string;
   new_messages: ChatMessage[];
   usage: Usage;
   iterations: number;
@@ -178,6 +181,9 @@ export interface MoveOutcome {
 export interface CompactionInput {
   fighter: FighterRow;
   bout_id: string;
+  /** The turn after which the bout is compacted, and its bout's origin: whose the summary's call is. */
+  turn_id: string;
+  origin: string;
   model: ModelSettings;
   messages: StoredMessage[];
   previous_summary?: string;

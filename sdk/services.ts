@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import type { BudgetCounters } from "./events.js";
+import type { SpendContext } from "./hooks.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type { StoreCheck, StoreHealth, TurnRecord, UsageSpentFilter, UsageSummary } from "./store-types.js";
@@ -286,9 +287,18 @@ export interface RingServices {
   readonly tunnel: {
     open(): Promise<TunnelInfo>;
   };
-  /** One model call under the provider policy (timeouts, retries), e.g. for a summary. */
+  /**
+   * One model call under the provider policy (timeouts, retries), e.g. for a summary. With `call`
+   * (whose turn it follows: a reflection, a bout's summary), it is priced in the usage ledger and
+   * reserved against the budgets like the turn's own calls; over a budget it throws BUDGET_EXCEEDED
+   * (no one is asked: no one is waiting on it).
+   */
   readonly llm: {
-    complete(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse>;
+    complete(
+      model: ModelSettings,
+      request: Omit<LlmRequest, "model">,
+      call?: SpendContext,
+    ): Promise<LlmResponse>;
   };
   /** The declared moves and those plugins offer at run time (`move.list`, without a fighter). */
   readonly moves: {

@@ -8,10 +8,18 @@ import { figure } from "../suite/report.mjs";
 import { message, spawnFighters } from "../suite/spar-api.mjs";
 import { num, p50p99, percentile } from "../suite/stats.mjs";
 
+/**
+ * BENCH_BUDGET=1: with a global budget (money and tokens, daily and monthly) that never runs out, so
+ * every model call reserves and settles on four budget lines (README "Budgets").
+ */
+const BUDGET_TOML =
+  "\n[budgets.global]\ndaily = 100000\nmonthly = 100000\ndaily_tokens = 1000000000\nmonthly_tokens = 1000000000\n";
+
 export async function overhead({ messages, warmup }) {
+  const budget = process.env.BENCH_BUDGET === "1";
   const llm = await startFakeModel();
   try {
-    return await withSpar(llm.url, { load: true }, async (daemon) => {
+    return await withSpar(llm.url, { load: true, extraToml: budget ? BUDGET_TOML : "" }, async (daemon) => {
       await spawnFighters(daemon.api, "bench-", 1);
       await spawnFighters(daemon.api, "warm-", 1);
       await timed(warmup, (i) =>
@@ -33,6 +41,9 @@ export async function overhead({ messages, warmup }) {
           `round trip through Spar ${p50p99(spar)}; model server alone ${p50p99(model)}`,
           "overhead pN = Spar's pN round trip minus the model's pN round trip; limits raised as for throughput",
           `limits raised: ${LOAD_SUMMARY}`,
+          budget
+            ? "BENCH_BUDGET=1: a global budget (daily and monthly, money and tokens) every call reserves and settles against"
+            : "no budget configured (BENCH_BUDGET=1 adds one every call reserves against)",
         ],
         figures: [
           figure({

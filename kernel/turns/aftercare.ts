@@ -77,6 +77,8 @@ export function createAftercare(deps: AftercareDeps) {
     const { summary } = await strategy.compact({
       fighter: turn.fighter,
       bout_id: turn.bout_id,
+      turn_id: turn.turn_id,
+      origin: turn.origin,
       model: turn.model,
       messages: live.filter((m) => m.seq <= through),
       previous_summary: previous,

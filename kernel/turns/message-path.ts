@@ -1,16 +1,16 @@
 import { createIdempotency, requestHash } from "../../lib/idempotency.js";
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import { anySignal } from "../../lib/signals.js";
-import type { UsageMeter } from "../../lib/usage-meter.js";
+import { meteredCall, type UsageMeter } from "../../lib/usage-meter.js";
 import { cancellation, childController, shutdownCancellation } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { Bus, EventBus, TurnLease } from "../../sdk/events.js";
-import type { RingHooks } from "../../sdk/hooks.js";
+import type { RingHooks, SpendContext } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
 import type { Store, TurnRecord } from "../../sdk/store-types.js";
-import type { LlmRequest, LlmResponse, ModelSettings } from "../../sdk/types.js";
+import type { LlmDriver, LlmRequest, ModelSettings } from "../../sdk/types.js";
 import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
 import type { PluginHost } from "../host/plugin-host.js";
 import { callProvider, driverResolver, policyFor } from "../provider-call.js";
@@ -38,7 +38,7 @@ export interface MessagePathDeps {
   credentialFor: (settings: ModelSettings) => CredentialCheck;
   /** The model's context window (its setting, else its provider's manifest). */
   contextWindow: (model: ModelSettings) => number;
-  /** Records each model call of a turn in the usage ledger, priced. */
+  /** Prices each model call (a turn's, or `llm`'s given whose it is) in the usage ledger. */
   meter: UsageMeter;
   /** The fighter's prompt cache key for a provider, unless its cache is off (lib/prompt-cache.ts). */
   cacheKeyFor: (fighterId: string, provider: string) => string | undefined;
@@ -62,15 +62,16 @@ export function createMessagePath(deps: MessagePathDeps) {
   const { config, hooks, events, host, fighters } = deps;
 
   const resolveDriver = driverResolver(deps.credentialFor, host, hooks);
-
   /** Aborted at shutdown: reflection and summary calls end with the daemon, not after it. */
   const shutdown = new AbortController();
 
-  /** One model call under the provider policy, for the kernel's and plugins' own uses (reflection, summaries). */
-  async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">): Promise<LlmResponse> {
+  /** One model call under the provider policy for plugins' own uses (reflection, summaries): metered given `call`. */
+  async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">, call?: SpendContext) {
     const { signal, unlink } = anySignal([shutdown.signal, ...(request.signal ? [request.signal] : [])]);
+    const send = (driver: LlmDriver) => callProvider(driver, { ...request, model, signal }, policyFor(model));
     try {
-      return await callProvider(await resolveDriver(model), { ...request, model, signal }, policyFor(model));
+      const driver = await resolveDriver(model);
+      return await (call ? meteredCall(deps.meter, call, driver, model, send) : send(driver));
     } finally {
       unlink();
     }

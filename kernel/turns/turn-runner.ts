@@ -163,6 +163,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     const completed: TurnSummary = {
       fighter: live.row,
       bout_id: bout.id,
+      turn_id: turn.id,
+      origin: origin ?? USER_ORIGIN,
       new_bout: bout_created,
       model,
       new_messages: output.messages,

@@ -22,11 +22,15 @@ export function createSummarizer(ring: RingServices): CompactionStrategy {
       const instruction = condense
         ? `The summary so far has grown too long: rewrite it with the new messages in at most ${input.summary_budget_tokens * 3} characters.`
         : "Write the updated summary: the summary so far, extended with the new messages.";
-      const reply = await ring.llm.complete(input.model, {
-        system: SUMMARY_SYSTEM,
-        messages: [{ role: "user", content: `${transcript(previous, input.messages)}\n\n${instruction}` }],
-        tools: [],
-      });
+      const reply = await ring.llm.complete(
+        input.model,
+        {
+          system: SUMMARY_SYSTEM,
+          messages: [{ role: "user", content: `${transcript(previous, input.messages)}\n\n${instruction}` }],
+          tools: [],
+        },
+        { fighter: input.fighter, bout_id: input.bout_id, turn_id: input.turn_id, origin: input.origin },
+      );
       const summary = reply.text.trim();
       if (!summary) throw new Error("the model returned an empty summary");
       return { summary };

@@ -100,11 +100,15 @@ export default definePlugin<{ creed: CreedConfig }>({
       const user = turn.new_messages.find((m) => m.role === "user")?.content ?? "";
       const reply = turn.new_messages.findLast((m) => m.role === "assistant")?.content ?? "";
       if (!isSubstantial(user, reply, settings)) return;
-      const answer = await ring.llm.complete(turn.model, {
-        system: REFLECTION_SYSTEM,
-        messages: [{ role: "user", content: reflectionPrompt(user, reply) }],
-        tools: [],
-      });
+      const answer = await ring.llm.complete(
+        turn.model,
+        {
+          system: REFLECTION_SYSTEM,
+          messages: [{ role: "user", content: reflectionPrompt(user, reply) }],
+          tools: [],
+        },
+        turn,
+      );
       const observations = parseObservations(answer.text);
       if (observations.length === 0) return;
       const merged = mergeObservations(

@@ -15,6 +15,11 @@ import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
 import { queryRows } from "../helpers/db.js";
 
+/** A recorded request's system prompt (the first message, as the OpenAI wire carries it). */
+function systemOf(request: FakeOpenAI["requests"][number]): string {
+  return String(request.body?.messages[0]?.content ?? "");
+}
+
 /** Micro-dollars of a call: tokens × USD per million tokens, fresh input = input − cached − written. */
 function micros(
   rates: { input: number; output: number; cached: number; write: number },
@@ -200,6 +205,85 @@ describe("pricing end to end", () => {
     expect(mystery.stdout).toMatch(/openai\/gpt-mystery\s+1\s+70\s+0\s+0\s+7\s+unpriced/);
     const json = await daemon.cli(["fighter", "usage", "mini", "--json"]);
     expect(JSON.parse(json.stdout)).toMatchObject({ fighter: "mini", cost: { cost_micros: 248 } });
+  });
+
+  it("prices the calls that follow a turn: its reflection and its bout's summary, under the turn and its origin", async () => {
+    // The other fighters are done: every request from here on is one of this fighter's calls.
+    const from = openai.requests.length;
+    const mine = () => openai.requests.slice(from);
+    try {
+      const usageFor = (system: string) =>
+        system.startsWith("You summarize")
+          ? { prompt_tokens: 700, completion_tokens: 60 }
+          : system.startsWith("You keep the Creed")
+            ? { prompt_tokens: 300, completion_tokens: 20 }
+            : { prompt_tokens: 900, completion_tokens: 80 };
+      openai.setDefault((body) => {
+        const system = String(body.messages[0]?.content ?? "");
+        const text = system.startsWith("You summarize")
+          ? "SUMMARY: trams, funiculars and the 28."
+          : system.startsWith("You keep the Creed")
+            ? "- The user loves Lisbon's trams."
+            : `Lisbon's trams date from 1873, horse-drawn at first, electric from 1901. ${"More history. ".repeat(20)}`;
+        return { text, usage: usageFor(system) };
+      });
+      const spawned = await daemon.request("POST", "/api/v1/fighters", {
+        manifest: {
+          name: "reflective",
+          description: "d",
+          system_prompt: "You are reflective.",
+          model: { provider: "openai", model: "gpt-4o-mini", base_url: openai.url, context_window: 400 },
+        },
+      });
+      expect(spawned.status).toBe(201);
+      const turns: string[] = [];
+      for (let n = 1; n <= 12 && !mine().some((r) => usageFor(systemOf(r)).prompt_tokens === 700); n++) {
+        const reply = await send(
+          "reflective",
+          `Turn ${n}: tell me one more thing about the history of Lisbon's trams.`,
+        );
+        expect(reply.status).toBe(200);
+        turns.push(reply.body.turn_id);
+      }
+      // Aftercare runs after the reply, before the fighter's next turn: one more turn waits for it,
+      // and its own aftercare (a reflection) may still be in flight: its row follows its request.
+      turns.push((await send("reflective", "thanks")).body.turn_id);
+      type Row = {
+        turn_id: string;
+        origin: string;
+        input_tokens: number;
+        output_tokens: number;
+        cost_micros: number;
+      };
+      const ledger = async () =>
+        (await queryRows(
+          home,
+          "SELECT turn_id, origin, input_tokens, output_tokens, cost_micros FROM usage WHERE fighter_id = (SELECT id FROM fighters WHERE name = 'reflective') ORDER BY rowid",
+        )) as Row[];
+      let rows = await ledger();
+      for (let waited = 0; rows.length < mine().length && waited < 100; waited++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        rows = await ledger();
+      }
+      const sent = mine().map((r) => usageFor(systemOf(r)));
+      expect(sent.filter((u) => u.prompt_tokens === 300).length).toBeGreaterThanOrEqual(1);
+      expect(sent.filter((u) => u.prompt_tokens === 700).length).toBeGreaterThanOrEqual(1);
+      // One row per request the provider got, with its reported tokens and their price.
+      expect(rows.map((r) => [r.input_tokens, r.output_tokens]).sort()).toEqual(
+        sent.map((u) => [u.prompt_tokens, u.completion_tokens]).sort(),
+      );
+      for (const row of rows) {
+        expect(row.origin).toBe("user");
+        expect(row.cost_micros).toBe(
+          micros(GPT_4O_MINI, { prompt_tokens: row.input_tokens, completion_tokens: row.output_tokens }),
+        );
+      }
+      // A reflection or a summary is booked under the turn it followed.
+      const after = rows.filter((r) => r.input_tokens !== 900);
+      expect(after.every((r) => turns.includes(r.turn_id))).toBe(true);
+    } finally {
+      openai.reset();
+    }
   });
 
   it("refuses to start with a negative price, naming the key", async () => {
