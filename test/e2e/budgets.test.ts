@@ -260,6 +260,23 @@ describe("budgets end to end", () => {
     );
     expect(next.body.steps.map((s) => s.error?.code ?? null)).toEqual(["BUDGET_EXCEEDED"]);
     expect(openai.calls()).toHaveLength(3);
+    // With on_exceed = "ask" (an edit), a step has no one to ask: refused at once, nothing left pending.
+    const edited = await daemon.request<{ budget?: object }>("PATCH", "/api/v1/troops/frugal", {
+      budget: { daily_tokens: 1000, on_exceed: "ask" },
+    });
+    expect(edited.body.budget).toEqual({ daily_tokens: 1000, on_exceed: "ask" });
+    const asked = await daemon.request<{ steps: { error: { code: string; message: string } | null }[] }>(
+      "POST",
+      "/api/v1/troops/frugal/tasks",
+      { task: "once more" },
+    );
+    expect(asked.body.steps[0]?.error).toMatchObject({
+      code: "BUDGET_EXCEEDED",
+      message: expect.stringContaining("(the overrun was not approved)"),
+    });
+    const pending = await daemon.request<{ approvals: unknown[] }>("GET", "/api/v1/approvals?status=pending");
+    expect(pending.body.approvals).toEqual([]);
+    expect(openai.calls()).toHaveLength(3);
   });
 });
 
