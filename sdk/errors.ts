@@ -114,6 +114,13 @@ export function isSparError(value: unknown, code?: ErrorCode): value is SparErro
 }
 
 /**
+ * Refusals whose message is the answer the user reads as it stands (a budget's 402 says which budget
+ * is used up and when it resets; the chat, the CLI and a caged gorilla's reason show it): a plugin's
+ * tap that throws one is named in the error's fields, not in front of its message.
+ */
+const REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["BUDGET_EXCEEDED"]);
+
+/**
  * Wraps an error that escaped a plugin's tap so the message says which plugin and which hook.
  * A SparError keeps its code (a plugin may refuse with VALIDATION_FAILED on purpose).
  */
@@ -123,7 +130,7 @@ export function wrapPluginError(pluginId: string, hook: string, err: unknown): S
   const extra: ErrorExtra = isSparError(err) ? { ...err.extra } : {};
   return new SparError(
     code,
-    `plugin ${pluginId} failed in ${hook}: ${inner}`,
+    REFUSALS.has(code) ? inner : `plugin ${pluginId} failed in ${hook}: ${inner}`,
     { ...extra, plugin: pluginId, hook },
     { cause: err },
   );

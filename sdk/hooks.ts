@@ -214,12 +214,17 @@ export interface SpendContext {
  * may be reused), its limits, and which of the usage ledger's rows count against it.
  */
 export interface BudgetRule {
-  scope: "global" | "fighter" | "gorilla" | "channel";
-  /** The fighter's or gorilla's name, the channel's platform; null for the global budget. */
+  scope: "global" | "fighter" | "gorilla" | "channel" | "troop";
+  /** The fighter's, gorilla's or troop's name, the channel's platform; null for the global budget. */
   name: string | null;
   key: string;
   limits: BudgetLimits;
   ledger: UsageSpentFilter;
+  /**
+   * When one filter cannot name the budget's rows (a troop's: one origin per task), the filters whose
+   * sums are added instead of `ledger`'s, for rows since `since`. Read only when a counter is seeded.
+   */
+  ledgers?: (since: string) => Promise<UsageSpentFilter[]>;
 }
 
 /** One call's figures: tokens (input and output) and cost in micro-units (null: the model is unpriced). */

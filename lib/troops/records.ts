@@ -3,7 +3,7 @@
  * (plugin.json `data`) and as the API answers them, and the parts a strategy reads and writes (steps,
  * votes, the specialist's reason). Strategy plugins, the CLI and the tests take them from here.
  */
-import type { Usage } from "../../sdk/types.js";
+import type { BudgetLimits, Usage } from "../../sdk/types.js";
 
 /** A troop: fighters (by id) working under one strategy; the leader decomposes, synthesizes, breaks ties. */
 export interface TroopRecord {
@@ -14,6 +14,8 @@ export interface TroopRecord {
   members: string[];
   /** The strategy's wire name (`pipeline`, `leader_worker`, …). */
   strategy: string;
+  /** The budget its tasks' model calls count against (README "Budgets"); absent: none. */
+  budget?: BudgetLimits;
   created_at: string;
 }
 

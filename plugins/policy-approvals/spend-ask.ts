@@ -42,7 +42,8 @@ export function createSpendAsk(deps: {
       files: [],
       why: question.why,
     };
-    if (unattended(question.origin)) {
+    // A troop task's step has no one to ask either: its caller waits for the task, not for approvals.
+    if (unattended(question.origin) || question.origin.startsWith("troop-task:")) {
       await records.refused(fields, `no one to ask in a ${question.origin} turn`);
       return "denied";
     }

@@ -67,6 +67,31 @@ function setup(seed = { cost_micros: 0, tokens: 0 }) {
 }
 
 describe("budget reservations", () => {
+  it("seeds a budget whose rows several filters name (a troop's tasks) with their sums added", async () => {
+    const { spend, request, reads, counters } = setup({ cost_micros: 0, tokens: 300 });
+    const asked: string[] = [];
+    const troop: BudgetRule = {
+      scope: "troop",
+      name: "crew",
+      key: "troop:t1",
+      limits: { daily_tokens: 1000 },
+      ledger: { origin: "troop-task:b" },
+      ledgers: async (since) => {
+        asked.push(since);
+        return [{ origin: "troop-task:a" }, { origin: "troop-task:b" }];
+      },
+    };
+    await spend.reserve({ ...request(), origin: "troop-task:b", rules: [troop] });
+    expect(asked).toEqual(["2025-06-17T00:00:00.000Z"]);
+    expect(reads).toEqual([
+      { origin: "troop-task:a", since: "2025-06-17T00:00:00.000Z" },
+      { origin: "troop-task:b", since: "2025-06-17T00:00:00.000Z" },
+    ]);
+    expect(await counters.read(["troop:t1:daily_tokens:2025-06-17"])).toEqual([
+      { spent: 600, reserved: 1000 },
+    ]);
+  });
+
   it("reserves the worst case on every line, settles to the real figures, and refuses at the limit", async () => {
     const { counters, spend, request, published, reads } = setup({ cost_micros: 2000, tokens: 100 });
     const first = await spend.reserve(request());

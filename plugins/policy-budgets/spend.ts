@@ -111,6 +111,18 @@ export function createSpend(deps: SpendDeps) {
     return lines;
   }
 
+  /** What the ledger holds for a budget since `since`: its one filter's sum, or its filters' summed. */
+  async function spentOf(rule: BudgetRule, since: string): Promise<{ cost_micros: number; tokens: number }> {
+    if (!rule.ledgers) return deps.spent({ ...rule.ledger, since });
+    const total = { cost_micros: 0, tokens: 0 };
+    for (const filter of await rule.ledgers(since)) {
+      const spent = await deps.spent({ ...filter, since });
+      total.cost_micros += spent.cost_micros;
+      total.tokens += spent.tokens;
+    }
+    return total;
+  }
+
   /** What the ledger holds for each line's budget since its period began: the counters' seeds. */
   async function seed(lines: Line[], missing: readonly string[]): Promise<void> {
     const reads = new Map<string, Promise<{ cost_micros: number; tokens: number }>>();
@@ -118,7 +130,7 @@ export function createSpend(deps: SpendDeps) {
       if (!missing.includes(line.key)) continue;
       const at = new Date(line.period.starts_at).toISOString();
       const read = `${line.rule.key}:${at}`;
-      if (!reads.has(read)) reads.set(read, deps.spent({ ...line.rule.ledger, since: at }));
+      if (!reads.has(read)) reads.set(read, spentOf(line.rule, at));
       const spent = await reads.get(read);
       line.seed = line.unit === "money" ? (spent?.cost_micros ?? 0) : (spent?.tokens ?? 0);
     }

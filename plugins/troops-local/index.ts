@@ -5,6 +5,7 @@
  */
 
 import { definePlugin, type Usage } from "../../sdk/index.js";
+import { createTroopBudgets } from "./budgets.js";
 import { addTroopRoutes } from "./routes.js";
 import { createTroopRuntime, type TroopsSettings } from "./runtime.js";
 import { createTroopData } from "./troop-data.js";
@@ -44,6 +45,12 @@ export default definePlugin<{ troops: TroopsSettings }>({
     const troops = createTroopData(data);
     const runtime = createTroopRuntime({ ring, troops, events, log, settings });
     hooks.arena.routes.tap((routes) => addTroopRoutes(routes, runtime));
+    // A troop's budget counts its tasks' steps' model calls (origin `troop-task:<id>`).
+    const budgets = createTroopBudgets(troops);
+    hooks.spend.budgets.tap(async (rules, { origin }) => {
+      const rule = await budgets.of(origin);
+      return rule ? [...rules, rule] : rules;
+    });
     // Before the Arena listens: no task can be sent before the last daemon's unfinished ones are closed.
     hooks.daemon.ready.tap(
       async () => {

@@ -4,7 +4,7 @@
  * its name. Lists answer `{troops}` and `{tasks}`.
  */
 
-import type { RouteRegistry } from "../../sdk/index.js";
+import { BUDGET_SCHEMA, type RouteRegistry } from "../../sdk/index.js";
 import { pageOf } from "../../sdk/kits/http.js";
 import type { TroopChanges, TroopRuntime } from "./runtime.js";
 
@@ -23,6 +23,7 @@ const CREATE_BODY = {
     leader: fighterRef,
     members: { type: "array", minItems: 1, items: fighterRef },
     strategy: { type: "string", minLength: 1, maxLength: 64 },
+    budget: BUDGET_SCHEMA,
   },
 };
 

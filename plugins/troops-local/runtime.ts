@@ -5,6 +5,7 @@
  */
 
 import {
+  type BudgetLimits,
   type EventBus,
   type Logger,
   type RingServices,
@@ -35,6 +36,8 @@ export interface TroopChanges {
   leader?: string;
   members?: string[];
   strategy?: string;
+  /** Replaces the troop's budget; `{}` removes it. */
+  budget?: BudgetLimits;
 }
 
 export interface TroopRuntimeDeps {
@@ -146,10 +149,16 @@ export function createTroopRuntime({ ring, troops, events, log, settings }: Troo
   }
 
   return {
-    async create(body: { name: string; leader: string; members: string[]; strategy: string }) {
+    async create(body: {
+      name: string;
+      leader: string;
+      members: string[];
+      strategy: string;
+      budget?: BudgetLimits;
+    }) {
       const strategy = strategyName(body.strategy);
       const { leader, members } = await fighters(body.leader, body.members);
-      const troop = await troops.create({ name: body.name, leader, members, strategy });
+      const troop = await troops.create({ name: body.name, leader, members, strategy, budget: body.budget });
       events.publish({
         kind: "troop.created",
         troop_id: troop.id,
@@ -179,6 +188,7 @@ export function createTroopRuntime({ ring, troops, events, log, settings }: Troo
         ...(strategy !== undefined ? { strategy } : {}),
         ...(changes.leader !== undefined && resolved ? { leader: resolved.leader } : {}),
         ...(changes.members !== undefined && resolved ? { members: resolved.members } : {}),
+        ...(changes.budget !== undefined ? { budget: changes.budget } : {}),
       });
       events.publish({
         kind: "troop.updated",

@@ -7,7 +7,15 @@
  * writes, on one daemon or across a cluster's.
  */
 import { randomUUID } from "node:crypto";
-import { type Doc, isSparError, type PluginData, SparError, type TxCollection } from "../../sdk/index.js";
+import {
+  type BudgetLimits,
+  badBudgetKey,
+  type Doc,
+  isSparError,
+  type PluginData,
+  SparError,
+  type TxCollection,
+} from "../../sdk/index.js";
 import type { RecordedError, TroopRecord, TroopTaskRecord } from "../../sdk/kits/troops.js";
 import { count, invalid, isoTime, members, recordedError, taskState, taskText, text } from "./checks.js";
 
@@ -15,7 +23,7 @@ import { count, invalid, isoTime, members, recordedError, taskState, taskText, t
 const PAGE = 1000;
 const UNFINISHED = ["pending", "running"];
 
-type TroopFields = Pick<TroopRecord, "name" | "leader" | "members" | "strategy">;
+type TroopFields = Pick<TroopRecord, "name" | "leader" | "members" | "strategy" | "budget">;
 
 export type TroopData = ReturnType<typeof createTroopData>;
 
@@ -46,6 +54,7 @@ export function createTroopData(data: PluginData, now: () => string = () => new 
         leader: text(troop.leader, "leader"),
         members: members(troop.members),
         strategy: text(troop.strategy, "strategy"),
+        ...budgetOf(troop.budget),
         rotation: 0,
         created_at: now(),
       };
@@ -84,12 +93,18 @@ export function createTroopData(data: PluginData, now: () => string = () => new 
         ...(changes.members !== undefined ? { members: members(changes.members) } : {}),
         ...(changes.strategy !== undefined ? { strategy: text(changes.strategy, "strategy") } : {}),
       };
+      // An empty budget ({}) removes it.
+      const budget = changes.budget === undefined ? undefined : budgetOf(changes.budget);
       if (typeof id !== "string") throw noTroop(id);
       const updated = await data
         .transaction(async (t) => {
           const current = await tx(t).troops.get(id);
           if (!current) throw noTroop(id);
-          const next = { ...current, ...change };
+          const next: Doc = { ...current, ...change };
+          if (budget !== undefined) {
+            delete next.budget;
+            Object.assign(next, budget);
+          }
           tx(t).troops.put(next);
           return next;
         })
@@ -207,8 +222,20 @@ function toTroop(doc: Doc): TroopRecord {
     leader: doc.leader as string,
     members: doc.members as string[],
     strategy: doc.strategy as string,
+    ...(doc.budget ? { budget: doc.budget as BudgetLimits } : {}),
     created_at: doc.created_at as string,
   };
+}
+
+/** A troop's budget as stored: absent when it gives no limit; VALIDATION_FAILED naming a bad key. */
+function budgetOf(budget: BudgetLimits | undefined): { budget?: BudgetLimits } {
+  if (budget === undefined || Object.keys(budget).length === 0) return {};
+  const bad =
+    typeof budget === "object" && budget !== null
+      ? badBudgetKey(budget as Record<string, unknown>)
+      : "budget";
+  if (bad) throw invalid(`budget.${bad} must be a finite number from 0`);
+  return { budget: { ...budget } };
 }
 
 /** A task as recorded: the fields a document leaves out (or a migrated one holds null) are null, or absent, again. */

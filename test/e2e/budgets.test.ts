@@ -202,6 +202,82 @@ describe("budgets end to end", () => {
     });
     expect(openai.calls()).toHaveLength(2);
   });
+
+  it("stops a troop task at the step its troop's budget refuses, and shows the troop's budget", async () => {
+    openai.reset();
+    for (const name of ["p1", "p2", "p3", "p4"]) expect((await spawn(name)).status).toBe(201);
+    // A troop's budget is refused unless its limits are numbers in bounds.
+    const bad = await daemon.request<ErrorBody>("POST", "/api/v1/troops", {
+      name: "spendthrift",
+      leader: "p1",
+      members: ["p1", "p2"],
+      strategy: "pipeline",
+      budget: { daily_tokens: -1 },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("VALIDATION_FAILED");
+    const created = await daemon.request<{ budget?: object }>("POST", "/api/v1/troops", {
+      name: "frugal",
+      leader: "p1",
+      members: ["p1", "p2", "p3", "p4"],
+      strategy: "pipeline",
+      budget: { daily_tokens: 1000 },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.budget).toEqual({ daily_tokens: 1000 });
+    // Each step is one call of 400 tokens: steps 1–3 start at 0, 400 and 800 of 1,000; the 4th is refused.
+    openai.enqueue(
+      ...Array.from({ length: 4 }, (_, i) => ({
+        text: `step ${i + 1} done`,
+        usage: { prompt_tokens: 300, completion_tokens: 100 },
+      })),
+    );
+    const task = await daemon.request<{
+      status: string;
+      error: { code: string; message: string } | null;
+      steps: { error: { code: string; message: string } | null }[];
+    }>("POST", "/api/v1/troops/frugal/tasks", { task: "count to four" });
+    expect(task.status).toBe(200);
+    expect(task.body.status).toBe("failed");
+    expect(task.body.steps.map((s) => s.error?.code ?? null)).toEqual([null, null, null, "BUDGET_EXCEEDED"]);
+    expect(task.body.steps[3]?.error?.message).toMatch(
+      /^the budget troop:frugal:daily_tokens is used up: 1200 tokens of 1000 tokens spent/,
+    );
+    expect(openai.calls()).toHaveLength(3);
+    expect(await budget("troop:frugal:daily_tokens")).toMatchObject({
+      scope: "troop",
+      name: "frugal",
+      unit: "tokens",
+      limit: 1000,
+      spent: 1200,
+      reserved: 0,
+    });
+    // The next task of the troop is refused at its first step; another troop's members are not.
+    const next = await daemon.request<{ status: string; steps: { error: { code: string } | null }[] }>(
+      "POST",
+      "/api/v1/troops/frugal/tasks",
+      { task: "again" },
+    );
+    expect(next.body.steps.map((s) => s.error?.code ?? null)).toEqual(["BUDGET_EXCEEDED"]);
+    expect(openai.calls()).toHaveLength(3);
+    // With on_exceed = "ask" (an edit), a step has no one to ask: refused at once, nothing left pending.
+    const edited = await daemon.request<{ budget?: object }>("PATCH", "/api/v1/troops/frugal", {
+      budget: { daily_tokens: 1000, on_exceed: "ask" },
+    });
+    expect(edited.body.budget).toEqual({ daily_tokens: 1000, on_exceed: "ask" });
+    const asked = await daemon.request<{ steps: { error: { code: string; message: string } | null }[] }>(
+      "POST",
+      "/api/v1/troops/frugal/tasks",
+      { task: "once more" },
+    );
+    expect(asked.body.steps[0]?.error).toMatchObject({
+      code: "BUDGET_EXCEEDED",
+      message: expect.stringContaining("(the overrun was not approved)"),
+    });
+    const pending = await daemon.request<{ approvals: unknown[] }>("GET", "/api/v1/approvals?status=pending");
+    expect(pending.body.approvals).toEqual([]);
+    expect(openai.calls()).toHaveLength(3);
+  });
 });
 
 describe("budgets under 50 concurrent turns", () => {
