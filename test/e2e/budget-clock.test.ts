@@ -6,8 +6,8 @@
  * moving the file's offset to the next day turns the budget's period at once: no sleeps. The gorilla's
  * `[budget] daily_tokens` is passed by its first cycle; the next is refused, and the gorilla is
  * caged with the reason (API, `spar gorilla show`) and `budget.exceeded` is published; the clock
- * turns the day, and it is unleashed by itself and its cycles resume. Skipped, saying so, where
- * libfaketime is not installed (`.ci/run` installs it).
+ * turns the day, and it is unleashed by itself and its cycles resume. Outside CI it is skipped,
+ * saying so, where libfaketime is not installed; under CI it fails (`.ci/run` installs it).
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import type { GorillaRunRecord } from "../../lib/gorillas/records.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { underCi } from "../helpers/ci.js";
 import {
   freePort,
   removeHome,
@@ -28,6 +29,11 @@ import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 const LIBFAKETIME = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"]
   .map((dir) => join(dir, "faketime", "libfaketimeMT.so.1"))
   .find((path) => existsSync(path));
+if (!LIBFAKETIME && underCi()) {
+  throw new Error(
+    "CI is set but libfaketime is not installed (apt-get install faketime): under CI this suite fails rather than skip",
+  );
+}
 
 interface View {
   state: string;
