@@ -15,7 +15,11 @@ export default definePlugin<{ budgets: BudgetsSettings }>({
   id: "policy-budgets",
   apply({ hooks, ring, data, events, log }, { budgets: settings }) {
     checkSettings(settings);
-    const timeZone = checkTimeZone(settings.time_zone ?? machineTimeZone());
+    // A zone config.toml names is checked at start; the machine's is looked up when a call first
+    // meets a budget, so a daemon without budgets never loads the zones' data (~8 MiB of ICU).
+    if (settings.time_zone !== undefined) checkTimeZone(settings.time_zone);
+    let zone: string | undefined;
+    const timeZone = () => (zone ??= checkTimeZone(settings.time_zone ?? machineTimeZone()));
     const marks = createPeriodMarks(data, timeZone, Date.now);
     const notices = data.notices;
     const spend = createSpend({

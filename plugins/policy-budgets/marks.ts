@@ -12,7 +12,8 @@ interface Mark extends Record<string, unknown> {
   starts_at: number;
 }
 
-export function createPeriodMarks(data: PluginData, timeZone: string, now: () => number) {
+/** `timeZone` is read at a period's first use: the zone's data (ICU, ~8 MiB) loads with the first budget met. */
+export function createPeriodMarks(data: PluginData, timeZone: () => string, now: () => number) {
   const marks = data.periods as Collection<Mark>;
   const current = new Map<PeriodKind, Period>();
   const loaded = new Map<PeriodKind, Promise<number>>();
@@ -41,9 +42,9 @@ export function createPeriodMarks(data: PluginData, timeZone: string, now: () =>
     async of(kind: PeriodKind, at = now()): Promise<Period> {
       const cached = current.get(kind);
       if (cached && at >= cached.starts_at && at < cached.resets_at) return cached;
-      let period = periodOf(kind, at, timeZone);
+      let period = periodOf(kind, at, timeZone());
       const mark = await stored(kind);
-      if (period.starts_at < mark) period = periodOf(kind, mark, timeZone);
+      if (period.starts_at < mark) period = periodOf(kind, mark, timeZone());
       else if (period.starts_at > mark) await advance(kind, period);
       current.set(kind, period);
       return period;
