@@ -93,6 +93,7 @@ export { BUDGET_SCHEMA, badBudgetKey } from "./schemas.js";
 export type {
   ApprovalNotice,
   AuthorizedKey,
+  BudgetStatus,
   FighterMessageResult,
   KeyScope,
   MessageOptions,

@@ -109,6 +109,24 @@ export interface FighterUsage {
 }
 
 /**
+ * One limit of one budget as `GET /api/v1/budgets` and `spar budgets` show it: money in currency
+ * units, tokens as integers; `name` is null for the global budget.
+ */
+export interface BudgetStatus {
+  budget: string;
+  scope: "global" | "fighter" | "gorilla" | "troop" | "channel";
+  name: string | null;
+  period: "daily" | "monthly";
+  unit: "money" | "tokens";
+  limit: number;
+  spent: number;
+  reserved: number;
+  currency: string;
+  resets_at: string;
+  on_exceed: "stop" | "ask";
+}
+
+/**
  * One part of a prompt as `spar context` shows it. `stable`: in the prefix that stays byte-identical
  * between the fighter's turns (what a provider's prompt cache can hold).
  */

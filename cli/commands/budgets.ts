@@ -1,23 +1,9 @@
+import type { BudgetStatus } from "../../sdk/index.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printJson, table } from "../output.js";
 
-/** A row of `GET /api/v1/budgets` (plugins/policy-budgets/routes.ts). */
-interface BudgetView {
-  budget: string;
-  scope: string;
-  name: string | null;
-  period: "daily" | "monthly";
-  unit: "money" | "tokens";
-  limit: number;
-  spent: number;
-  reserved: number;
-  currency: string;
-  resets_at: string;
-  on_exceed: "stop" | "ask";
-}
-
 /** Money as the currency shows it, to the micro-unit when it needs to; tokens as integers. */
-function figure(row: BudgetView, amount: number): string {
+function figure(row: BudgetStatus, amount: number): string {
   if (row.unit === "tokens") return String(amount);
   const text = amount.toFixed(6).replace(/0{1,4}$/, "");
   return row.currency === "USD" ? `$${text}` : `${text} ${row.currency}`;
@@ -25,7 +11,7 @@ function figure(row: BudgetView, amount: number): string {
 
 /** `spar budgets`: every budget, its limit, what its period has spent and holds, when it resets. */
 export async function budgets(options: GlobalOptions): Promise<void> {
-  const body = await api<{ budgets: BudgetView[] }>("GET", "/api/v1/budgets");
+  const body = await api<{ budgets: BudgetStatus[] }>("GET", "/api/v1/budgets");
   if (options.json) return printJson(body);
   if (body.budgets.length === 0) {
     process.stdout.write("No budgets: set [budgets.global] in config.toml, or a fighter's manifest budget\n");

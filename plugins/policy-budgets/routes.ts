@@ -4,30 +4,22 @@
  * its current period has spent and holds reserved. A budget whose counter the bus does not hold yet
  * shows the usage ledger's figure (and holds nothing).
  */
-import type { BudgetCounters, BudgetRule, RingServices, RouteRegistry } from "../../sdk/index.js";
+import type {
+  BudgetCounters,
+  BudgetRule,
+  BudgetStatus,
+  RingServices,
+  RouteRegistry,
+} from "../../sdk/index.js";
 import { type BudgetsSettings, configuredRules } from "./rules.js";
 import { type Line, type Spend, shown } from "./spend.js";
-
-export interface BudgetRow {
-  budget: string;
-  scope: BudgetRule["scope"];
-  name: string | null;
-  period: "daily" | "monthly";
-  unit: "money" | "tokens";
-  limit: number;
-  spent: number;
-  reserved: number;
-  currency: string;
-  resets_at: string;
-  on_exceed: "stop" | "ask";
-}
 
 export async function budgetRows(deps: {
   settings: BudgetsSettings;
   spend: Spend;
   ring: Pick<RingServices, "fighters">;
   counters: () => BudgetCounters;
-}): Promise<BudgetRow[]> {
+}): Promise<BudgetStatus[]> {
   const rules = new Map<string, BudgetRule>();
   const add = (rule: BudgetRule) => rules.set(rule.key, rule);
   for (const row of await deps.ring.fighters.list()) {

@@ -9,7 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FighterMessageResult } from "../../sdk/index.js";
+import type { BudgetStatus, FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
 
@@ -19,19 +19,6 @@ const PRICING = `[[pricing]]\nprovider = "openai"\nmodel = "house-model"\ninput_
 const CALL = { prompt_tokens: 2000, completion_tokens: 500 };
 const CALL_MICROS = 3000;
 
-interface BudgetRow {
-  budget: string;
-  scope: string;
-  name: string | null;
-  period: string;
-  unit: string;
-  limit: number;
-  spent: number;
-  reserved: number;
-  currency: string;
-  resets_at: string;
-  on_exceed: string;
-}
 interface ErrorBody {
   error: { code: string; message: string; budget: string; limit: number; spent: number; resets_at: string };
 }
@@ -59,7 +46,7 @@ describe("budgets end to end", () => {
       message,
     });
   const budgets = async () =>
-    (await daemon.request<{ budgets: BudgetRow[] }>("GET", "/api/v1/budgets")).body.budgets;
+    (await daemon.request<{ budgets: BudgetStatus[] }>("GET", "/api/v1/budgets")).body.budgets;
   const budget = async (name: string) => (await budgets()).find((b) => b.budget === name);
 
   beforeAll(async () => {
@@ -341,9 +328,9 @@ describe("budgets under 50 concurrent turns", () => {
           (b.tools?.length ? Math.ceil(JSON.stringify(b.tools).length / 4) + 200 : 0),
       ),
     );
-    const row = (await daemon.request<{ budgets: BudgetRow[] }>("GET", "/api/v1/budgets")).body.budgets.find(
-      (b) => b.budget === "global:daily_tokens",
-    );
+    const row = (
+      await daemon.request<{ budgets: BudgetStatus[] }>("GET", "/api/v1/budgets")
+    ).body.budgets.find((b) => b.budget === "global:daily_tokens");
     expect(row).toMatchObject({ spent: ok * 100, reserved: 0, limit: LIMIT });
     expect(ok * 100).toBeLessThanOrEqual(LIMIT + worst);
     // Without reservations all fifty would have passed: 5,000 tokens.
