@@ -14,35 +14,14 @@ import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-serve
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
 import { queryRows } from "../helpers/db.js";
+import { GPT_4O_MINI, micros, SONNET_4_5 } from "../helpers/prices.js";
 
 /** A recorded request's system prompt (the first message, as the OpenAI wire carries it). */
 function systemOf(request: FakeOpenAI["requests"][number]): string {
   return String(request.body?.messages[0]?.content ?? "");
 }
 
-/** Micro-dollars of a call: tokens × USD per million tokens, fresh input = input − cached − written. */
-function micros(
-  rates: { input: number; output: number; cached: number; write: number },
-  usage: {
-    prompt_tokens: number;
-    completion_tokens: number;
-    cached_tokens?: number;
-    cache_write_tokens?: number;
-  },
-): number {
-  const cached = usage.cached_tokens ?? 0;
-  const written = usage.cache_write_tokens ?? 0;
-  return Math.round(
-    (usage.prompt_tokens - cached - written) * rates.input +
-      cached * rates.cached +
-      written * rates.write +
-      usage.completion_tokens * rates.output,
-  );
-}
-
-// The shipped prices (plugins/provider-*/plugin.json) and the override in this test's config.toml.
-const GPT_4O_MINI = { input: 0.15, output: 0.6, cached: 0.075, write: 0.15 };
-const SONNET_4_5 = { input: 3, output: 15, cached: 0.3, write: 3.75 };
+// The override in this test's config.toml (the shipped prices: test/helpers/prices.ts).
 const OVERRIDE = { input: 1.5, output: 2, cached: 1.5, write: 1.5 };
 
 describe("pricing end to end", () => {

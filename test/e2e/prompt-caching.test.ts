@@ -18,10 +18,10 @@ import { type FakeGemini, startFakeGemini } from "../fakes/gemini-server.js";
 import { type FakeOllama, startFakeOllama } from "../fakes/ollama-server.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
+import { SONNET_4_5 } from "../helpers/prices.js";
 
 /** Long enough for every fake's cache (1,024 tokens at least): about 1,700 tokens. */
 const LONG_PROMPT = `You are a patient tutor. ${"Answer in plain words, one step at a time, and check each step. ".repeat(100)}`;
-const SONNET_4_5 = { input: 3, output: 15, cached: 0.3, write: 3.75 };
 
 /** A text as a regular expression that matches it literally. */
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

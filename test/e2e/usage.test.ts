@@ -11,30 +11,7 @@ import type { UsageReport } from "../../sdk/services.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { freePort, removeHome, startDaemon, type TestDaemon, tempHome } from "../helpers/daemon.js";
-
-/** Micro-dollars of a call: tokens × USD per million tokens, fresh input = input − cached − written. */
-function micros(
-  rates: { input: number; output: number; cached: number; write: number },
-  usage: {
-    prompt_tokens: number;
-    completion_tokens: number;
-    cached_tokens?: number;
-    cache_write_tokens?: number;
-  },
-): number {
-  const cached = usage.cached_tokens ?? 0;
-  const written = usage.cache_write_tokens ?? 0;
-  return Math.round(
-    (usage.prompt_tokens - cached - written) * rates.input +
-      cached * rates.cached +
-      written * rates.write +
-      usage.completion_tokens * rates.output,
-  );
-}
-
-// The shipped prices (plugins/provider-*/plugin.json).
-const GPT_4O_MINI = { input: 0.15, output: 0.6, cached: 0.075, write: 0.15 };
-const SONNET_4_5 = { input: 3, output: 15, cached: 0.3, write: 3.75 };
+import { GPT_4O_MINI, micros, SONNET_4_5 } from "../helpers/prices.js";
 
 /** RFC 4180 as a reader takes it: quoted fields, doubled quotes, CRLF line ends. */
 function parseCsv(text: string): string[][] {
