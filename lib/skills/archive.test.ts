@@ -342,9 +342,14 @@ describe("refusing what is too much", () => {
       reason: "file_too_large",
       extra: { entry: "SKILL.md" },
     });
+    // Each file under its cap, all of them over the total.
+    const parts = Math.floor(DEFAULT_LIMITS.maxTotalBytes / DEFAULT_LIMITS.maxFileBytes) + 1;
     const many = makeTar([
       { name: "SKILL.md", body: SKILL },
-      ...Array.from({ length: 5 }, (_, i) => ({ name: `part-${i}.bin`, body: randomBytes(250 * 1024) })),
+      ...Array.from({ length: parts }, (_, i) => ({
+        name: `part-${i}.bin`,
+        body: randomBytes(DEFAULT_LIMITS.maxFileBytes),
+      })),
     ]);
     expect(await refusal(() => readArchive(gzipSync(many)))).toMatchObject({
       code: "PAYLOAD_TOO_LARGE",
@@ -352,7 +357,7 @@ describe("refusing what is too much", () => {
     });
     const crowd = makeZip([
       { name: "SKILL.md", data: SKILL },
-      ...Array.from({ length: 64 }, (_, i) => ({ name: `notes/${i}.md`, data: "n" })),
+      ...Array.from({ length: DEFAULT_LIMITS.maxFiles }, (_, i) => ({ name: `notes/${i}.md`, data: "n" })),
     ]);
     expect(await refusal(() => readArchive(crowd))).toMatchObject({
       code: "PAYLOAD_TOO_LARGE",

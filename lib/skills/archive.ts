@@ -22,9 +22,9 @@
  * | a name with control characters, not UTF-8, too long | VALIDATION_FAILED | bad_name |
  * | bad checksum, CRC, truncation, size that disagrees | VALIDATION_FAILED | corrupt_archive |
  * | zip entries sharing bytes | VALIDATION_FAILED | overlapping_entries |
- * | more than `maxFiles` files | PAYLOAD_TOO_LARGE | too_many_files |
- * | a file over its cap (SKILL.md 64 KiB, others 256 KiB) | PAYLOAD_TOO_LARGE | file_too_large |
- * | all files over 1 MiB, or a .tar.gz that unpacks past that | PAYLOAD_TOO_LARGE | total_too_large |
+ * | more than `maxFiles` (256) files | PAYLOAD_TOO_LARGE | too_many_files |
+ * | a file over its cap (SKILL.md 64 KiB, others 4 MiB) | PAYLOAD_TOO_LARGE | file_too_large |
+ * | all files over 16 MiB, or a .tar.gz that unpacks past that | PAYLOAD_TOO_LARGE | total_too_large |
  * | a zip entry past 100:1, or inflating past its declared size | PAYLOAD_TOO_LARGE | zip_bomb |
  * | an encrypted zip entry | UNSUPPORTED_MEDIA_TYPE | encrypted |
  * | zip compression other than stored/deflate | UNSUPPORTED_MEDIA_TYPE | unsupported_compression |

@@ -26,12 +26,24 @@ export interface SkillLimits {
   readonly maxTotalBytes: number;
 }
 
+/**
+ * Sized for skills as their authors publish them: tens of scripts, references and assets, a few
+ * MiB in all (README "Writing a skill"). SKILL.md stays small: it is what `skill_load` hands the
+ * model whole (the standard recommends under 500 lines); the rest is read in pages (`skill_read`).
+ */
 export const DEFAULT_LIMITS: SkillLimits = Object.freeze({
-  maxFiles: 64,
+  maxFiles: 256,
   maxSkillBytes: MAX_SKILL_BYTES,
-  maxFileBytes: 256 * 1024,
-  maxTotalBytes: 1024 * 1024,
+  maxFileBytes: 4 * 1024 * 1024,
+  maxTotalBytes: 16 * 1024 * 1024,
 });
+
+/** A byte count as the limits' messages say it: `4 MiB`, `64 KiB`, `1000 bytes`. */
+export function sizeWords(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
 
 /** The defaults, with the caller's overrides. */
 export function skillLimits(overrides: Partial<SkillLimits> = {}): SkillLimits {

@@ -16,7 +16,7 @@ import {
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { refusal, skillMd, tempDir } from "../../test/helpers/archives.js";
-import { type SkillFiles, skillDigest } from "./files.js";
+import { DEFAULT_LIMITS, type SkillFiles, skillDigest } from "./files.js";
 import {
   type InstallOptions,
   installSkill,
@@ -171,7 +171,7 @@ describe("installing", () => {
       [skillFiles("gamma-skill", { "/etc/x": "x" }), "FORBIDDEN", "absolute_path"],
       [skillFiles("gamma-skill", { "./odd.md": "x" }), "VALIDATION_FAILED", "bad_name"],
       [
-        skillFiles("gamma-skill", { "big.bin": "x".repeat(300 * 1024) }),
+        skillFiles("gamma-skill", { "big.bin": "x".repeat(DEFAULT_LIMITS.maxFileBytes + 1) }),
         "PAYLOAD_TOO_LARGE",
         "file_too_large",
       ],

@@ -596,18 +596,19 @@ describe("oversized", () => {
     ]);
   });
 
-  it("flags a resource over 256 KiB and a skill over 1 MiB in total", () => {
-    const big = scan("# A\n", {}, { "ref/big.md": "x y\n".repeat(66_000) });
+  it("flags a resource over 4 MiB and a skill over 16 MiB in total: the install limits", () => {
+    const big = scan("# A\n", {}, { "ref/big.md": "x y\n".repeat(1024 * 1024 + 1) });
     expect(of(big, "oversized")).toEqual([expect.objectContaining({ file: "ref/big.md", severity: "high" })]);
+    // Just under the file cap each: only the total is over.
     const parts = Object.fromEntries(
-      Array.from({ length: 5 }, (_, i) => [`part-${i}.md`, "a b\n".repeat(55_000)]),
+      Array.from({ length: 5 }, (_, i) => [`part-${i}.md`, "a b\n".repeat(1000 * 1024)]),
     );
     const total = scan("# A\n", {}, parts);
     expect(of(total, "oversized")).toEqual([
       expect.objectContaining({
         file: "SKILL.md",
         severity: "high",
-        message: expect.stringContaining("1 MiB"),
+        message: expect.stringContaining("16 MiB"),
       }),
     ]);
   });

@@ -13,6 +13,7 @@
  * if (findings.some((f) => f.severity === "high")) refuse();
  */
 import { isSparError } from "../../sdk/errors.js";
+import { DEFAULT_LIMITS, sizeWords } from "./files.js";
 import { scanEncoded } from "./scan-decode.js";
 import { scanPatterns } from "./scan-patterns.js";
 import {
@@ -101,7 +102,8 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
   {
     id: "oversized",
     severity: "high",
-    description: "SKILL.md over 64 KiB, any other file over 256 KiB, or all files together over 1 MiB.",
+    description:
+      "SKILL.md over 64 KiB, any other file over 4 MiB, or all files together over 16 MiB (the install limits).",
   },
   {
     id: "binary",
@@ -116,8 +118,9 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
   },
 ]);
 
-const MAX_RESOURCE_BYTES = 256 * 1024;
-const MAX_TOTAL_BYTES = 1024 * 1024;
+/** The install limits (files.ts): what they refuse is oversized here too. */
+const MAX_RESOURCE_BYTES = DEFAULT_LIMITS.maxFileBytes;
+const MAX_TOTAL_BYTES = DEFAULT_LIMITS.maxTotalBytes;
 /** Text of one file beyond this is not pattern-scanned (the file is oversized, so refused). */
 const MAX_SCANNED_CHARS = MAX_RESOURCE_BYTES;
 /** Moves every fighter may call to find and read skills: no capability, no declaration. */
@@ -375,7 +378,7 @@ export function scanSkill(files: ReadonlyMap<string, Buffer>, options: ScanOptio
           "oversized",
           "high",
           file,
-          `${file} is ${bytes.length} bytes, over the ${cap / 1024} KiB limit`,
+          `${file} is ${bytes.length} bytes, over the ${sizeWords(cap)} limit`,
         ),
       );
     }
@@ -387,7 +390,12 @@ export function scanSkill(files: ReadonlyMap<string, Buffer>, options: ScanOptio
   }
   if (total > MAX_TOTAL_BYTES) {
     raw.push(
-      whole("oversized", "high", SKILL_FILE, `the skill's files total ${total} bytes, over the 1 MiB limit`),
+      whole(
+        "oversized",
+        "high",
+        SKILL_FILE,
+        `the skill's files total ${total} bytes, over the ${sizeWords(MAX_TOTAL_BYTES)} limit`,
+      ),
     );
   }
 

@@ -14,6 +14,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { makeTar, makeZip, refusal, run, skillMd, tempDir, writeFiles } from "../../test/helpers/archives.js";
 import type { Resolver } from "../web/fetch.js";
+import { DEFAULT_LIMITS } from "./files.js";
 import { type FetchSkillOptions, fetchSkillSource, readSkillFolder } from "./source.js";
 
 // A certificate for secure.test (self-signed, valid 2000–2100), trusted only through `ca` below.
@@ -379,14 +380,19 @@ describe("readSkillFolder", () => {
   });
 
   it("holds the limits and needs SKILL.md at the root", async () => {
-    const many = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`n/${i}.md`, "x"]));
+    const many = Object.fromEntries(
+      Array.from({ length: DEFAULT_LIMITS.maxFiles }, (_, i) => [`n/${i}.md`, "x"]),
+    );
     expect(
       await refusal(() => readSkillFolder(folder("many", { "SKILL.md": SKILL, ...many }))),
     ).toMatchObject({
       code: "PAYLOAD_TOO_LARGE",
       reason: "too_many_files",
     });
-    const big = folder("big", { "SKILL.md": SKILL, "data.bin": Buffer.alloc(300 * 1024, 7) });
+    const big = folder("big", {
+      "SKILL.md": SKILL,
+      "data.bin": Buffer.alloc(DEFAULT_LIMITS.maxFileBytes + 1, 7),
+    });
     expect(await refusal(() => readSkillFolder(big))).toMatchObject({ reason: "file_too_large" });
     const nested = folder("nested", { "demo-skill/SKILL.md": SKILL });
     expect(await refusal(() => readSkillFolder(nested))).toMatchObject({
