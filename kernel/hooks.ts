@@ -24,6 +24,7 @@ export function createHooks(): RingHooks {
       afterCall: new AsyncSeriesWaterfallHook(["outcome", "info"]),
       list: new AsyncSeriesWaterfallHook(["moves", "context"]),
       skills: new AsyncSeriesWaterfallHook(["skills"]),
+      mounts: new AsyncSeriesWaterfallHook(["mounts", "context"]),
     },
     fighter: {
       spawning: new AsyncSeriesBailHook(["manifest"]),

@@ -206,6 +206,7 @@ export function createRing(options: RingOptions): Ring {
         return [...declaredMoves.values(), ...dynamic.filter((m) => !declaredMoves.has(m.name))];
       },
       skills: () => hooks.move.skills.promise([]),
+      mounts: (fighter) => hooks.move.mounts.promise([], { fighter }),
     },
     auth: {
       key: async (keyId) => keyRing.get(keyId),

@@ -98,6 +98,19 @@ export interface MoveListContext {
   fighter?: FighterRow;
 }
 
+/** What `move.mounts` taps are asked for: the fighter whose process is about to start. */
+export interface MountContext {
+  fighter: FighterRow;
+}
+
+/** A host folder lent read-only to a sandboxed process, at `target` inside the sandbox. */
+export interface SandboxMount {
+  /** The folder on the host (a real path). */
+  source: string;
+  /** Where the process sees it: absolute, outside the sandbox's own folders (`/skills/<name>`). */
+  target: string;
+}
+
 /** What `provider.route` taps see: a fighter whose manifest names no model, and the message. */
 export interface RouteContext {
   fighter: FighterRow;
@@ -306,6 +319,12 @@ export interface RingHooks {
     readonly list: AsyncSeriesWaterfallHook<[MoveDeclaration[], MoveListContext]>;
     /** Waterfall, called per listing: taps add the skills they know (a skills plugin). */
     readonly skills: AsyncSeriesWaterfallHook<[SkillListing[]]>;
+    /**
+     * Waterfall, called before a move starts a sandboxed process for a fighter (`shell_exec`): taps
+     * add host folders the process sees read-only, each at its own path (a skills plugin: the
+     * folders of the skills the fighter may use that hold scripts, at `/skills/<name>`).
+     */
+    readonly mounts: AsyncSeriesWaterfallHook<[SandboxMount[], MountContext]>;
   };
   readonly fighter: {
     /**

@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import type { BudgetCounters } from "./events.js";
-import type { SpendContext } from "./hooks.js";
+import type { SandboxMount, SpendContext } from "./hooks.js";
 import type { ChannelAdapter, TroopStrategy, TunnelInfo } from "./plugin-contracts.js";
 import type { PluginManifest } from "./plugin-manifest.js";
 import type { StoreCheck, StoreHealth, TurnRecord, UsageSpentFilter, UsageSummary } from "./store-types.js";
@@ -8,6 +8,7 @@ import type {
   BoutRecord,
   FighterManifest,
   FighterRecord,
+  FighterRow,
   LlmRequest,
   LlmResponse,
   ModelSettings,
@@ -323,6 +324,8 @@ export interface RingServices {
     list(): Promise<(MoveDeclaration & { plugin?: string })[]>;
     /** The skills plugins know (`move.skills`). */
     skills(): Promise<SkillListing[]>;
+    /** The host folders a sandboxed process of `fighter` sees read-only (`move.mounts`). */
+    mounts(fighter: FighterRow): Promise<SandboxMount[]>;
   };
   /** Request signing: the authorized public keys (each with its scope) and the nonces already used. */
   readonly auth: {

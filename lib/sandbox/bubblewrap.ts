@@ -38,6 +38,8 @@ export interface BwrapPlan {
   pathDirs: readonly string[];
   /** More of the host the move needs (the desktop moves: the X socket), read-only unless writable. */
   binds?: readonly { path: string; writable?: boolean }[];
+  /** Host folders lent read-only at a path of their own (a skill's folder at `/skills/<name>`). */
+  mounts?: readonly { source: string; target: string }[];
   /** The egress proxy's socket and the in-sandbox forwarder, when the process has network. */
   egress?: { socket: string; port: number; node: string; script: string };
   /** Bytes each in-memory folder (/tmp, $HOME) may hold; undefined where bwrap has no --size (<0.8). */
@@ -78,6 +80,11 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   args.push("--bind", plan.workspace, plan.workspace);
   for (const bind of plan.binds ?? []) {
     args.push(bind.writable ? "--bind-try" : "--ro-bind-try", bind.path, bind.path);
+  }
+  for (const mount of plan.mounts ?? []) {
+    checkMountTarget(mount.target, plan.workspace);
+    // -try: a folder removed since it was listed (a skill uninstalled) is simply not there.
+    args.push("--ro-bind-try", mount.source, mount.target);
   }
   const env: Record<string, string> = { ...plan.env, HOME: SANDBOX_HOME, TMPDIR: "/tmp" };
   let command = [...plan.command];
@@ -126,6 +133,25 @@ function systemMount(dir: string, args: string[], mounted: Set<string>): void {
   } else if (stat.isDirectory()) {
     args.push("--ro-bind", dir, dir);
     mounted.add(dir);
+  }
+}
+
+/** Top folders the sandbox makes itself: a mount there could hide or shadow them. */
+const OWN = new Set([...SYSTEM, "/etc", "/tmp", "/proc", "/dev", "/home", "/run"]);
+
+/**
+ * A mount's target: absolute, without `.`/`..`/empty segments, at least two levels down, and not in
+ * a folder the sandbox makes itself nor the workspace's top folder. A plugin's mistake, so it throws.
+ */
+function checkMountTarget(target: string, workspace: string): void {
+  const segments = target.split("/");
+  const top = `/${segments[1] ?? ""}`;
+  const clean = segments.slice(1).every((s) => s !== "" && s !== "." && s !== "..");
+  if (!target.startsWith("/") || !clean || segments.length < 3 || OWN.has(top)) {
+    throw new Error(`internal: a sandbox mount may not be at ${JSON.stringify(target)}`);
+  }
+  if (underAny(workspace, [top]) || underAny(target, [workspace])) {
+    throw new Error(`internal: the sandbox mount ${JSON.stringify(target)} overlaps the workspace`);
   }
 }
 

@@ -62,6 +62,12 @@ export interface SandboxedCommand {
   network?: Omit<EgressRules, "allow">;
   /** More of the host the process needs (the desktop moves: the X socket). */
   binds?: readonly { path: string; writable?: boolean }[];
+  /**
+   * Host folders the process sees read-only at a path of their own (`move.mounts`: the skills'
+   * folders at `/skills/<name>`). Only bubblewrap lends them: with `mode = "off"` or sandbox-exec
+   * they are not there. One holding the data dir is never mounted.
+   */
+  mounts?: readonly { source: string; target: string }[];
 }
 
 /** Starts processes contained, or refuses to (SANDBOX_UNAVAILABLE) when `[sandbox] mode` requires what is not there. */
@@ -228,7 +234,9 @@ async function probe(bwrap: string, tmp: number | undefined): Promise<string | u
 function refuseMissingProgram(command: SandboxedCommand): void {
   const program = command.argv[0] as string;
   const shown = JSON.stringify(program);
-  const target = program.includes("/") ? resolve(command.cwd, program) : findProgram(program, command.path);
+  const target = program.includes("/")
+    ? onHost(resolve(command.cwd, program), command.mounts ?? [])
+    : findProgram(program, command.path);
   if (!target) {
     throw new SparError("NOT_FOUND", `no program named ${shown} in any folder of PATH (${command.path})`);
   }
@@ -244,6 +252,12 @@ function refuseMissingProgram(command: SandboxedCommand): void {
   } catch {
     throw new SparError("FORBIDDEN", `${shown} cannot be run: permission denied`);
   }
+}
+
+/** A path inside the sandbox as the host has it: under a mount's target, the same file in its source. */
+function onHost(path: string, mounts: readonly { source: string; target: string }[]): string {
+  const mount = mounts.find((m) => path.startsWith(`${m.target}/`));
+  return mount ? join(mount.source, path.slice(mount.target.length + 1)) : path;
 }
 
 function runUnsandboxed(command: SandboxedCommand): Promise<CommandResult> {
@@ -296,11 +310,15 @@ async function runBubblewrap(
 ): Promise<CommandResult> {
   // A PATH folder holding the data dir (a mistaken "/" or "~") is never mounted: it would lend it.
   const dataDir = resolve(home);
-  const pathDirs = command.path
-    .split(delimiter)
-    .filter(
-      (dir) => !(dataDir === resolve(dir) || dataDir.startsWith(`${resolve(dir).replace(/\/$/, "")}/`)),
-    );
+  const holdsDataDir = (dir: string) =>
+    dataDir === resolve(dir) || dataDir.startsWith(`${resolve(dir).replace(/\/$/, "")}/`);
+  const pathDirs = command.path.split(delimiter).filter((dir) => !holdsDataDir(dir));
+  // Nor a mount that would: its path or its real path is the data dir or a folder above it.
+  const realDataDir = realOrSelf(dataDir);
+  const mounts = (command.mounts ?? []).filter((m) => {
+    const real = realOrSelf(m.source);
+    return !holdsDataDir(m.source) && real !== realDataDir && !realDataDir.startsWith(`${real}/`);
+  });
   const argv = bwrapArgs({
     bwrap,
     command: withLimits(prlimit, config, command.argv),
@@ -310,6 +328,7 @@ async function runBubblewrap(
     pathDirs: [...pathDirs, dirname(prlimit)],
     ...(tmpBytes(bwrap, config) === undefined ? {} : { tmpBytes: tmpBytes(bwrap, config) as number }),
     ...(command.binds ? { binds: command.binds } : {}),
+    ...(mounts.length ? { mounts } : {}),
     ...(egress?.socket
       ? {
           egress: {
@@ -333,6 +352,14 @@ async function runBubblewrap(
     });
   } finally {
     cgroup?.remove();
+  }
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

@@ -91,7 +91,7 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
     id: "undeclared-move",
     severity: "high",
     description:
-      "A known move used in a body (in backticks, or as `name {…}` / `name(`) that front matter `moves` does not list; a listed move whose capability is not in `capabilities`. skill_search, skill_load and move_search are always available. Low: a listed move Spar does not know, a capability no listed move needs.",
+      "A known move used in a body (in backticks, or as `name {…}` / `name(`) that front matter `moves` does not list; a listed move whose capability is not in `capabilities`. skill_search, skill_load, skill_read and move_search are always available. Low: a listed move Spar does not know, a capability no listed move needs.",
   },
   {
     id: "destructive-command",
@@ -124,7 +124,7 @@ const MAX_TOTAL_BYTES = DEFAULT_LIMITS.maxTotalBytes;
 /** Text of one file beyond this is not pattern-scanned (the file is oversized, so refused). */
 const MAX_SCANNED_CHARS = MAX_RESOURCE_BYTES;
 /** Moves every fighter may call to find and read skills: no capability, no declaration. */
-const META_MOVES = new Set(["skill_search", "skill_load", "move_search"]);
+const META_MOVES = new Set(["skill_search", "skill_load", "skill_read", "move_search"]);
 /** A move called: its name followed by `{` or `(` (tested where the name ends). */
 const CALL = /\s*[{(]/y;
 const SCRIPT_EXTENSIONS =

@@ -19,11 +19,12 @@ const SHELL = "/bin/sh";
  * allowed by a grant's pattern (patterns.ts), run in the sandbox (lib/sandbox: bubblewrap, limits,
  * network only through the egress proxy and only with a `network` grant), with no shell and a
  * cleared environment, stopped by its timeout or the call's signal together with everything it
- * started, its output capped and the daemon's secrets masked in it (secrets.ts).
+ * started, its output capped and the daemon's secrets masked in it (secrets.ts). The skills the
+ * fighter may use that hold scripts are there read-only at `/skills/<name>` (`move.mounts`).
  */
 export default definePlugin<{ "moves.shell": ShellSettings }>({
   id: "moves-shell",
-  apply({ hooks, config, home, env }, sections) {
+  apply({ hooks, config, home, env, ring }, sections) {
     const settings = sections["moves.shell"];
     const keyNames = configuredKeyNames(config);
     let sandbox: Sandbox | undefined;
@@ -46,6 +47,8 @@ export default definePlugin<{ "moves.shell": ShellSettings }>({
           ...callers.map((c) => c.capabilities),
         ]);
         sandbox ??= createSandbox(config.sandbox, home, env);
+        // The folders of the skills this fighter may use that hold scripts, read-only (/skills/<name>).
+        const mounts = await ring.moves.mounts(fighter);
         // With the network, what the command prints (and leaves) may come from anywhere it reached.
         if (network) untrusted(shellTaint(network));
         return sandbox.run({
@@ -60,6 +63,7 @@ export default definePlugin<{ "moves.shell": ShellSettings }>({
           signal,
           transform: (text, cut) => maskSecrets(text, secrets, cut),
           ...(network ? { network } : {}),
+          ...(mounts.length ? { mounts } : {}),
         });
       },
     };

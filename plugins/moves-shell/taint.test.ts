@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../kernel/host/config.js";
-import type { Capability } from "../../sdk/index.js";
+import type { Capability, RingServices } from "../../sdk/index.js";
 import { type AppliedMoves, applyMoves, moveContext, TEST_FIGHTER } from "../../test/helpers/moves.js";
 import plugin, { shellTaint } from "./index.js";
 
@@ -23,7 +23,12 @@ describe("moves-shell taints the turn", () => {
     mkdirSync(workspace, { recursive: true });
     moves = await applyMoves(
       plugin,
-      { home, config: loadConfig(home, {}), env: { PATH: process.env.PATH } },
+      {
+        home,
+        config: loadConfig(home, {}),
+        env: { PATH: process.env.PATH },
+        ring: { moves: { mounts: async () => [] } } as unknown as RingServices,
+      },
       { "moves.shell": { timeout_s: 20, max_output_bytes: 65_536, path: "/usr/bin:/bin" } },
     );
   });

@@ -12,14 +12,17 @@ import {
   listing,
   loadSkills,
   missingCapabilities,
+  READ_DEFAULT_CHARS,
   rankIndex,
   readSkillFile,
+  readSkillPage,
   type Skill,
   type SkillPack,
   type SkillRoot,
   skillRoots,
   skillsFor,
 } from "../../sdk/kits/skills.js";
+import { filesNote, scriptMounts } from "./disclosure.js";
 import { installRoutes } from "./install-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 import type { SkillsSettings } from "./settings.js";
@@ -151,6 +154,25 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     const fighterSkills = async (fighter: FighterRow) =>
       skillsFor((await skills()).skills, fighter.manifest.skills ?? []);
 
+    /** A skill the fighter may read: NOT_FOUND (naming near ones), or CAPABILITY_DENIED for what it lacks. */
+    async function usable(fighter: FighterRow, name: string): Promise<Skill> {
+      const mine = await fighterSkills(fighter);
+      const skill = mine.find((s) => s.name === name);
+      if (!skill) {
+        const near = rankIndex(mine).search(name.replace(/-/g, " "), 3);
+        const hint = near.length ? `; did you mean ${near.map((n) => n.item.name).join(", ")}?` : "";
+        throw new SparError("NOT_FOUND", `no skill named "${name}" is available to you${hint}`);
+      }
+      const missing = missingCapabilities(skill, fighter.manifest.capabilities ?? []);
+      if (missing.length > 0) {
+        throw new SparError(
+          "CAPABILITY_DENIED",
+          `the skill "${name}" needs the ${missing.join(", ")} capabilit${missing.length > 1 ? "ies" : "y"}, which you do not hold: do the task without it, or tell the user what it would need`,
+        );
+      }
+      return skill;
+    }
+
     const handlers: Record<string, MoveHandler> = {
       skill_search: {
         name: "skill_search",
@@ -178,34 +200,34 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
       skill_load: {
         name: "skill_load",
         async run(input, { fighter, bout_id, untrusted }) {
-          const name = String(input.name);
-          const skill = (await fighterSkills(fighter)).find((s) => s.name === name);
-          if (!skill) {
-            const near = rankIndex(await fighterSkills(fighter)).search(name.replace(/-/g, " "), 3);
-            const hint = near.length ? `; did you mean ${near.map((n) => n.item.name).join(", ")}?` : "";
-            throw new SparError("NOT_FOUND", `no skill named "${name}" is available to you${hint}`);
-          }
-          const missing = missingCapabilities(skill, fighter.manifest.capabilities ?? []);
-          if (missing.length > 0) {
-            throw new SparError(
-              "CAPABILITY_DENIED",
-              `the skill "${name}" needs the ${missing.join(", ")} capabilit${missing.length > 1 ? "ies" : "y"}, which you do not hold: do the task without it, or tell the user what it would need`,
-            );
-          }
+          const skill = await usable(fighter, String(input.name));
           const file = typeof input.file === "string" ? input.file : undefined;
           const text = readSkillFile(skill, file);
           const taint = skillTaint(skill, "skill_load");
           if (taint) untrusted(taint);
-          if (file === undefined) activate(bout_id, skill.moves);
-          return file === undefined
-            ? {
-                name: skill.name,
-                version: skill.version,
-                moves: skill.moves,
-                files: skill.resources,
-                instructions: text,
-              }
-            : { name: skill.name, file, content: text };
+          if (file !== undefined) return { name: skill.name, file, content: text };
+          const files = filesNote(skill, fighter.manifest.capabilities ?? []);
+          // skill_read is offered from now on when there is something to read with it.
+          activate(bout_id, files.files.length ? [...skill.moves, "skill_read"] : skill.moves);
+          return {
+            name: skill.name,
+            version: skill.version,
+            moves: skill.moves,
+            instructions: text,
+            ...files,
+          };
+        },
+      },
+      skill_read: {
+        name: "skill_read",
+        async run(input, { fighter, untrusted }) {
+          const skill = await usable(fighter, String(input.name));
+          const offset = typeof input.offset === "number" ? input.offset : 0;
+          const limit = typeof input.limit === "number" ? input.limit : READ_DEFAULT_CHARS;
+          const page = readSkillPage(skill.dir, String(input.path), offset, limit);
+          const taint = skillTaint(skill, "skill_read");
+          if (taint) untrusted(taint);
+          return { name: skill.name, ...page };
         },
       },
       move_search: {
@@ -238,6 +260,13 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
 
     hooks.move.skills.tap(async (list) => [...list, ...(await skills()).skills.map(listing)]);
+
+    // A fighter's sandboxed processes see the skills it may use (and could load) that hold scripts.
+    hooks.move.mounts.tap(async (mounts, { fighter }) => {
+      const grants = fighter.manifest.capabilities ?? [];
+      const mine = (await fighterSkills(fighter)).filter((s) => missingCapabilities(s, grants).length === 0);
+      return [...mounts, ...scriptMounts(mine, home)];
+    });
 
     hooks.turn.prepare.tap(async (prompt, { fighter, bout_id, dry_run }) => {
       if (!dry_run) remember(available, bout_id, prompt.tools);

@@ -42,6 +42,20 @@ describe("offerTools", () => {
     expect(deferredNote([])).toBe("");
   });
 
+  it("offers skill_read only once activated (a skill_load that listed files), few tools or many", () => {
+    const few = [tool("memory_store"), tool("skill_load", "none"), tool("skill_read", "none")];
+    const names = (activated: string[], tools = few) =>
+      offerTools(tools, activated, settings).offered.map((t) => t.name);
+    expect(names([])).toEqual(["memory_store", "skill_load"]);
+    expect(names(["skill_read"])).toEqual(["memory_store", "skill_load", "skill_read"]);
+    const many = [...few, ...["file_read", "shell_exec", "web_fetch"].map((n) => tool(n))];
+    const { offered, deferred } = offerTools(many, [], settings);
+    expect(offered.map((t) => t.name)).toEqual(["memory_store", "skill_load"]);
+    // Not deferred either: move_search does not find it, skill_load offers it.
+    expect(deferred.map((t) => t.name)).toEqual(["file_read", "shell_exec", "web_fetch"]);
+    expect(names(["skill_read"], many)).toEqual(["memory_store", "skill_load", "skill_read"]);
+  });
+
   it("counts the moves the bout has called", () => {
     const messages: ChatMessage[] = [
       { role: "user", content: "x" },

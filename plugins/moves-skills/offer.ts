@@ -3,6 +3,12 @@ import type { ChatMessage, MoveDeclaration } from "../../sdk/index.js";
 /** The moves of this plugin: always offered, whatever else is deferred. */
 export const META_MOVES = ["skill_search", "skill_load", "move_search"] as const;
 
+/**
+ * Moves of this plugin offered only once the bout needs them: `skill_read`, from the skill_load that
+ * listed files on (the "hello" prompt stays as small as before). Still callable before that.
+ */
+export const LATENT_MOVES: ReadonlySet<string> = new Set(["skill_read"]);
+
 export interface OfferSettings {
   /** Past this many tools, only the core, the meta moves and the activated ones are offered. */
   defer_above: number;
@@ -16,7 +22,7 @@ export function calledMoves(messages: readonly ChatMessage[]): string[] {
 
 /**
  * The tools the model is shown: all of them when they are few (then `move_search` has nothing to
- * find and is left out); otherwise the core set, the meta moves, and the moves this bout activated
+ * find and is left out), but a latent move not yet activated; otherwise the core set, the meta moves, and the moves this bout activated
  * or called, in the order the kernel listed them (a stable order keeps providers' prompt caches).
  * Nothing is taken from the fighter: a deferred move is still callable, one `move_search` away.
  */
@@ -25,13 +31,18 @@ export function offerTools(
   activated: Iterable<string>,
   settings: OfferSettings,
 ): { offered: MoveDeclaration[]; deferred: MoveDeclaration[] } {
+  const active = new Set(activated);
+  const latent = (t: MoveDeclaration) => LATENT_MOVES.has(t.name) && !active.has(t.name);
   if (tools.length <= settings.defer_above) {
-    return { offered: tools.filter((t) => t.name !== "move_search"), deferred: [] };
+    return { offered: tools.filter((t) => t.name !== "move_search" && !latent(t)), deferred: [] };
   }
-  const keep = new Set<string>([...settings.core, ...META_MOVES, ...activated]);
+  const keep = new Set<string>([...settings.core, ...META_MOVES, ...active]);
   const offered: MoveDeclaration[] = [];
   const deferred: MoveDeclaration[] = [];
-  for (const tool of tools) (keep.has(tool.name) ? offered : deferred).push(tool);
+  for (const tool of tools) {
+    if (keep.has(tool.name)) offered.push(tool);
+    else if (!latent(tool)) deferred.push(tool);
+  }
   return { offered, deferred };
 }
 

@@ -31,3 +31,15 @@ export {
   SKILL_NAME,
   type SkillMeta,
 } from "../../lib/skills/skill.js";
+export {
+  hasScripts,
+  mediaType,
+  READ_DEFAULT_CHARS,
+  READ_MAX_CHARS,
+  readSkillPage,
+  SCRIPTS_FOLDER,
+  type SkillFileEntry,
+  type SkillFileKind,
+  type SkillPage,
+  skillFileList,
+} from "../../lib/skills/skill-read.js";
