@@ -16,6 +16,36 @@ const plan = {
 const line = (args: string[]) => args.join(" ");
 
 describe("bwrapArgs", () => {
+  it("lends mounts read-only at their own path, after the workspace, before the root is made read-only", () => {
+    const text = line(
+      bwrapArgs({ ...plan, mounts: [{ source: "/srv/spar/skills/fmt", target: "/skills/fmt" }] }),
+    );
+    expect(text).toContain("--ro-bind-try /srv/spar/skills/fmt /skills/fmt");
+    expect(text).not.toMatch(/--bind(-try)? \/srv\/spar\/skills/);
+    expect(text.indexOf("/skills/fmt")).toBeGreaterThan(text.indexOf(`--bind ${plan.workspace}`));
+    expect(text.indexOf("/skills/fmt")).toBeLessThan(text.indexOf("--remount-ro /"));
+  });
+
+  it("refuses a mount over the sandbox's own folders, the workspace, or at a bad path", () => {
+    for (const target of [
+      "/usr/lib/x",
+      "/etc/skills",
+      "/tmp/skills",
+      "/home/fighter/x",
+      "/proc/x",
+      "/run/spar/x",
+      "/skills",
+      "skills/x",
+      "/skills/../etc",
+      "/skills//x",
+      "/tmp/home/x",
+    ]) {
+      expect(() => bwrapArgs({ ...plan, mounts: [{ source: "/srv/x", target }] }), target).toThrow(
+        /internal: (a sandbox mount may not be at|the sandbox mount .* overlaps)/,
+      );
+    }
+  });
+
   it("builds the sandbox the README describes, mounts in an order that keeps each one visible", () => {
     const args = bwrapArgs({ ...plan, pathDirs: [...plan.pathDirs] });
     const text = line(args);
