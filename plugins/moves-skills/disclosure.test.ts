@@ -23,7 +23,7 @@ import { type AppliedMoves, applyMoves, moveContext, TEST_FIGHTER } from "../../
 import plugin from "./index.js";
 
 const skillMd = (name: string, capabilities: string[] = []) =>
-  `---\nname: ${name}\ndescription: Tidy ${name} reports. Use when asked about ${name}.\nversion: 1.0.0\ncategory: notes\ntags: [notes]\nmoves: []\ncapabilities: [${capabilities.join(", ")}]\n---\n\n# ${name}\n\nRead references/guide.md.\n`;
+  `---\nname: ${name}\ndescription: Tidy ${name} reports. Use when asked about ${name}.\nmetadata:\n  spar.capabilities: "${capabilities.join(" ")}"\n---\n\n# ${name}\n\nRead references/guide.md.\n`;
 const GUIDE = "g".repeat(20_000);
 
 describe("moves-skills: a skill's files", () => {
@@ -75,6 +75,7 @@ describe("moves-skills: a skill's files", () => {
     mkdirSync(dirname(join(home, "master.key")), { recursive: true });
     writeFileSync(join(home, "master.key"), "not for models\n");
     const ring = {
+      moves: { list: async () => [] },
       plugins: { list: async () => [], manifest: async () => undefined },
     } as unknown as RingServices;
     moves = await applyMoves(plugin, { home, ring }, { "moves.skills": {} });
