@@ -7,6 +7,8 @@
  * - its workspace read-write, at its real path (so paths in output match what the file moves take),
  *   and nothing else of the data dir: no master.key, spar.db, keys/, plugins/, gorillas/,
  *   config.toml, .env, other fighters' workspaces;
+ * - host folders a move lends (`mounts`: the skills' folders at `/skills/<name>`) read-only, never
+ *   over the sandbox's own folders or the workspace;
  * - a private `/tmp` and an empty `$HOME`, both in memory (of a bounded size) and gone with the
  *   process; everything else read-only, the folders bubblewrap made for its mounts included;
  * - its own `/proc` in a new PID namespace (no daemon, no other process), a minimal `/dev`;
