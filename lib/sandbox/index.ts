@@ -116,9 +116,11 @@ export function createSandbox(
     status,
     async run(command) {
       if (command.signal.aborted) throw command.signal.reason;
-      refuseMissingProgram(command);
+      refuseMissingProgram(command, command.mounts ?? []);
       const found = await status();
       if (!found.ready) throw new SparError("SANDBOX_UNAVAILABLE", found.problem ?? "no sandbox");
+      // Only bubblewrap lends the mounts: elsewhere a program under one is not there.
+      if (found.kind !== "bubblewrap" && command.mounts?.length) refuseMissingProgram(command, []);
       if (found.kind === "none") return runUnsandboxed(command);
       const egress = command.network
         ? await openEgressFor(found.kind, { ...command.network, allow })
@@ -231,11 +233,14 @@ async function probe(bwrap: string, tmp: number | undefined): Promise<string | u
  * The program must exist and be runnable where the sandbox will look (the same folders, mounted
  * read-only): checked here, so a missing one is NOT_FOUND naming the PATH, as before the sandbox.
  */
-function refuseMissingProgram(command: SandboxedCommand): void {
+function refuseMissingProgram(
+  command: SandboxedCommand,
+  mounts: readonly { source: string; target: string }[],
+): void {
   const program = command.argv[0] as string;
   const shown = JSON.stringify(program);
   const target = program.includes("/")
-    ? onHost(resolve(command.cwd, program), command.mounts ?? [])
+    ? onHost(resolve(command.cwd, program), mounts)
     : findProgram(program, command.path);
   if (!target) {
     throw new SparError("NOT_FOUND", `no program named ${shown} in any folder of PATH (${command.path})`);
