@@ -56,6 +56,24 @@ describe("the files a call binds", () => {
     expect(sh.map((f) => f.path)).toEqual([join(workspace, "run.sh")]);
   });
 
+  it("are a skill's script a command names under a folder lent to its sandbox, never outside it", async () => {
+    const skill = join(root, "skills", "text-stats");
+    mkdirSync(join(skill, "scripts"), { recursive: true });
+    writeFileSync(join(skill, "scripts", "run.sh"), "echo hi\n");
+    const mounts = [{ source: skill, target: "/skills/text-stats" }];
+    const files = await boundFiles(
+      "shell_exec",
+      { argv: ["bash", "/skills/text-stats/scripts/run.sh", "/skills/text-stats/../../outside.txt"] },
+      workspace,
+      mounts,
+    );
+    expect(files).toEqual([{ path: join(skill, "scripts", "run.sh"), sha256: RUN_SH }]);
+    // Without the mounts (another move, or a fighter lent nothing): nothing outside the folder.
+    expect(
+      await boundFiles("shell_exec", { argv: ["bash", "/skills/text-stats/scripts/run.sh"] }, workspace),
+    ).toEqual([]);
+  });
+
   it("are a write's target when it exists, and nothing for a read", async () => {
     expect(
       (await boundFiles("file_write", { path: "run.sh", content: "" }, workspace)).map((f) => f.path),

@@ -121,8 +121,30 @@ function lineWords(line: string): string[] {
   return line.split(/[\s"'`;|&()<>]+/).filter(Boolean);
 }
 
-/** The paths a call would execute or overwrite, before hashing: the ones that exist as regular files. */
-export function boundPaths(move: string, args: Record<string, unknown>, workspace: string): string[] {
+/** A host folder a sandboxed command sees at `target` (`move.mounts`: a skill's folder at `/skills/<name>`). */
+export interface LentFolder {
+  source: string;
+  target: string;
+}
+
+/** A command's word naming a file under a lent folder, as the host has it (never outside the folder). */
+function lentPath(word: string, mounts: readonly LentFolder[]): string | undefined {
+  const mount = mounts.find((m) => word.startsWith(`${m.target}/`));
+  if (!mount) return undefined;
+  const path = resolve(mount.source, word.slice(mount.target.length + 1));
+  return inside(mount.source, path) ? path : undefined;
+}
+
+/**
+ * The paths a call would execute or overwrite, before hashing: the ones that exist as regular files.
+ * A command's words under a folder lent to its sandbox (`mounts`: a skill's script) count too.
+ */
+export function boundPaths(
+  move: string,
+  args: Record<string, unknown>,
+  workspace: string,
+  mounts: readonly LentFolder[] = [],
+): string[] {
   const candidates: string[] = [];
   let base = realOrSelf(workspace);
   if (move === "shell_exec") {
@@ -134,6 +156,8 @@ export function boundPaths(move: string, args: Record<string, unknown>, workspac
     // The program, then every argument that is a file under the folder it runs in (a script, a Makefile's target).
     for (const word of words) {
       if (word.startsWith("-") || word.includes("\0")) continue;
+      const lent = lentPath(word, mounts);
+      if (lent) candidates.push(lent);
       const path = resolve(base, word);
       if (inside(base, path)) candidates.push(path);
     }
@@ -159,9 +183,10 @@ export async function boundFiles(
   move: string,
   args: Record<string, unknown>,
   workspace: string,
+  mounts: readonly LentFolder[] = [],
 ): Promise<BoundFile[]> {
   const files: BoundFile[] = [];
-  for (const path of boundPaths(move, args, workspace)) {
+  for (const path of boundPaths(move, args, workspace, mounts)) {
     const sha256 = await sha256Of(path);
     if (sha256) files.push({ path, sha256 });
   }

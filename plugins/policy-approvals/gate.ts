@@ -26,8 +26,11 @@ const QUOTED = 300;
 
 export interface GateDeps {
   settings: ApprovalSettings;
-  /** The Ring's fighters: a waiting turn is `awaiting_approval` there (and survives a stop). */
-  ring: Pick<RingServices, "fighters">;
+  /**
+   * The Ring's fighters (a waiting turn is `awaiting_approval` there, and survives a stop) and moves
+   * (the folders a command's sandbox is lent: a skill's script it runs is bound like a workspace file).
+   */
+  ring: Pick<RingServices, "fighters" | "moves">;
   records: Records;
   events: EventBus;
   log: Logger;
@@ -43,6 +46,12 @@ export function createGate(deps: GateDeps) {
   const { settings, records, events, log, ring } = deps;
   /** Hosts each recent turn fetched (web_fetch), so a fetch to one seen before in the turn is not new. */
   const fetched = new Map<string, Set<string>>();
+
+  /** The files the call binds: for a command, the skills' scripts it names under /skills/<name> too. */
+  async function filesOf(move: string, info: MoveCallInfo) {
+    const mounts = move === "shell_exec" ? await ring.moves.mounts(info.fighter) : [];
+    return boundFiles(move, info.call.arguments, info.workspace, mounts);
+  }
 
   async function factsOf(info: MoveCallInfo): Promise<CallFacts> {
     const move = info.call.name;
@@ -100,7 +109,7 @@ export function createGate(deps: GateDeps) {
       arguments: info.call.arguments,
       subject: facts.subject,
       cwd: move === "shell_exec" ? shellFolder(info.workspace, info.call.arguments) : info.workspace,
-      files: await boundFiles(move, info.call.arguments, info.workspace),
+      files: await filesOf(move, info),
       why: decision.why,
       ...(info.taint.length > 0 ? { taint: [...info.taint] } : {}),
     };
@@ -176,10 +185,7 @@ export function createGate(deps: GateDeps) {
         const stale =
           canonicalJson(request.arguments) !== canonicalJson(info.call.arguments)
             ? "its arguments are not the ones approved"
-            : changedSince(
-                request.files,
-                await boundFiles(request.move, info.call.arguments, info.workspace),
-              );
+            : changedSince(request.files, await filesOf(request.move, info));
         if (!(await records.released(request.id, stale))) {
           return {
             code: "APPROVAL_STALE",

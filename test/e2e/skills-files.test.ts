@@ -84,8 +84,13 @@ describe("a skill's references and scripts through the real daemon", () => {
     fake = await startFakeOpenAI();
     home = tempHome();
     const port = await freePort();
-    // This suite tests skills and the sandbox, not approvals: shell_exec runs unasked.
-    writeConfig(home, port, fake.url, `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec"])}`);
+    // shell_exec runs unasked but for "asker", whose calls wait for the operator (approvals still apply).
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec"], "writer")}${allowUnasked(["shell_exec"], "outsider")}`,
+    );
     daemon = await startDaemon(home, port);
     const install = await daemon.cli(["move", "install", FIXTURE]);
     expect(install.code, install.stderr).toBe(0);
@@ -99,9 +104,12 @@ describe("a skill's references and scripts through the real daemon", () => {
     await spawn("outsider", [shellGrant], ["write-commit-message"]);
     // The skill, but no shell.
     await spawn("reader", [{ type: "memory" }], ["text-stats"]);
-    const workspace = join(home, "workspaces", "writer");
-    mkdirSync(workspace, { recursive: true });
-    writeFileSync(join(workspace, "draft.md"), "# Draft\n\nShort and to the point.\n");
+    await spawn("asker", [shellGrant], ["text-stats"]);
+    for (const fighter of ["writer", "asker"]) {
+      const workspace = join(home, "workspaces", fighter);
+      mkdirSync(workspace, { recursive: true });
+      writeFileSync(join(workspace, "draft.md"), "# Draft\n\nShort and to the point.\n");
+    }
   });
 
   afterEach(() => fake.reset());
@@ -160,6 +168,51 @@ describe("a skill's references and scripts through the real daemon", () => {
     expect(stats).toMatchObject({ exit_code: 0, stdout: "draft.md: 3 lines, 7 words, 33 characters\n" });
     // Only the skills this fighter may use that hold scripts.
     expect(listed).toMatchObject({ exit_code: 0, stdout: "text-stats\n" });
+  });
+
+  it("asks before running a skill's script where a rule says so, binding the script's bytes: changed, it does not run", async () => {
+    const script = join(installed, "scripts", "stats.py");
+    const run = { argv: ["python3", "/skills/text-stats/scripts/stats.py", "draft.md"] };
+    const asked = async () => {
+      for (let i = 0; i < 300; i++) {
+        const found = (
+          await daemon.request<{ approvals: { id: string; move: string; files: unknown[] }[] }>(
+            "GET",
+            "/api/v1/approvals?status=pending",
+          )
+        ).body.approvals.find((r) => r.move === "shell_exec");
+        if (found) return found;
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      throw new Error("no pending request for shell_exec");
+    };
+    const result = () => JSON.parse(fake.calls().at(-1)?.tool_results.at(-1) ?? "null");
+
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: run }] }, { text: "counted" });
+    let reply = send("asker", "count my draft");
+    let request = await asked();
+    expect(request.files).toEqual([{ path: script, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect((await daemon.cli(["approvals", "approve", request.id])).code).toBe(0);
+    expect((await reply).body.response).toBe("counted");
+    expect(fake.calls()[1]?.tool_results.at(-1)).toContain("draft.md: 3 lines, 7 words, 33 characters");
+
+    fake.reset();
+    fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: run }] }, { text: "stopped" });
+    reply = send("asker", "count it again");
+    request = await asked();
+    // The installed script changed on disk under the request (an update, or a hand).
+    const original = readFileSync(script);
+    writeFileSync(script, `${original}print("and something else")\n`);
+    try {
+      expect((await daemon.cli(["approvals", "approve", request.id])).code).toBe(0);
+      expect((await reply).body.response).toBe("stopped");
+      expect(result().error).toMatchObject({
+        code: "APPROVAL_STALE",
+        message: expect.stringContaining(`the file ${script} changed since it was approved`),
+      });
+    } finally {
+      writeFileSync(script, original);
+    }
   });
 
   it("an evil model: no path out of the skill, no link, no write into the mount, no data dir, no other fighter's skill", async () => {
