@@ -191,7 +191,12 @@ describe("a skill's references and scripts through the real daemon", () => {
     fake.enqueue({ tool_calls: [{ name: "shell_exec", arguments: run }] }, { text: "counted" });
     let reply = send("asker", "count my draft");
     let request = await asked();
-    expect(request.files).toEqual([{ path: script, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    // The skill's script, by its path on the host, and the workspace file it is given.
+    const sha256 = expect.stringMatching(/^[0-9a-f]{64}$/);
+    expect(request.files).toEqual([
+      { path: script, sha256 },
+      { path: join(realpathSync(home), "workspaces", "asker", "draft.md"), sha256 },
+    ]);
     expect((await daemon.cli(["approvals", "approve", request.id])).code).toBe(0);
     expect((await reply).body.response).toBe("counted");
     expect(fake.calls()[1]?.tool_results.at(-1)).toContain("draft.md: 3 lines, 7 words, 33 characters");
