@@ -6,6 +6,7 @@
  * one found there was put there afterwards), and the real path must stay inside the skill's folder.
  * A binary file gives its size and media type, never its bytes.
  */
+import type { Dirent } from "node:fs";
 import {
   closeSync,
   constants,
@@ -52,7 +53,7 @@ export const READ_MAX_CHARS = 32_000;
 export function skillFileList(dir: string, max: number = DEFAULT_LIMITS.maxFiles): SkillFileEntry[] {
   const found: SkillFileEntry[] = [];
   const walk = (folder: string, prefix: string, depth: number) => {
-    let entries: import("node:fs").Dirent[];
+    let entries: Dirent[];
     try {
       entries = readdirSync(folder, { withFileTypes: true });
     } catch {
@@ -131,7 +132,7 @@ export function readSkillPage(dir: string, raw: string, offset: number, limit: n
       media_type: media_type.startsWith("text/") ? "application/octet-stream" : media_type,
       binary: true,
       size: bytes.length,
-      note: "a binary file: its bytes are not shown. A script of the skill can use it (shell_exec, in the sandbox).",
+      note: "a binary file: its bytes are not shown, only its size and media type",
     };
   }
   if (offset > text.length) {
