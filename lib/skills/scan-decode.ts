@@ -320,7 +320,8 @@ function judgeText(decoded: string, blob: Blob, layers: string, depth: number): 
 }
 
 /** Text that says it decodes ROT13: `tr 'A-Za-z' 'N-ZA-Mn-za-m'`, `codecs.decode(…, "rot13")`, "ROT13". */
-const ROT13_MARK = /\brot[-_ ]?13\b|\btr\s+['"]?a-za-z['"]?\s+['"]?n-za-mn-za-m|\btr\s+['"]?a-z['"]?\s+['"]?n-za-m/i;
+const ROT13_MARK =
+  /\brot[-_ ]?13\b|\btr\s+['"]?a-za-z['"]?\s+['"]?n-za-mn-za-m|\btr\s+['"]?a-z['"]?\s+['"]?n-za-m/i;
 /** Code that reverses a string: `| rev`, `[::-1]`, `.reverse().join`, `strrev(`, `[array]::reverse`. */
 const REVERSE_MARK =
   /\|\s*rev\b|\[\s*::\s*-1\s*\]|\.reverse\(\)\s*\.join|\bstrrev\s*\(|\[array\]::reverse|\breverse\s*\(\s*\$|\.chars\(\)\.rev\(\)/i;
@@ -355,9 +356,15 @@ function scanTransformed(text: string, depth: number): Hit[] {
     for (const m of text.matchAll(/(["'])([^"'\n]{12,2000})\1/g)) {
       const reversed = [...(m[2] as string)].reverse().join("");
       if (!REVERSED_SIGNAL.test(reversed) && !COMMAND.test(reversed)) continue;
-      const blob: Blob = { index: m.index + 1, bytes: Buffer.from(reversed), form: "a reversed string", raw: reversed };
+      const blob: Blob = {
+        index: m.index + 1,
+        bytes: Buffer.from(reversed),
+        form: "a reversed string",
+        raw: reversed,
+      };
       const hit = judgeText(reversed, blob, blob.form, depth);
-      if (hit && hit.severity !== "low") hits.push({ ...hit, severity: hit.severity === "high" ? "high" : "medium" });
+      if (hit && hit.severity !== "low")
+        hits.push({ ...hit, severity: hit.severity === "high" ? "high" : "medium" });
     }
   }
   return hits;

@@ -11,7 +11,8 @@ const FR_RULES = "(?:instructions|consignes|regles|directives|indications|ordres
 const FR_EARLIER =
   "(?:precedentes|anterieures|initiales|d'origine|du systeme|systeme|recues|donnees|du developpeur|de securite)";
 const ES_RULES = "(?:instrucciones|indicaciones|reglas|directrices|ordenes|normas|prompt del sistema)";
-const ES_EARLIER = "(?:anteriores|previas|originales|iniciales|del sistema|del desarrollador|de seguridad|recibidas)";
+const ES_EARLIER =
+  "(?:anteriores|previas|originales|iniciales|del sistema|del desarrollador|de seguridad|recibidas)";
 const DE_RULES =
   "(?:anweisungen|instruktionen|vorgaben|regeln|richtlinien|befehle|anordnungen|systemanweisungen|systemprompt|sicherheitsregeln)";
 const DE_EARLIER = "(?:vorherigen|bisherigen|obigen|vorigen|fruheren|ursprunglichen|alten|erhaltenen)";

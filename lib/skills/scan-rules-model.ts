@@ -219,6 +219,7 @@ export const PROMPT_INJECTION: Pattern[] = [
       `\\byou(?: are|'re)(?: now| currently| hereby)${G(1)}(?:in |entering |operating in |running in )?${MODE} mode\\b`,
     ),
     message: "switches the model into a jailbreak mode",
+    judge: unlessNegated(),
   },
   {
     rule: "prompt-injection",
