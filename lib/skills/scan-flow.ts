@@ -51,7 +51,7 @@ export function scanFlow(text: string): Hit[] {
       const path = saved.exec(line.text)?.[1];
       if (!path || path === "-" || path.startsWith("/dev/")) continue;
       const base = path.split("/").pop() as string;
-      if (base.length < 2) continue;
+      if (base.length === 0) continue;
       const p = `(?:${escapeRegExp(path)}|(?:\\.\\/|[\\w$.{}-]*\\/)${escapeRegExp(base)})`;
       const runs = new RegExp(
         String.raw`(?:\b(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|source|python[0-9.]*|perl|ruby|node|php|pwsh|powershell(?:\s+-file)?|bun|deno\s+run)\s+(?:-\S+\s+)*["']?${p}["']?(?=[\s;&|)]|$)|(?:^|[;&|]\s*|\bthen\s+|\bdo\s+)(?:sudo\s+)?(?:\.\s+)?["']?${p}["']?(?=[\s;&|)]|$)|\bexec\(\s*open\(\s*["']${p}["'])`,

@@ -17,6 +17,11 @@ const DE_RULES =
   "(?:anweisungen|instruktionen|vorgaben|regeln|richtlinien|befehle|anordnungen|systemanweisungen|systemprompt|sicherheitsregeln)";
 const DE_EARLIER = "(?:vorherigen|bisherigen|obigen|vorigen|fruheren|ursprunglichen|alten|erhaltenen)";
 
+const DE_OBEY = "(?:antwortest|gehorchst|befolgst|horst|folgst|fuhrst|reagierst)";
+const ES_OBEY =
+  "(?:obedeces|obedeceras|obedece|respondes|responderas|responde|sigues|seguiras|escuchas|atiendes|haces caso)";
+const EN_OBEY = "(?:answer|respond|report|listen|obey|take (?:orders|instructions|commands)|follow|work)";
+
 export const PROMPT_INJECTION_LANG: Pattern[] = [
   {
     rule: "prompt-injection",
@@ -73,7 +78,7 @@ export const PROMPT_INJECTION_LANG: Pattern[] = [
     severity: "high",
     view: "prose",
     re: prose(
-      `\\b(?:a partir de ahora|de ahora en adelante|desde ahora|en adelante)${G(2)}(?:solo|solamente|unicamente|exclusivamente)${G(1)}(?:obedeces|obedeceras|obedece|respondes|responderas|responde|sigues|seguiras|escuchas|atiendes|haces caso)`,
+      `\\b(?:a partir de ahora|de ahora en adelante|desde ahora|en adelante)${G(2)}(?:(?:solo|solamente|unicamente|exclusivamente)${G(1)}${ES_OBEY}|${ES_OBEY}${G(1)}(?:solo|solamente|unicamente|exclusivamente))`,
     ),
     message: "tells the model whom it obeys from now on (Spanish)",
     judge: unlessDiscussed(),
@@ -103,7 +108,7 @@ export const PROMPT_INJECTION_LANG: Pattern[] = [
     severity: "high",
     view: "prose",
     re: prose(
-      `\\b(?:ab jetzt|von nun an|ab sofort|ab heute|kunftig)${G(3)}(?:nur noch|ausschliesslich|nur)${G(2)}(?:antwortest|gehorchst|befolgst|horst|folgst|fuhrst|reagierst)`,
+      `\\b(?:ab jetzt|von nun an|ab sofort|ab heute|kunftig)${G(3)}(?:(?:nur noch|ausschliesslich|nur)${G(2)}${DE_OBEY}|${DE_OBEY}${G(2)}(?:nur noch|ausschliesslich))`,
     ),
     message: "tells the model whom it obeys from now on (German)",
     judge: unlessDiscussed(),
@@ -123,7 +128,7 @@ export const PROMPT_INJECTION_LANG: Pattern[] = [
     severity: "high",
     view: "prose",
     re: prose(
-      `\\b(?:from now on|from this point on|from this point forward|from here on|henceforth|starting now|going forward|as of now)${G(2)}you${G(2)}(?:only|solely|exclusively)${G(1)}(?:answer|respond|report|listen|obey|take (?:orders|instructions|commands)|follow|work)\\b|\\byour (?:only|sole|new|real) (?:principal|master|boss|owner|operator|authority) is\\b|\\btake (?:your )?(?:orders|instructions|commands) (?:only|exclusively|solely) from\\b`,
+      `\\b(?:from now on|from this point on|from this point forward|from here on|henceforth|starting now|going forward|as of now)${G(2)}you${G(2)}(?:(?:only|solely|exclusively)${G(1)}${EN_OBEY}|${EN_OBEY}${P}(?:only|solely|exclusively))\\b|\\byour (?:only|sole|new|real) (?:principal|master|boss|owner|operator|authority) is\\b|\\btake (?:your )?(?:orders|instructions|commands) (?:only|exclusively|solely) from\\b`,
     ),
     message: "tells the model whom it obeys from now on",
     judge: unlessDiscussed(),
