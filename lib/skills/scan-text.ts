@@ -25,7 +25,7 @@ export interface Hit {
 /** A rewritten copy of a text: `origin[i]` is the offset in the source of `text[i]`. */
 export interface View {
   text: string;
-  origin: number[];
+  origin: readonly number[];
 }
 
 export const SEVERITY_RANK: Record<Severity, number> = { high: 3, medium: 2, low: 1 };
@@ -229,8 +229,51 @@ export const codePoint = (cp: number) => `U+${cp.toString(16).toUpperCase().padS
  * reads "precedentes", "ß" reads "ss"), Markdown emphasis and code marks dropped.
  */
 export function buildView(text: string, mode: "code" | "prose"): View {
-  const view = foldView(text, mode);
-  return mode === "code" ? shellWords(view) : view;
+  // The pattern rules and the flow rules read the same views of the same text: build each once.
+  const cached = lastViews.text === text ? lastViews[mode] : undefined;
+  if (cached) return cached;
+  if (lastViews.text !== text) lastViews = { text };
+  const folded = PLAIN.test(text) ? plainView(text, mode) : foldView(text, mode);
+  const view = mode === "code" ? shellWords(folded) : folded;
+  lastViews[mode] = view;
+  return view;
+}
+
+let lastViews: { text?: string; code?: View; prose?: View } = {};
+/** Printable ASCII, tabs and line breaks: nothing to fold. */
+const PLAIN = /^[\t\n\r\x20-\x7e]*$/;
+
+let IDENTITY: number[] = [];
+/** 0, 1, 2, … at least `n` long; shared, so read-only (a view's origin is never written). */
+function identity(n: number): readonly number[] {
+  if (IDENTITY.length < n) IDENTITY = Array.from({ length: Math.max(n, IDENTITY.length * 2) }, (_, i) => i);
+  return IDENTITY;
+}
+
+/** foldView for printable ASCII, without its per-character work: only continuations or markup change. */
+function plainView(text: string, mode: "code" | "prose"): View {
+  const source = mode === "prose" ? text.toLowerCase() : text;
+  const drop = mode === "prose" ? /[*_~`]/g : /\\\n/g;
+  if (!drop.test(source)) return { text: source, origin: identity(source.length) };
+  drop.lastIndex = 0;
+  const parts: string[] = [];
+  const origin: number[] = [];
+  let last = 0;
+  const keep = (from: number, to: number) => {
+    parts.push(source.slice(from, to));
+    for (let i = from; i < to; i++) origin.push(i);
+  };
+  for (const m of source.matchAll(drop)) {
+    keep(last, m.index);
+    // A continuation between two word characters joins them; elsewhere it reads as a space.
+    if (mode === "code" && !(/\w/.test(source[m.index - 1] ?? "") && /\w/.test(source[m.index + 2] ?? ""))) {
+      parts.push(" ");
+      origin.push(m.index);
+    }
+    last = m.index + m[0].length;
+  }
+  keep(last, source.length);
+  return { text: parts.length === 1 ? source : parts.join(""), origin };
 }
 
 /** Latin letters with accents: spelled without them in the prose view. */
