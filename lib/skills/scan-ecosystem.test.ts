@@ -302,6 +302,7 @@ describe("remote-code", () => {
     "npx @modelcontextprotocol/inspector node build/index.js",
     "pip install -r requirements.txt",
     "uvx ruff check .",
+    "npx shadcn@latest add button",
     "Use npx to run a package once without installing it.",
   ])("leaves %j alone", (command) => {
     expect(worst(scan(`# A\n\n${command}\n`), "remote-code")).toBeUndefined();
@@ -356,9 +357,9 @@ describe("spar-access", () => {
     expect(worst(scan(`# A\n\n${command}\n`), "spar-access")).toBe("high");
   });
 
-  it("leaves other local APIs and a database tunnel alone", () => {
+  it("leaves other local APIs, a database tunnel and a Rails master key alone", () => {
     const text =
-      "curl http://localhost:3000/api/v1/users\nssh -N -L 5433:db.internal:5432 oncall@bastion.corp.example\n";
+      "curl http://localhost:3000/api/v1/users\nssh -N -L 5433:db.internal:5432 oncall@bastion.corp.example\ncat config/master.key\n";
     expect(worst(scan(`# A\n\n${text}`), "spar-access")).toBeUndefined();
   });
 });
@@ -380,6 +381,7 @@ describe("exfiltration through git, rsync, scp and DNS", () => {
     "git push -u origin feat/short-description",
     "git remote add upstream https://github.com/OWNER/REPO.git",
     'rsync -az --delete dist/ "deploy@web1.northwind.example:/srv/www/releases/$release/"',
+    "scp ~/.ssh/id_ed25519.pub admin@web1.northwind.example:",
   ])("leaves %j alone", (command) => {
     expect(worst(scan(`# A\n\n${command}\n`), "exfiltration")).toBeUndefined();
   });

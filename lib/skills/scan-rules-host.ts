@@ -17,7 +17,7 @@ const HOME = String.raw`(?:~|\$home|\$\{home\}|%userprofile%|\/home\/[\w.$-]+|\/
 
 /** npm packages a skill commonly runs with npx (by name or scope); any other is run unvetted. */
 const KNOWN_NPX =
-  /^(?:@(?:modelcontextprotocol|playwright|axe-core|redocly|biomejs|angular|vue|nestjs|storybook|sveltejs|astrojs|remix-run|tailwindcss|mermaid-js|lhci|commitlint|changesets|microsoft|google|aws-amplify|azure|vercel|cloudflare|openapitools|stoplight|anthropic-ai|openai|tauri-apps|expo|react-native-community|stencil|nx|turbo|swc|babel|typescript-eslint|eslint|vitest|jest|testing-library|formatjs)\/[\w.-]+|playwright|prettier|eslint|typescript|tsc|tsx|ts-node|vitest|jest|mocha|create-[\w-]+|degit|serve|http-server|live-server|wrangler|vercel|netlify-cli|turbo|nx|lerna|npm-check-updates|ncu|semantic-release|standard-version|conventional-changelog-cli|markdownlint-cli2?|cspell|lighthouse|pa11y(?:-ci)?|quicktype|formatjs|svgo|sharp-cli|esbuild|vite|rollup|webpack(?:-cli)?|parcel|nodemon|concurrently|rimraf|cross-env|husky|lint-staged|depcheck|knip|madge|license-checker|sort-package-json|json-server|mcp-remote|pptxgenjs|docx|ajv-cli|openapi-typescript|prisma|drizzle-kit|sequelize-cli|knex|typeorm|expo|react-native|ionic|cordova|electron|electron-builder|pkg|ncc|np|release-it|auto-changelog|jsdoc|typedoc|storybook|chromatic|cypress|puppeteer|wait-on|kill-port|cowsay|npm|pnpm|yarn|corepack|node-gyp|patch-package|zx)$/i;
+  /^(?:@(?:modelcontextprotocol|playwright|axe-core|redocly|biomejs|angular|vue|nestjs|storybook|sveltejs|astrojs|remix-run|tailwindcss|mermaid-js|lhci|commitlint|changesets|microsoft|google|aws-amplify|azure|vercel|cloudflare|openapitools|stoplight|anthropic-ai|openai|tauri-apps|expo|react-native-community|stencil|nx|turbo|swc|babel|typescript-eslint|eslint|vitest|jest|testing-library|formatjs)\/[\w.-]+|playwright|prettier|eslint|typescript|tsc|tsx|ts-node|vitest|jest|mocha|create-[\w-]+|degit|serve|http-server|live-server|wrangler|vercel|netlify-cli|turbo|nx|lerna|npm-check-updates|ncu|semantic-release|standard-version|conventional-changelog-cli|markdownlint-cli2?|cspell|lighthouse|pa11y(?:-ci)?|quicktype|formatjs|svgo|sharp-cli|esbuild|vite|rollup|webpack(?:-cli)?|parcel|nodemon|concurrently|rimraf|cross-env|husky|lint-staged|depcheck|knip|madge|license-checker|sort-package-json|json-server|mcp-remote|pptxgenjs|shadcn(?:-ui)?|tailwindcss|postcss|sv|nuxi|next|gatsby|astro|eas-cli|firebase-tools|supabase|convex|mintlify|docusaurus|@11ty\/eleventy|tsup|tsdown|oxlint|stylelint|htmlhint|html-validate|jscpd|size-limit|webpack-bundle-analyzer|source-map-explorer|snyk|retire|audit-ci|better-npm-audit|mjml|sass|less|terser|uglify-js|imagemin-cli|unlighthouse|wdio|appium|detox|aws-cdk|cdk|serverless|sst|json-schema-to-typescript|zod-to-json-schema|hardhat|@marp-team\/marp-cli|@mermaid-js\/mermaid-cli|@squoosh\/cli|@wdio\/cli|@graphql-codegen\/cli|@cyclonedx\/cyclonedx-npm|@railway\/cli|@supabase\/[\w.-]+|@docusaurus\/[\w.-]+|docx|ajv-cli|openapi-typescript|prisma|drizzle-kit|sequelize-cli|knex|typeorm|expo|react-native|ionic|cordova|electron|electron-builder|pkg|ncc|np|release-it|auto-changelog|jsdoc|typedoc|storybook|chromatic|cypress|puppeteer|wait-on|kill-port|cowsay|npm|pnpm|yarn|corepack|node-gyp|patch-package|zx)$/i;
 /** Words that follow `npx` in prose ("use npx to run …"), not package names. */
 const NOT_A_PACKAGE =
   /^(?:to|the|a|an|and|or|with|for|in|is|it|you|your|can|will|which|this|that|command|commands|if|when|so|as|on|of)$/i;
@@ -162,7 +162,7 @@ export const SPAR_ACCESS: Pattern[] = [
     severity: "high",
     view: "code",
     re: code(
-      String.raw`\bmaster\.key\b|\bspar\.db(?:-wal|-shm)?\b|\bskills\.lock\.json\b|(?:~|\$home|\$\{home\}|home\(\))[\\/"'\s,+]*\.spar\b`,
+      String.raw`(?<!config\/)\bmaster\.key\b|\bspar\.db(?:-wal|-shm)?\b|\bskills\.lock\.json\b|(?:~|\$home|\$\{home\}|home\(\))[\\/"'\s,+]*\.spar\b`,
     ),
     message: "reads Spar's own data dir (its master key, database or config)",
     judge: byUse("high", "medium"),
@@ -233,7 +233,7 @@ export const EXFILTRATION_HOST: Pattern[] = [
     severity: "high",
     view: "code",
     re: code(
-      String.raw`\b(?:rsync|scp|sftp|rclone\s+(?:copy|sync))\b[^\n]{0,300}?\s["']?${HOME}(?:\/\*?|\/\.[^\s"']*)?["']?(?=\s)[^\n]{0,300}?\s["']?(?:[\w.-]+@)?[\w.-]+:(?!\/\/)`,
+      String.raw`\b(?:rsync|scp|sftp|rclone\s+(?:copy|sync))\b[^\n]{0,300}?\s["']?${HOME}(?:\/\*?|\/\.[^\s"']*)?(?<!\.pub)["']?(?=\s)[^\n]{0,300}?\s["']?(?:[\w.-]+@)?[\w.-]+:(?!\/\/)`,
     ),
     message: "copies the home folder or its dotfiles to another machine",
   },
