@@ -3,6 +3,8 @@
  * leave everything as it was, and a crash cut at every durable step of every change, then
  * recoverInstalled: the set and the lock must be byte for byte as before the change or as after it.
  */
+
+import { createHash } from "node:crypto";
 import {
   cpSync,
   lstatSync,
@@ -13,7 +15,6 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { refusal, skillMd, tempDir } from "../../test/helpers/archives.js";
