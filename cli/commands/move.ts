@@ -1,13 +1,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig } from "../../kernel/host/config.js";
-import { discoverPlugins, pluginRoots } from "../../kernel/host/plugin-manifest.js";
-import { resolveHome, withDotEnv } from "../../lib/home.js";
 import type { Finding } from "../../lib/skills/scan.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { MoveDeclaration, SkillListing } from "../../sdk/types.js";
-import { KERNEL_VERSION } from "../../sdk/version.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 
@@ -44,6 +40,8 @@ export async function move(action: string, args: string[], options: MoveOptions)
       return (await import("./move-lock.js")).verify(args[0], options);
     case "update":
       return (await import("./move-lock.js")).update(args[0], options);
+    case "doctor":
+      return (await import("./move-doctor.js")).moveDoctor(options);
     default:
       throw new SparError("VALIDATION_FAILED", `unknown action "${action}" for move`);
   }
@@ -87,27 +85,15 @@ async function offline(): Promise<{
   moves: (MoveDeclaration & { plugin: string })[];
   skills: SkillListing[];
 }> {
-  const home = resolveHome();
-  const config = loadConfig(home, withDotEnv(home));
-  const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+  const { localSkills } = await import("./move-doctor.js");
+  const { listing } = await import("../../lib/skills/catalog.js");
+  const { disabledNames } = await import("../../lib/skills/disabled.js");
+  const { plugins, skills, home } = await localSkills();
   const moves = plugins.flatMap(({ manifest }) =>
     (manifest.contributes?.moves ?? []).map((m) => ({ ...m, plugin: manifest.id })),
   );
-  const { listing, loadSkills, skillRoots } = await import("../../lib/skills/catalog.js");
-  const { disabledNames } = await import("../../lib/skills/disabled.js");
-  const packs = plugins
-    .filter((p) => p.manifest.kind === "skill-pack")
-    .map((p) => ({
-      id: p.manifest.id,
-      source: p.source,
-      dir: p.dir,
-      folders: p.manifest.contributes?.skills ?? [],
-    }));
   const off = disabledNames(home);
-  const skills = loadSkills(await skillRoots(home, packs))
-    .skills.filter((s) => !(s.source === "bundled" && off.has(s.name)))
-    .map(listing);
-  return { moves, skills };
+  return { moves, skills: skills.filter((s) => !(s.source === "bundled" && off.has(s.name))).map(listing) };
 }
 
 interface SearchResult {

@@ -79,6 +79,12 @@ export const MOVES: CommandSpec[] = [
         ],
       },
       { name: "remove", args: "<name>", summary: "Remove an installed skill, or disable a bundled one" },
+      {
+        name: "doctor",
+        args: "",
+        summary:
+          "Skills that do not load, ones in Spar's layout before the Agent Skills standard (and how to convert them), ignored keys",
+      },
     ],
     run: async ({ action, args, options }) =>
       (await import("../commands/move.js")).move(action, args, as(options)),

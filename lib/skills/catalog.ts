@@ -4,7 +4,7 @@ import { type Capability, type SkillListing, SparError } from "../../sdk/index.j
 import { PACKAGE_ROOT } from "../../sdk/version.js";
 import { readLock } from "./lock.js";
 import { rankIndex } from "./rank.js";
-import { type ParsedSkill, parseSkill, SKILL_FILE } from "./skill.js";
+import { type ParsedSkill, parseSkill, SKILL_FILE, type SkillWarning } from "./skill.js";
 
 /** One skill the daemon knows: its front matter, where it came from, and its files. */
 export interface Skill extends SkillListing {
@@ -16,6 +16,12 @@ export interface Skill extends SkillListing {
   resources: string[];
   /** An installed skill's source as its install recorded it (a URL, `local:<path>`, `upload`). */
   origin?: string;
+  /** False when the skill does not list its capabilities: deriveCapabilities fills them from its moves. */
+  capabilitiesDeclared: boolean;
+  /** Written in Spar's layout before the standard (spar move doctor says how to convert it). */
+  legacy: boolean;
+  /** What parseSkill warned about: keys the standard does not have, tools with no Spar move. */
+  warnings: SkillWarning[];
 }
 
 /** A folder of skills and who contributes it. */
@@ -115,6 +121,9 @@ export function loadSkills(roots: readonly SkillRoot[]): { skills: Skill[]; prob
       }
       const skill: Skill = {
         ...parsed.meta,
+        capabilitiesDeclared: parsed.capabilitiesDeclared,
+        legacy: parsed.legacy,
+        warnings: parsed.warnings,
         source: root.source,
         dir,
         pack: root.pack,
@@ -181,6 +190,20 @@ export function missingCapabilities(skill: Skill, grants: readonly Capability[])
   if (grants.some((g) => g.type === "full_access")) return [];
   const held = new Set(grants.map((g) => g.type));
   return skill.capabilities.filter((c) => !held.has(c));
+}
+
+/**
+ * A skill that does not list its capabilities (one written for another agent) needs those of its
+ * moves: `moves` maps a move's name to its capability type ("none" for moves that need no grant).
+ */
+export function deriveCapabilities(skills: Skill[], moves: ReadonlyMap<string, string>): void {
+  for (const skill of skills) {
+    if (skill.capabilitiesDeclared) continue;
+    const types = skill.moves
+      .map((m) => moves.get(m))
+      .filter((c): c is string => c !== undefined && c !== "none");
+    skill.capabilities = [...new Set(types)];
+  }
 }
 
 /** The catalog's search: by name, tags and description. */

@@ -54,18 +54,19 @@ const folders = (dir: string) =>
 /** The body starts on this line of the SKILL.md that `skill` writes. */
 const BODY = 10;
 
-function skillMd(body: string, meta: { moves?: string[]; capabilities?: string[] } = {}): string {
+/** A SKILL.md in the standard's layout; `capabilities: null` leaves them out, as other agents' skills do. */
+function skillMd(body: string, meta: { moves?: string[]; capabilities?: string[] | null } = {}): string {
   const moves = meta.moves ?? ["file_read"];
-  const capabilities = meta.capabilities ?? ["file_read"];
+  const capabilities = meta.capabilities === null ? null : (meta.capabilities ?? ["file_read"]);
   return [
     "---",
     "name: sample-skill",
     'description: "Do a sample task for the scanner tests. Use when testing."',
-    "version: 1.0.0",
-    "category: software-engineering",
-    "tags: [sample, test, scanner]",
-    `moves: [${moves.join(", ")}]`,
-    `capabilities: [${capabilities.join(", ")}]`,
+    "metadata:",
+    "  category: software-engineering",
+    "  tags: sample, test, scanner",
+    `  spar.moves: "${moves.join(" ")}"`,
+    capabilities === null ? "  spar.author: tests" : `  spar.capabilities: "${capabilities.join(" ")}"`,
     "---",
     body,
   ].join("\n");
@@ -73,7 +74,7 @@ function skillMd(body: string, meta: { moves?: string[]; capabilities?: string[]
 
 function scan(
   body: string,
-  meta: { moves?: string[]; capabilities?: string[] } = {},
+  meta: { moves?: string[]; capabilities?: string[] | null } = {},
   extra: Record<string, string | Buffer> = {},
 ): Finding[] {
   const files = new Map<string, Buffer>([["SKILL.md", Buffer.from(skillMd(body, meta))]]);
@@ -525,8 +526,14 @@ describe("undeclared-move", () => {
   it("flags a listed move whose capability is not declared, on its front matter line", () => {
     const findings = scan("# Task\n\nFetch with `web_fetch`.\n", { moves: ["web_fetch"], capabilities: [] });
     expect(of(findings, "undeclared-move")).toEqual([
-      expect.objectContaining({ severity: "high", line: 7, excerpt: "moves: [web_fetch]" }),
+      expect.objectContaining({ severity: "high", line: 7, excerpt: 'spar.moves: "web_fetch"' }),
     ]);
+    // A skill written for another agent lists no capabilities: they are its moves', nothing to flag.
+    const undeclared = scan("# Task\n\nFetch with `web_fetch`.\n", {
+      moves: ["web_fetch"],
+      capabilities: null,
+    });
+    expect(of(undeclared, "undeclared-move")).toEqual([]);
   });
 
   it("grades an unknown listed move and an unneeded capability low", () => {
@@ -646,13 +653,28 @@ describe("invalid-front-matter", () => {
 
   it("reports parseSkill's message, on the line of the key or of the YAML error", () => {
     const missing = scanSkill(
-      new Map([["SKILL.md", Buffer.from(skillMd("# A\n").replace(/^capabilities:.*\n/m, ""))]]),
+      new Map([["SKILL.md", Buffer.from(skillMd("# A\n").replace(/^description:.*\n/m, ""))]]),
     );
     expect(missing).toEqual([
       expect.objectContaining({
         rule: "invalid-front-matter",
         severity: "high",
-        message: expect.stringContaining('"capabilities" is missing'),
+        message: expect.stringContaining('"description" is missing'),
+      }),
+    ]);
+    const long = scanSkill(
+      new Map([
+        [
+          "SKILL.md",
+          Buffer.from(skillMd("# A\n").replace(/^description:.*$/m, `description: ${"d".repeat(1025)}`)),
+        ],
+      ]),
+    );
+    expect(of(long, "invalid-front-matter")).toEqual([
+      expect.objectContaining({
+        severity: "high",
+        line: 3,
+        message: expect.stringContaining("at most 1024"),
       }),
     ]);
     const unknown = scanSkill(
@@ -663,7 +685,8 @@ describe("invalid-front-matter", () => {
     expect(of(unknown, "invalid-front-matter")).toEqual([
       expect.objectContaining({
         line: 9,
-        message: expect.stringContaining('"postinstall" is not a skill key'),
+        severity: "low",
+        message: expect.stringContaining('"postinstall" is not an Agent Skills key'),
         excerpt: "postinstall: npm run x",
       }),
     ]);
@@ -671,7 +694,7 @@ describe("invalid-front-matter", () => {
       new Map([
         [
           "SKILL.md",
-          Buffer.from(skillMd("# A\n").replace("tags: [sample, test, scanner]", "tags: [sample, test")),
+          Buffer.from(skillMd("# A\n").replace("tags: sample, test, scanner", "tags: [sample, test")),
         ],
       ]),
     );
@@ -680,7 +703,7 @@ describe("invalid-front-matter", () => {
     const odd = scanSkill(
       new Map([["SKILL.md", Buffer.from(skillMd("# A\n").replace("---\n#", "post(install: x\n---\n#"))]]),
     );
-    expect(of(odd, "invalid-front-matter")).toEqual([expect.objectContaining({ line: 9, severity: "high" })]);
+    expect(of(odd, "invalid-front-matter")).toEqual([expect.objectContaining({ line: 9, severity: "low" })]);
     const none = scanSkill(new Map([["SKILL.md", Buffer.from("# Just markdown\n")]]));
     expect(of(none, "invalid-front-matter")[0]).toMatchObject({
       line: 1,

@@ -112,7 +112,8 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
   {
     id: "invalid-front-matter",
     severity: "high",
-    description: "No SKILL.md, or SKILL.md's front matter fails to parse or validate (the parser's message).",
+    description:
+      "No SKILL.md, or SKILL.md's front matter fails to parse or validate against the Agent Skills standard (the parser's message). Low: a key the standard does not have (other agents add their own), an allowed-tools entry with no Spar move, or Spar's old layout.",
   },
 ]);
 
@@ -227,7 +228,10 @@ function frontMatterLine(text: string, key: string, value?: string): number {
   const lines = text.split("\n");
   const end = lines.findIndex((l, i) => i > 0 && /^---\s*$/.test(l));
   const last = end === -1 ? lines.length : end;
-  const at = lines.findIndex((l, i) => i < last && new RegExp(`^${escapeRegExp(key)}\\s*:`).test(l));
+  // `metadata.tags` is the indented `tags:` under `metadata:`.
+  const nested = key.startsWith("metadata.") ? key.slice("metadata.".length) : undefined;
+  const keyAt = nested ? `\\s+${escapeRegExp(nested)}` : escapeRegExp(key);
+  const at = lines.findIndex((l, i) => i < last && new RegExp(`^${keyAt}\\s*:`).test(l));
   if (at === -1) return 1;
   if (value !== undefined) {
     const word = new RegExp(`(?<![\\w-])${escapeRegExp(value)}(?![\\w-])`);
@@ -264,7 +268,8 @@ function moveFindings(skill: ParsedSkill, files: TextFile[], known: ReadonlyMap<
   const declared = new Set(skill.meta.moves);
   const capabilities = new Set(skill.meta.capabilities);
   const skillFile = files.find((f) => f.file === SKILL_FILE);
-  const at = (key: string, value?: string) => (skillFile ? frontMatterLine(skillFile.text, key, value) : 1);
+  const at = (key: "moves" | "capabilities", value?: string) =>
+    skillFile ? frontMatterLine(skillFile.text, skill.legacy ? key : `metadata.spar.${key}`, value) : 1;
   const fmFinding = (severity: Severity, line: number, message: string, key: string) => {
     const text = skillFile?.text.split("\n")[line - 1] ?? "";
     out.push({
@@ -289,7 +294,8 @@ function moveFindings(skill: ParsedSkill, files: TextFile[], known: ReadonlyMap<
     }
     if (capability === "none") continue;
     needed.add(capability);
-    if (!capabilities.has(capability)) {
+    // Only a skill that lists its capabilities can list them short; the catalog derives the rest.
+    if (skill.capabilitiesDeclared && !capabilities.has(capability)) {
       fmFinding(
         "high",
         at("moves", move),
@@ -401,6 +407,18 @@ export function scanSkill(files: ReadonlyMap<string, Buffer>, options: ScanOptio
     } catch (err) {
       // An oversized SKILL.md is reported once, as oversized.
       if (!isSparError(err, "PAYLOAD_TOO_LARGE")) raw.push(frontMatterError(skillText.text, err));
+    }
+    for (const warning of skill?.warnings ?? []) {
+      const line = frontMatterLine(skillText.text, warning.key);
+      raw.push({
+        rule: "invalid-front-matter",
+        severity: "low",
+        file: SKILL_FILE,
+        line,
+        message: warning.message,
+        excerpt: excerpt(skillText.text.split("\n")[line - 1] ?? ""),
+        key: warning.key,
+      });
     }
   }
 

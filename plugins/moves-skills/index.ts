@@ -8,6 +8,7 @@ import {
   type TaintSource,
 } from "../../sdk/index.js";
 import {
+  deriveCapabilities,
   disabledNames,
   listing,
   loadSkills,
@@ -106,6 +107,7 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
     }
     async function readCatalog(): Promise<Catalog> {
       const { skills: all, problems } = loadSkills(await roots());
+      deriveCapabilities(all, new Map((await ring.moves.list()).map((m) => [m.name, m.capability])));
       for (const p of problems) log.warn("a skill was not loaded", { file: p.file, error: p.error });
       const off = disabledNames(home);
       const enabled = all.filter((s) => !(s.source === "bundled" && off.has(s.name)));

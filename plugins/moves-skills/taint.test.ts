@@ -31,6 +31,7 @@ describe("moves-skills taints the turn", () => {
     mkdirSync(join(pack, "skills", "packed-notes"), { recursive: true });
     writeFileSync(join(pack, "skills", "packed-notes", "SKILL.md"), skill("packed-notes", "vole"));
     const ring = {
+      moves: { list: async () => [] },
       plugins: {
         list: async () => [{ id: "skill-pack-test", kind: "skill-pack", source: "user", dir: pack }],
         manifest: async () => ({ contributes: { skills: ["skills"] } }),

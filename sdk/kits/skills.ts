@@ -9,6 +9,7 @@
  * const { skills, problems } = loadSkills(await skillRoots(api.home, packs));
  */
 export {
+  deriveCapabilities,
   type LoadProblem,
   listing,
   loadSkills,

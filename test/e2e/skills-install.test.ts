@@ -257,9 +257,14 @@ describe("installing skills", () => {
         /not valid YAML/,
       ],
       [
-        folder("no-version", { "SKILL.md": exampleMd.replace("version: 1.0.0\n", "") }),
+        folder("long-description", {
+          "SKILL.md": renamed("long-description").replace(
+            /^description: .*$/m,
+            `description: ${"d".repeat(1025)}`,
+          ),
+        }),
         "VALIDATION_FAILED",
-        /"version" is missing/,
+        /"description" must be at most 1024 characters/,
       ],
       [
         folder("review-pull-request", { "SKILL.md": renamed("review-pull-request") }),
