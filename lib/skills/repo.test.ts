@@ -5,7 +5,7 @@
  * skill, NOT_FOUND where no skill is; the lock reading a version 1 file and writing version 2.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -15,6 +15,7 @@ import { formatGithubSource, githubArchiveUrl, isPinnedRef, parseGithubSource } 
 import { installSkill } from "./installed.js";
 import { lockText, readLock } from "./lock.js";
 import { readRepoArchive } from "./repo.js";
+import { verifyInstalled } from "./verify.js";
 
 const MiB = 1024 * 1024;
 let temp: ReturnType<typeof tempDir>;
@@ -179,6 +180,21 @@ describe("the lock's version", () => {
       path: "new-skill",
       forced: false,
       findings: [],
+    });
+    // The old entry has no per-file hashes: verify compares its folder as a whole, and says so.
+    mkdirSync(join(home, "skills", "old-skill"));
+    writeFileSync(join(home, "skills", "old-skill", "SKILL.md"), skillMd("old-skill", "# o\n"));
+    const [fresh, old] = await verifyInstalled(home);
+    expect(old).toMatchObject({ name: "old-skill", ok: false, changed: ["(the folder as a whole)"] });
+    expect(old?.note).toMatch(/older Spar/);
+    expect(fresh).toEqual({ name: "new-skill", ok: true, changed: [], missing: [], extra: [] });
+    writeFileSync(join(home, "skills", "new-skill", "SKILL.md"), "changed");
+    rmSync(join(home, "skills", "new-skill", "SKILL.md"));
+    writeFileSync(join(home, "skills", "new-skill", "other.md"), "x");
+    expect((await verifyInstalled(home, ["new-skill"]))[0]).toMatchObject({
+      ok: false,
+      missing: ["SKILL.md"],
+      extra: ["other.md"],
     });
     const written = await readLock(home);
     expect(written.version).toBe(2);
