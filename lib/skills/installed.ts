@@ -356,7 +356,7 @@ async function restore(home: string): Promise<RecoveryReport> {
 }
 
 /** Installed folders are read back with room to spare: what matters here is the digest. */
-const READ_BACK: Partial<SkillLimits> = {
+export const READ_BACK: Partial<SkillLimits> = {
   maxFiles: 10_000,
   maxSkillBytes: 64 * 1024 * 1024,
   maxFileBytes: 64 * 1024 * 1024,

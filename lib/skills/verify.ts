@@ -10,6 +10,7 @@ import { lstat, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { isSparError } from "../../sdk/errors.js";
 import { skillDigest } from "./files.js";
+import { READ_BACK } from "./installed.js";
 import { type LockEntry, readLock, SKILLS_DIR } from "./lock.js";
 import { readSkillFolder } from "./source.js";
 
@@ -82,14 +83,6 @@ export async function verifyOne(dir: string, name: string, entry: LockEntry): Pr
   report.ok = report.changed.length + report.missing.length + report.extra.length === 0;
   return report;
 }
-
-/** Installed folders are read back with room to spare: what matters here is the digest. */
-const READ_BACK = {
-  maxFiles: 10_000,
-  maxSkillBytes: 64 * 1024 * 1024,
-  maxFileBytes: 64 * 1024 * 1024,
-  maxTotalBytes: 256 * 1024 * 1024,
-};
 
 /** Every regular file's sha256 by relative path, and what is neither a file nor a folder. */
 async function listFolder(root: string): Promise<Listing> {

@@ -203,23 +203,31 @@ export function lockRoutes(routes: RouteRegistry, deps: InstallDeps): void {
         });
         continue;
       }
-      const key = `${entry.source}\n${ref ?? ""}`;
+      // Only the skill's own folder is read: another skill of the repository that no longer reads
+      // (a link, a limit) is none of this one's business.
+      const key = `${entry.source}\n${ref ?? ""}\n${entry.path ?? ""}`;
       if (!fetched.has(key)) {
-        fetched.set(key, fetchRemote(entry.source, ref === undefined ? {} : { ref }, settings, signal));
-      }
-      let got: Fetched;
-      try {
-        got = await (fetched.get(key) as Promise<Fetched>);
-      } catch (err) {
-        if (!isSparError(err) || names.length === 1) throw err;
-        plans.push({ ...base, status: "error", error: { code: err.code, message: err.message } });
-        continue;
+        const pick = { ...(ref === undefined ? {} : { ref }), ...(entry.path ? { path: entry.path } : {}) };
+        fetched.set(key, fetchRemote(entry.source, pick, settings, signal));
       }
       const from = {
         version: entry.version,
         ...(entry.resolved ? { resolved: entry.resolved } : {}),
         ...(entry.ref ? { ref: entry.ref } : {}),
       };
+      let got: Fetched;
+      try {
+        got = await (fetched.get(key) as Promise<Fetched>);
+      } catch (err) {
+        // A skill no longer at its folder: said as such; any other failure stops a one-skill update.
+        if (isSparError(err, "NOT_FOUND") && err.extra.path !== undefined) {
+          plans.push({ ...base, status: "gone", from, message: err.message });
+          continue;
+        }
+        if (!isSparError(err) || names.length === 1) throw err;
+        plans.push({ ...base, status: "error", error: { code: err.code, message: err.message } });
+        continue;
+      }
       const found = got.skills.find((s) => s.path === (entry.path ?? ""));
       if (!found) {
         plans.push({

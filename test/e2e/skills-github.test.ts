@@ -1,7 +1,13 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeGitArchive, gitCommit, gitInit, startFakeGitArchive } from "../fakes/git-archive-server.js";
+import {
+  type FakeGitArchive,
+  git,
+  gitCommit,
+  gitInit,
+  startFakeGitArchive,
+} from "../fakes/git-archive-server.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   freePort,
@@ -258,6 +264,16 @@ describe("skills from github: sources", () => {
     expect(refused.stderr).toMatch(/in beta-skill; none of the 3 skills was installed .*\(FORBIDDEN\)\n$/);
     expect(refused.stdout).toMatch(/^beta-skill: SKILL\.md:\d+ high /m);
     expect(installedState(home)).toBe(before);
+
+    // A skill its repository no longer holds: update says so, and changes nothing.
+    await daemon.cli(["move", "install", "github:acme/bundle", "--skill", "alpha-skill"]);
+    git(bundle, ["rm", "-rq", "alpha-skill"]);
+    gitCommit(bundle, {}, "drop alpha");
+    const kept = installedState(home);
+    const gone = await daemon.cli(["move", "update", "alpha-skill"]);
+    expect(gone.code).toBe(1);
+    expect(gone.stdout).toMatch(/^alpha-skill: github:acme\/bundle: no skill at "alpha-skill"/);
+    expect(installedState(home)).toBe(kept);
   });
 
   it("refuses bad github: input with one clear line and a stable code, leaving the set as it was", async () => {
