@@ -30,7 +30,7 @@ export const MOVES: CommandSpec[] = [
         name: "install",
         args: "<source>",
         summary:
-          "A bundled skill's name (enables it), a folder, a .tar.gz/.zip, an https URL (a SKILL.md, an archive, a git host's archive of a repository), or github:owner/repo[/path][@ref]; a repository's skills install all together or not at all; the lock records the source, the commit and every file's sha256",
+          "A bundled skill's name (enables it), a folder, a .tar.gz/.zip, an https URL (SKILL.md, archive, a git host's repository archive) or github:owner/repo[/path][@ref]; a repository's skills install all or none; the lock records source, commit and each file's sha256",
         options: [
           {
             flag: "--skill",
@@ -56,7 +56,7 @@ export const MOVES: CommandSpec[] = [
         name: "info",
         args: "<name>",
         summary:
-          "Where an installed skill came from (source, ref, resolved commit or URL), when, its version, files (count; --json: each with size and sha256) and findings",
+          "Where an installed skill came from (source, ref, resolved commit or URL), when, its version, each file's size and sha256, and its findings",
       },
       {
         name: "verify",
