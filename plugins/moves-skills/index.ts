@@ -22,6 +22,7 @@ import {
   skillsFor,
 } from "../../sdk/kits/skills.js";
 import { installRoutes } from "./install-routes.js";
+import { lockRoutes } from "./lock-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 import type { SkillsSettings } from "./settings.js";
 
@@ -303,7 +304,9 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
           return { body: { query: q, results } };
         },
       });
-      installRoutes(routes, { home, settings, events, log, reload, skills, moves: () => ring.moves.list() });
+      const deps = { home, settings, events, log, reload, skills, moves: () => ring.moves.list() };
+      installRoutes(routes, deps);
+      lockRoutes(routes, deps);
     });
   },
 });
