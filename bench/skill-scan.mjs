@@ -1,12 +1,25 @@
-// The skill scanner against its corpus and the bundled skills: malicious samples caught (by rule),
+// The skill scanner against its corpora and the bundled skills: malicious samples caught (by rule),
 // benign samples flagged high (and how many carry a medium finding), bundled skills that scan clean
-// (no high or medium finding), and the scan time per skill (median over several passes).
+// (no high or medium finding), and the scan time per skill (median over several passes). The
+// ecosystem corpus (issue 32: Agent Skills format, scripts, references, assets) is reported as
+// recall (malicious samples caught high by the rule their evasion names, per evasion) and
+// precision (flagged-high malicious samples over all flagged-high samples, both corpora).
 // After building (see the helper brief):  node bench/skill-scan.mjs [passes]
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fmt, isMain, median, printRows, ROOT, row } from "./lib.mjs";
 
 const CORPUS = join(ROOT, "test", "fixtures", "skills");
+const ECOSYSTEM = join(CORPUS, "ecosystem");
+
+/** The ecosystem README's table: evasion → the rule that must report it high. */
+function expectedRules() {
+  const readme = join(ECOSYSTEM, "README.md");
+  if (!existsSync(readme)) return new Map();
+  return new Map(
+    [...readFileSync(readme, "utf8").matchAll(/^\| ([a-z0-9-]+) \| ([a-z-]+) \|/gm)].map((m) => [m[1], m[2]]),
+  );
+}
 /** Moves every fighter may call to find skills; they need no capability. */
 const META_MOVES = ["skill_search", "skill_load", "move_search"];
 
@@ -58,6 +71,16 @@ export async function skillScan({ passes = 5 } = {}) {
       kind: "benign",
       name,
       dir: join(CORPUS, "benign", name),
+    })),
+    ...folders(join(ECOSYSTEM, "malicious")).map((name) => ({
+      kind: "eco-malicious",
+      name,
+      dir: join(ECOSYSTEM, "malicious", name),
+    })),
+    ...folders(join(ECOSYSTEM, "benign")).map((name) => ({
+      kind: "eco-benign",
+      name,
+      dir: join(ECOSYSTEM, "benign", name),
     })),
     ...folders(join(ROOT, "skills")).map((name) => ({
       kind: "bundled",
@@ -125,6 +148,7 @@ export async function skillScan({ passes = 5 } = {}) {
       note: `${skills.length} skills, ${passes} passes each; slowest ${fmt(Math.max(...times), "ms", 1)}`,
     }),
   ];
+  rows.push(...ecosystemRows(skills));
   for (const s of dirty) {
     for (const f of s.findings.filter((f) => f.severity !== "low")) {
       rows.push(
@@ -133,6 +157,78 @@ export async function skillScan({ passes = 5 } = {}) {
     }
   }
   return rows;
+}
+
+const isHigh = (s) => s.findings.some((f) => f.severity === "high");
+const pct = (n, d) => (d === 0 ? "—" : `${((100 * n) / d).toFixed(1)}%`);
+
+/** Recall per evasion and overall, benign highs, and precision over both corpora. */
+function ecosystemRows(skills) {
+  const expected = expectedRules();
+  const malicious = skills.filter((s) => s.kind === "eco-malicious");
+  const benign = skills.filter((s) => s.kind === "eco-benign");
+  if (malicious.length === 0 && benign.length === 0) return [];
+  const byEvasion = new Map();
+  const missed = [];
+  for (const s of malicious) {
+    const evasion = s.name.replace(/-\d+$/, "");
+    const rule = expected.get(evasion);
+    const tally = byEvasion.get(evasion) ?? { rule, caught: 0, total: 0 };
+    tally.total += 1;
+    if (s.findings.some((f) => f.rule === rule && f.severity === "high")) tally.caught += 1;
+    else missed.push(s.name);
+    byEvasion.set(evasion, tally);
+  }
+  const caught = malicious.length - missed.length;
+  const benignHigh = benign.filter(isHigh);
+  const highFindings = benign.reduce((n, s) => n + s.findings.filter((f) => f.severity === "high").length, 0);
+  const refused = benign.filter((s) =>
+    s.findings.some(
+      (f) => f.severity === "high" && (f.rule === "invalid-front-matter" || f.rule === "oversized"),
+    ),
+  );
+  const benignMedium = benign.filter((s) => !isHigh(s) && s.findings.some((f) => f.severity === "medium"));
+  // A flagged-high skill is a positive: true when malicious, false when benign; both corpora count.
+  const tp = skills.filter((s) => (s.kind === "malicious" || s.kind === "eco-malicious") && isHigh(s)).length;
+  const fp = skills.filter((s) => (s.kind === "benign" || s.kind === "eco-benign") && isHigh(s)).length;
+  return [
+    row(
+      "ecosystem: malicious caught (high, their evasion's rule) = recall",
+      `${caught}/${malicious.length} (${pct(caught, malicious.length)})`,
+      "—",
+      {
+        goal: `≥ ${malicious.length - 1}/${malicious.length}`,
+        met: missed.length <= 1,
+        note: missed.length ? `missed: ${missed.join(", ")}` : undefined,
+      },
+    ),
+    ...[...byEvasion].map(([evasion, t]) => row(`  ${evasion} → ${t.rule}`, `${t.caught}/${t.total}`, "—")),
+    row("ecosystem: benign skills refused (front matter, size)", `${refused.length}/${benign.length}`, "—", {
+      goal: `0/${benign.length}`,
+      met: refused.length === 0,
+      note: refused.length ? refused.map((s) => s.name).join(", ") : undefined,
+    }),
+    row(
+      "ecosystem: benign skills flagged high",
+      `${benignHigh.length}/${benign.length} (${highFindings} high findings)`,
+      "—",
+      {
+        goal: "≤ 1 high finding",
+        met: highFindings <= 1,
+        note: benignHigh.length ? benignHigh.map((s) => s.name).join(", ") : undefined,
+      },
+    ),
+    row(
+      "ecosystem: benign skills with a medium finding (none high)",
+      `${benignMedium.length}/${benign.length}`,
+      "—",
+    ),
+    row(
+      "precision over both corpora = TP/(TP+FP), a skill flagged high a positive",
+      `${tp}/${tp + fp} (${pct(tp, tp + fp)})`,
+      "—",
+    ),
+  ];
 }
 
 if (isMain(import.meta)) {

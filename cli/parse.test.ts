@@ -112,3 +112,22 @@ describe("parseCommandLine", () => {
     expect(refusal(["--frob"])).toBe("unknown option --frob for spar; options: --json, --help");
   });
 });
+
+describe("a repeatable option", () => {
+  it("reaches the command with every value, in order, joined by commas; a plain one keeps its last", () => {
+    const line = parseCommandLine([
+      "move",
+      "install",
+      "github:acme/skills",
+      "--skill",
+      "a-one",
+      "--skill",
+      "b-two",
+    ]);
+    expect(line.kind === "run" && line.options.skill).toBe("a-one,b-two");
+    const once = parseCommandLine(["move", "install", "github:acme/skills", "--skill=c-three"]);
+    expect(once.kind === "run" && once.options.skill).toBe("c-three");
+    const last = parseCommandLine(["move", "search", "web", "--limit", "2", "--limit", "3"]);
+    expect(last.kind === "run" && last.options.limit).toBe("3");
+  });
+});

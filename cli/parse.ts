@@ -147,7 +147,8 @@ function checkOptions(given: OptionToken[], declared: OptionSpec[], where: strin
     }
     if (value === "") throw fail(`${flag} needs a value, not an empty string: ${flag} <${spec.value}>`);
     if (spec.integer) checkInteger(flag, value, spec.integer);
-    out[camel(spec.flag)] = value;
+    const earlier = given.indexOf(token) > given.findIndex((t) => t.name === token.name);
+    out[camel(spec.flag)] = spec.repeatable && earlier ? `${out[camel(spec.flag)]},${value}` : value;
   }
   return out;
 }

@@ -7,12 +7,20 @@ import type { MoveDeclaration, SkillListing } from "../../sdk/types.js";
 import { api } from "../client.js";
 import { type GlobalOptions, printable, printJson, table } from "../output.js";
 
-type MoveOptions = GlobalOptions & { force?: boolean; replace?: boolean; limit?: string };
+type MoveOptions = GlobalOptions & {
+  force?: boolean;
+  replace?: boolean;
+  limit?: string;
+  skill?: string;
+  ref?: string;
+  yes?: boolean;
+};
 
 /**
- * `spar move list|search|install|scan|remove`: the tools fighters can be granted and the skills they
- * can load. `list` asks the running daemon (it also knows MCP servers' tools) and reads the plugin
- * manifests and skill folders itself when none runs; the others are the daemon's work.
+ * `spar move list|search|install|scan|info|verify|update|remove`: the tools fighters can be granted
+ * and the skills they can load. `list` asks the running daemon (it also knows MCP servers' tools)
+ * and reads the plugin manifests and skill folders itself when none runs; the others are the
+ * daemon's work (move-lock.ts: info, verify, update).
  */
 export async function move(action: string, args: string[], options: MoveOptions): Promise<void> {
   switch (action) {
@@ -26,6 +34,12 @@ export async function move(action: string, args: string[], options: MoveOptions)
       return scan(args[0] as string, options);
     case "remove":
       return remove(args[0] as string, options);
+    case "info":
+      return (await import("./move-lock.js")).info(args[0] as string, options);
+    case "verify":
+      return (await import("./move-lock.js")).verify(args[0], options);
+    case "update":
+      return (await import("./move-lock.js")).update(args[0], options);
     case "doctor":
       return (await import("./move-doctor.js")).moveDoctor(options);
     default:
@@ -123,7 +137,7 @@ async function sourceBody(
 ): Promise<
   { source: string } | { files: Record<string, string>; local: { path: string; kind: "folder" | "archive" } }
 > {
-  if (/^https?:\/\//i.test(source)) return { source };
+  if (/^https?:\/\//i.test(source) || /^github:/i.test(source)) return { source };
   // A file:// URL is a path on this machine, read here like any other.
   const isFileUrl = /^file:\/\//i.test(source);
   const given = isFileUrl ? fileURLToPath(source) : source;
@@ -149,25 +163,39 @@ async function sourceBody(
   return { files: encode(readArchive(data)), local: { path, kind: "archive" } };
 }
 
-function printFindings(findings: readonly Finding[]): void {
+export function printFindings(findings: readonly (Finding & { skill?: string })[]): void {
   for (const f of findings) {
+    const file = f.skill ? `${f.skill}/${f.file}` : f.file;
     process.stdout.write(
-      `${f.severity.toUpperCase().padEnd(6)} ${f.rule}  ${f.file}:${f.line}  ${printable(f.message)}\n`,
+      `${f.severity.toUpperCase().padEnd(6)} ${f.rule}  ${file}:${f.line}  ${printable(f.message)}\n`,
     );
     if (f.excerpt) process.stdout.write(`       ${printable(f.excerpt)}\n`);
   }
 }
 
+type InstalledLine = {
+  name: string;
+  version: string;
+  source: string;
+  forced?: boolean;
+  path?: string;
+  resolved?: string;
+};
+
 async function install(source: string, options: MoveOptions): Promise<void> {
+  const skills = options.skill ? [...new Set(options.skill.split(","))] : undefined;
   const body = {
     ...(await sourceBody(source)),
+    ...(skills ? { skills } : {}),
     ...(options.force ? { force: true } : {}),
     ...(options.replace ? { replace: true } : {}),
   };
   let result: {
-    skill: { name: string; version: string; source: string; forced?: boolean };
-    findings: Finding[];
+    skill: InstalledLine;
+    skills?: InstalledLine[];
+    findings: (Finding & { skill?: string })[];
     enabled?: boolean;
+    modified?: string[];
   };
   try {
     result = await api("POST", "/api/v1/moves/install", body);
@@ -188,9 +216,14 @@ async function install(source: string, options: MoveOptions): Promise<void> {
     return;
   }
   printFindings(result.findings);
-  process.stdout.write(
-    `installed ${skill.name} ${skill.version} from ${printable(skill.source)}${skill.forced ? " (forced past high findings: recorded)" : ""}\n`,
-  );
+  for (const line of result.modified ?? []) process.stdout.write(`note: ${printable(line)}\n`);
+  for (const one of result.skills ?? [skill]) {
+    const at = one.resolved && one.resolved !== one.source ? ` at ${printable(one.resolved)}` : "";
+    const path = one.path ? ` (${printable(one.path)})` : "";
+    process.stdout.write(
+      `installed ${one.name} ${one.version} from ${printable(one.source)}${path}${at}${one.forced ? " (forced past high findings: recorded)" : ""}\n`,
+    );
+  }
 }
 
 async function scan(source: string, options: MoveOptions): Promise<void> {

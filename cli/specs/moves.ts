@@ -30,8 +30,15 @@ export const MOVES: CommandSpec[] = [
         name: "install",
         args: "<source>",
         summary:
-          "A bundled skill's name (enables it), a folder, or an https URL to a SKILL.md, .tar.gz or .zip",
+          "A bundled skill's name (enables it), a folder, a .tar.gz/.zip, an https URL (SKILL.md, archive, a git host's repository archive) or github:owner/repo[/path][@ref]; a repository's skills install all or none; the lock records source, commit and each file's sha256",
         options: [
+          {
+            flag: "--skill",
+            value: "name",
+            repeatable: true,
+            field: "skills",
+            summary: "Of a repository holding many skills, only this one (repeat for more)",
+          },
           {
             flag: "--force",
             summary: "Install despite high-severity scan findings (recorded, shown by security audit)",
@@ -43,7 +50,33 @@ export const MOVES: CommandSpec[] = [
         name: "scan",
         args: "<source>",
         summary:
-          "Security-scan a skill (name, folder or URL): findings with rule, severity, file and line; exits 1 on high",
+          "Security-scan a skill (name, folder, URL or github: source): findings with rule, severity, file and line; exits 1 on high",
+      },
+      {
+        name: "info",
+        args: "<name>",
+        summary:
+          "Where an installed skill came from (source, ref, resolved commit or URL), when, its version, each file's size and sha256, and its findings",
+      },
+      {
+        name: "verify",
+        args: "[name]",
+        summary:
+          "Re-hash installed skills against the lock: each changed, missing or extra file; exits 1 if any differ",
+      },
+      {
+        name: "update",
+        args: "[name]",
+        summary:
+          "Fetch the same source's newest ref, scan it, show what changed (files, new and removed findings), and install only with consent; a skill pinned to a commit stays unless --ref",
+        options: [
+          { flag: "--ref", value: "ref", summary: "Move a github: skill to this branch, tag or commit" },
+          {
+            flag: "--yes",
+            summary: "Install without asking (scripts); without a terminal and --yes nothing is installed",
+          },
+          { flag: "--force", summary: "Install despite high-severity scan findings (recorded)" },
+        ],
       },
       { name: "remove", args: "<name>", summary: "Remove an installed skill, or disable a bundled one" },
       {

@@ -3,6 +3,8 @@
  * leave everything as it was, and a crash cut at every durable step of every change, then
  * recoverInstalled: the set and the lock must be byte for byte as before the change or as after it.
  */
+
+import { createHash } from "node:crypto";
 import {
   cpSync,
   lstatSync,
@@ -28,6 +30,7 @@ import {
   type SkillStep,
 } from "./installed.js";
 
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const NOW = () => new Date("2030-01-02T03:04:05.000Z");
 
 function skillFiles(name: string, extra: Record<string, string> = {}, version = "1.0.0"): SkillFiles {
@@ -105,6 +108,11 @@ describe("installing", () => {
       source: "https://example.org/gamma.zip",
       version: "1.0.0",
       sha256: skillDigest(files),
+      files: {
+        "SKILL.md": sha256(files.get("SKILL.md") as Buffer),
+        "refs/a.md": sha256(Buffer.from("A")),
+        "scripts/run.txt": sha256(Buffer.from("R")),
+      },
       installed_at: "2030-01-02T03:04:05.000Z",
       forced: true,
       findings: [
@@ -325,7 +333,7 @@ describe("recoverInstalled", () => {
 
   it("touches nothing when the lock is damaged, and says so", async () => {
     const skills = join(home, "skills");
-    for (const damage of ["{not json", '{"version":2,"skills":{}}', '{"version":1,"skills":{},"extra":1}']) {
+    for (const damage of ["{not json", '{"version":3,"skills":{}}', '{"version":1,"skills":{},"extra":1}']) {
       writeFileSync(join(skills, LOCK_FILE), damage);
       const before = snapshot(home);
       expect(await refusal(() => recoverInstalled(home)), damage).toMatchObject({ code: "STORE_FAILED" });

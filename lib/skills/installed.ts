@@ -21,7 +21,7 @@
  * One writer per data dir: changes within this process are serialized; the CLI changes the set
  * through the daemon's API.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { lstat, mkdir, mkdtemp, open, readdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { isSparError, SparError } from "../../sdk/errors.js";
@@ -30,6 +30,7 @@ import {
   type FindingInput,
   keptFindings,
   LOCK_FILE,
+  LOCK_VERSION,
   type LockEntry,
   type LockFile,
   lockText,
@@ -62,6 +63,10 @@ export interface InstalledSkill extends LockEntry {
 /** What the caller knows about an install; name and version come from SKILL.md. */
 export interface InstallEntry {
   source: string;
+  /** The ref asked for, the commit or URL it resolved to, the skill's folder in the repository. */
+  ref?: string;
+  resolved?: string;
+  path?: string;
   forced: boolean;
   /** The scanner's findings; the high and medium ones are kept in the lock. */
   findings: readonly FindingInput[];
@@ -127,60 +132,103 @@ export async function installSkill(
   entry: InstallEntry,
   options: InstallOptions = {},
 ): Promise<InstalledSkill> {
-  checkSkillFiles(files, skillLimits(options.limits));
-  const { meta } = parseSkill(skillText(files), SKILL_FILE);
-  const { name } = meta;
-  if (options.reserved?.has(name)) {
-    throw new SparError(
-      "CONFLICT",
-      `a bundled skill is named "${name}"; an installed one may not take its name`,
-      {
-        name,
-      },
-    );
+  const [installed] = await installSkills(home, [{ files, entry }], options);
+  return installed as InstalledSkill;
+}
+
+/**
+ * Installs several skills as one change: every one of them, or (a refusal, a full disk, a crash)
+ * none, since the lock is written once for all. Two of them with the same name are CONFLICT.
+ *
+ * @example
+ * await installSkills(home, skills.map((s) => ({ files: s.files, entry: { source, forced: false, findings: [] } })));
+ */
+export async function installSkills(
+  home: string,
+  items: readonly { files: SkillFiles; entry: InstallEntry }[],
+  options: InstallOptions = {},
+): Promise<InstalledSkill[]> {
+  const at = (options.now?.() ?? new Date()).toISOString();
+  const records = items.map(({ files, entry }) => {
+    checkSkillFiles(files, skillLimits(options.limits));
+    const { meta } = parseSkill(skillText(files), SKILL_FILE);
+    const { name } = meta;
+    if (options.reserved?.has(name)) {
+      throw new SparError(
+        "CONFLICT",
+        `a bundled skill is named "${name}"; an installed one may not take its name`,
+        { name },
+      );
+    }
+    const record: LockEntry = {
+      source: entry.source,
+      ...(entry.ref === undefined ? {} : { ref: entry.ref }),
+      ...(entry.resolved === undefined ? {} : { resolved: entry.resolved }),
+      ...(entry.path === undefined || entry.path === "" ? {} : { path: entry.path }),
+      version: meta.version,
+      sha256: skillDigest(files),
+      files: fileHashes(files),
+      installed_at: at,
+      forced: entry.forced,
+      findings: keptFindings(entry.findings),
+    };
+    return { name, files, record };
+  });
+  const seen = new Set<string>();
+  for (const { name } of records) {
+    if (seen.has(name)) throw new SparError("CONFLICT", `two of the skills are named "${name}"`, { name });
+    seen.add(name);
   }
-  const record: LockEntry = {
-    source: entry.source,
-    version: meta.version,
-    sha256: skillDigest(files),
-    installed_at: (options.now?.() ?? new Date()).toISOString(),
-    forced: entry.forced,
-    findings: keptFindings(entry.findings),
-  };
   return serialized(home, async () => {
     const dir = skillsDir(home);
     await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err) => {
       throw storeFailed(`could not create ${dir}`, err);
     });
     const lock = await readLock(home);
-    const installed = lock.skills[name];
-    if (installed && options.replace !== true) {
-      throw new SparError(
-        "CONFLICT",
-        `"${name}" is installed already (version ${installed.version} from ${installed.source}); install with --replace (API: "replace": true) to put this one in its place`,
-        { name },
-      );
-    }
-    const next: LockFile = { version: 1, skills: { ...lock.skills, [name]: record } };
-    const target = join(dir, name);
-    await change(home, `install ${name}`, options.onStep, async (step) => {
-      const staging = await mkdtemp(join(dir, STAGING));
-      await writeTree(staging, files);
-      await step("staged");
-      const aside = (await exists(target)) ? join(dir, spareName()) : undefined;
-      if (aside) {
-        await rename(target, aside);
-        await syncDir(dir);
-        await step("set-aside");
+    for (const { name } of records) {
+      const installed = lock.skills[name];
+      if (installed && options.replace !== true) {
+        throw new SparError(
+          "CONFLICT",
+          `"${name}" is installed already (version ${installed.version} from ${installed.source}); install with --replace (API: "replace": true) to put this one in its place`,
+          { name },
+        );
       }
-      await rename(staging, target);
-      await syncDir(dir);
-      await step("moved");
+    }
+    const skills = { ...lock.skills };
+    for (const { name, record } of records) skills[name] = record;
+    const next: LockFile = { version: LOCK_VERSION, skills };
+    const what = records.map((r) => r.name).join(", ");
+    await change(home, `install ${what}`, options.onStep, async (step) => {
+      const asides: string[] = [];
+      for (const { name, files } of records) {
+        const target = join(dir, name);
+        const staging = await mkdtemp(join(dir, STAGING));
+        await writeTree(staging, files);
+        await step("staged");
+        if (await exists(target)) {
+          const aside = join(dir, spareName());
+          await rename(target, aside);
+          await syncDir(dir);
+          asides.push(aside);
+          await step("set-aside");
+        }
+        await rename(staging, target);
+        await syncDir(dir);
+        await step("moved");
+      }
       await commitLock(dir, next, step);
-      if (aside) await rm(aside, { recursive: true, force: true }).catch(() => undefined);
+      for (const aside of asides) await rm(aside, { recursive: true, force: true }).catch(() => undefined);
     });
-    return { name, dir: target, ...record };
+    return records.map(({ name, record }) => ({ name, dir: join(dir, name), ...record }));
   });
+}
+
+/** Every file's sha256, by path: what `spar move verify` compares the disk with. */
+export function fileHashes(files: SkillFiles): Record<string, string> {
+  return Object.fromEntries(
+    [...files].map(([path, content]) => [path, createHash("sha256").update(content).digest("hex")]),
+  );
 }
 
 /**
@@ -201,7 +249,7 @@ export async function removeSkill(
     const { [name]: _, ...rest } = lock.skills;
     const target = join(dir, name);
     await change(home, `remove ${name}`, options.onStep, async (step) => {
-      await commitLock(dir, { version: 1, skills: rest }, step);
+      await commitLock(dir, { version: LOCK_VERSION, skills: rest }, step);
       if (await exists(target)) {
         const trash = join(dir, spareName());
         await rename(target, trash);
@@ -308,7 +356,7 @@ async function restore(home: string): Promise<RecoveryReport> {
 }
 
 /** Installed folders are read back with room to spare: what matters here is the digest. */
-const READ_BACK: Partial<SkillLimits> = {
+export const READ_BACK: Partial<SkillLimits> = {
   maxFiles: 10_000,
   maxSkillBytes: 64 * 1024 * 1024,
   maxFileBytes: 64 * 1024 * 1024,

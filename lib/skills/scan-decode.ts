@@ -136,6 +136,12 @@ function findBlobs(text: string): Blob[] {
     const codes = [...m[0].matchAll(/\d{1,3}/g)].map((d) => Number(d[0])).filter((n) => n < 256);
     add({ index: m.index, bytes: Buffer.from(codes), form: "character codes", raw: m[0] }, m[0].length);
   }
+  // base32 (RFC 4648): upper-case letters and 2-7. Taken only when it decodes to text, else base64 may.
+  for (const m of text.matchAll(/(?<![A-Za-z0-9+/=_-])[A-Z2-7]{24,}={0,6}(?![A-Za-z0-9+/=_-])/g)) {
+    const bytes = base32(m[0]);
+    if (bytes && /[2-7]/.test(m[0]) && asText(bytes) !== undefined)
+      add({ index: m.index, bytes, form: "base32", raw: m[0] }, m[0].length);
+  }
   for (const m of text.matchAll(/(?<![A-Za-z0-9+/=_\\%-])[A-Za-z0-9+/_-]{40,}={0,2}(?![A-Za-z0-9+/=_-])/g)) {
     const raw = m[0];
     if (/^[0-9a-fA-F]+$/.test(raw)) {
@@ -154,6 +160,25 @@ function findBlobs(text: string): Blob[] {
     );
   }
   return blobs;
+}
+
+/** RFC 4648 base32 to bytes; undefined when a character is outside the alphabet. */
+function base32(raw: string): Buffer | undefined {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  const out: number[] = [];
+  let bits = 0;
+  let value = 0;
+  for (const ch of raw.replace(/=+$/, "")) {
+    const v = alphabet.indexOf(ch);
+    if (v === -1) return undefined;
+    value = (value << 5) | v;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push((value >> bits) & 0xff);
+    }
+  }
+  return Buffer.from(out);
 }
 
 /** Bytes as text when they are text (UTF-8 or UTF-16LE, nearly all printable), else undefined. */
@@ -294,10 +319,61 @@ function judgeText(decoded: string, blob: Blob, layers: string, depth: number): 
   };
 }
 
+/** Text that says it decodes ROT13: `tr 'A-Za-z' 'N-ZA-Mn-za-m'`, `codecs.decode(…, "rot13")`, "ROT13". */
+const ROT13_MARK =
+  /\brot[-_ ]?13\b|\btr\s+['"]?a-za-z['"]?\s+['"]?n-za-mn-za-m|\btr\s+['"]?a-z['"]?\s+['"]?n-za-m/i;
+/** Code that reverses a string: `| rev`, `[::-1]`, `.reverse().join`, `strrev(`, `[array]::reverse`. */
+const REVERSE_MARK =
+  /\|\s*rev\b|\[\s*::\s*-1\s*\]|\.reverse\(\)\s*\.join|\bstrrev\s*\(|\[array\]::reverse|\breverse\s*\(\s*\$|\.chars\(\)\.rev\(\)/i;
+/** Worth judging once reversed: it reads as a command, a URL or an order to the model. */
+const REVERSED_SIGNAL = /:\/\/|\bignore\b|\binstructions?\b|\.ssh\b|\.aws\b|\bsystem prompt\b/i;
+
+const rot13 = (text: string) =>
+  text.replace(/[a-z]/gi, (c) => {
+    const base = c <= "Z" ? 65 : 97;
+    return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+  });
+
+/**
+ * Text a skill decodes by ROT13 or reversal. Neither leaves a mark on the payload itself, so they
+ * are looked for only where the text says it decodes them: the whole text ROT13-ed (letters map
+ * one to one, so offsets hold), and each quoted string reversed.
+ */
+function scanTransformed(text: string, depth: number): Hit[] {
+  const hits: Hit[] = [];
+  if (ROT13_MARK.test(text)) {
+    for (const hit of scanPatterns(rot13(text))) {
+      if (SEVERITY_RANK[hit.severity] < SEVERITY_RANK.medium) continue;
+      hits.push({
+        rule: RULE,
+        severity: "high",
+        index: hit.index,
+        message: `ROT13 text decodes to text that ${hit.message} (${hit.rule})`,
+      });
+    }
+  }
+  if (REVERSE_MARK.test(text)) {
+    for (const m of text.matchAll(/(["'])([^"'\n]{12,2000})\1/g)) {
+      const reversed = [...(m[2] as string)].reverse().join("");
+      if (!REVERSED_SIGNAL.test(reversed) && !COMMAND.test(reversed)) continue;
+      const blob: Blob = {
+        index: m.index + 1,
+        bytes: Buffer.from(reversed),
+        form: "a reversed string",
+        raw: reversed,
+      };
+      const hit = judgeText(reversed, blob, blob.form, depth);
+      if (hit && hit.severity !== "low")
+        hits.push({ ...hit, severity: hit.severity === "high" ? "high" : "medium" });
+    }
+  }
+  return hits;
+}
+
 /** The encoded-payload hits in `text` (offsets in `text`). `depth` counts decoding layers already peeled. */
 export function scanEncoded(text: string, depth = 0): Hit[] {
   if (depth >= MAX_DEPTH) return [];
-  const hits: Hit[] = [];
+  const hits: Hit[] = depth === 0 ? scanTransformed(text, depth) : [];
   for (const blob of findBlobs(text)) {
     let bytes = blob.bytes;
     let layers = blob.form;

@@ -83,6 +83,20 @@ const DESCRIBED =
   /\b(?:make|makes|made|making|get|gets|trick|tricks|tricked|tricking|convince|convinces|persuade|persuades|cause|causes|force|forces|coax|coaxes|manipulate|manipulates)\s+(?:(?:the|a|an|your|its|our)\s+)?(?:bot|model|assistant|ai|agent|llm|chatbot|system|it|them|app|application|fighter)\s+(?:(?:to|into)\s+)?$/;
 /** A phrase right after an opening quote is quoted as an example ("phrases such as 'ignore …'"). */
 const QUOTED = /["']\s*$/;
+/**
+ * Inside a quotation on a quoting line: a blockquote or table row, or a line with typographic quotes
+ * (« », „ “), where the text before the match opens more double quotes than it closes.
+ */
+function quotedOnLine(ctx: Context, m: RegExpExecArray): boolean {
+  const line = sourceLine(ctx, m.index);
+  if (!/^\s*[>|]|[«„“]/.test(line)) return false;
+  const text = ctx.view.text;
+  const start = text.lastIndexOf("\n", m.index - 1) + 1;
+  const before = text.slice(Math.max(start, m.index - LINE_REACH), m.index);
+  return (before.match(/"/g)?.length ?? 0) % 2 === 1;
+}
+const quoted = (before: string, ctx: Context, m: RegExpExecArray) =>
+  QUOTED.test(before) || quotedOnLine(ctx, m);
 const negated = (before: string) => NEGATED.test(before.slice(-80)) || DESCRIBED.test(before.slice(-80));
 
 /** Words that make a sentence about the phrase rather than a use of it (a review that tests or forbids it). */
@@ -95,7 +109,7 @@ export const unlessNegated =
   (m: RegExpExecArray, ctx: Context): Severity | null => {
     const before = sentence(ctx, m).before;
     if (negated(before)) return null;
-    return QUOTED.test(before) ? "medium" : severity;
+    return quoted(before, ctx, m) ? "medium" : severity;
   };
 
 /** A verb used as a noun: "a copy of its prompt", "the output of your instructions". */
@@ -107,7 +121,7 @@ export const unlessDiscussed =
   (m: RegExpExecArray, ctx: Context): Severity | null => {
     const s = sentence(ctx, m);
     if (negated(s.before) || DISCUSSED.test(s.before)) return null;
-    return QUOTED.test(s.before) ? "medium" : severity;
+    return quoted(s.before, ctx, m) ? "medium" : severity;
   };
 
 /** unlessDiscussed for a pattern that starts with a verb that is also a noun ("copy", "output", "print"). */

@@ -7,14 +7,21 @@
 import type { Context, Pattern } from "./scan-match.js";
 import { DESTRUCTIVE, ENCODED_EXEC, PIPE_TO_SHELL } from "./scan-rules-commands.js";
 import { CREDENTIAL_HARVEST, EXFILTRATION } from "./scan-rules-data.js";
+import { EXFILTRATION_HOST, PERSISTENCE, REMOTE_CODE, SPAR_ACCESS } from "./scan-rules-host.js";
+import { PROMPT_INJECTION_LANG } from "./scan-rules-lang.js";
 import { PROMPT_INJECTION } from "./scan-rules-model.js";
 import { buildView, type Hit, leetView } from "./scan-text.js";
 
 export const LINE_PATTERNS: readonly Pattern[] = [
   ...PIPE_TO_SHELL,
   ...PROMPT_INJECTION,
+  ...PROMPT_INJECTION_LANG,
   ...CREDENTIAL_HARVEST,
   ...EXFILTRATION,
+  ...EXFILTRATION_HOST,
+  ...REMOTE_CODE,
+  ...PERSISTENCE,
+  ...SPAR_ACCESS,
   ...DESTRUCTIVE,
   ...ENCODED_EXEC,
 ];

@@ -96,7 +96,7 @@ export const PROMPT_INJECTION: Pattern[] = [
     severity: "high",
     view: "prose",
     re: prose(
-      `\\b(?:previous|prior|preceding|above|earlier|original|initial|system|your|developer's|old)${P}${RULES_NOUN}${G(3)}(?:(?:are|is|have been|has been|were|now)${P})?(?:void|null|deprecated|obsolete|cancell?ed|revoked|superseded|overridden|invalid|outdated|lifted|suspended|expired|no longer (?:apply|applies|valid|relevant|matter|in effect|in force)|(?:do|does) not apply(?: anymore| any more)?|(?:don't|doesn't) apply)\\b|\\byour (?:only|sole|real|new) (?:instructions|rules|directives|orders) (?:are|come)\\b`,
+      `\\b(?:previous|prior|preceding|above|earlier|original|initial|system|your|developer's|old)${P}${RULES_NOUN}${G(3)}(?:(?:are|is|have been|has been|were|now)${P})?(?:void|null|deprecated|obsolete|cancell?ed|revoked|superseded|overridden|invalid|outdated|lifted|suspended|expired|no longer (?:apply|applies|valid|relevant|matters?|counts?|holds?|in effect|in force)|(?:do|does) not apply(?: anymore| any more)?|(?:don't|doesn't) apply)\\b|\\byour (?:only|sole|real|new) (?:instructions|rules|directives|orders) (?:are|come)\\b`,
     ),
     message: "declares the model's instructions void",
     judge: unlessDiscussed(),
@@ -219,6 +219,7 @@ export const PROMPT_INJECTION: Pattern[] = [
       `\\byou(?: are|'re)(?: now| currently| hereby)${G(1)}(?:in |entering |operating in |running in )?${MODE} mode\\b`,
     ),
     message: "switches the model into a jailbreak mode",
+    judge: unlessNegated(),
   },
   {
     rule: "prompt-injection",

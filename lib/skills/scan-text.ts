@@ -25,7 +25,7 @@ export interface Hit {
 /** A rewritten copy of a text: `origin[i]` is the offset in the source of `text[i]`. */
 export interface View {
   text: string;
-  origin: number[];
+  origin: readonly number[];
 }
 
 export const SEVERITY_RANK: Record<Severity, number> = { high: 3, medium: 2, low: 1 };
@@ -70,6 +70,11 @@ const CONFUSABLE: Record<string, string> = {
   "\u02bc": "'",
   "\u201c": '"',
   "\u201d": '"',
+  "\u201e": '"',
+  "\u00ab": '"',
+  "\u00bb": '"',
+  "\u2039": "'",
+  "\u203a": "'",
 };
 const CONFUSABLE_RE = /[авекмнорстухіјѕԁһӏԛԝαβεικνορτυχζ]/u;
 
@@ -219,10 +224,62 @@ export const codePoint = (cp: number) => `U+${cp.toString(16).toUpperCase().padS
 
 /**
  * A view of `text` for the pattern rules. "code": invisible characters dropped, compatibility forms
- * folded (NFKC), a backslash-newline continuation read as spaces. "prose": the same, lowercased,
- * look-alike letters and curly quotes folded, Markdown emphasis and code marks dropped.
+ * and look-alike letters folded (NFKC, Cyrillic and Greek to Latin), then read the way a shell
+ * reads it (shellWords). "prose": the same folding, lowercased, Latin accents dropped ("précédentes"
+ * reads "precedentes", "ß" reads "ss"), Markdown emphasis and code marks dropped.
  */
 export function buildView(text: string, mode: "code" | "prose"): View {
+  // The pattern rules and the flow rules read the same views of the same text: build each once.
+  const cached = lastViews.text === text ? lastViews[mode] : undefined;
+  if (cached) return cached;
+  if (lastViews.text !== text) lastViews = { text };
+  const folded = PLAIN.test(text) ? plainView(text, mode) : foldView(text, mode);
+  const view = mode === "code" ? shellWords(folded) : folded;
+  lastViews[mode] = view;
+  return view;
+}
+
+let lastViews: { text?: string; code?: View; prose?: View } = {};
+/** Printable ASCII, tabs and line breaks: nothing to fold. */
+const PLAIN = /^[\t\n\r\x20-\x7e]*$/;
+
+let IDENTITY: number[] = [];
+/** 0, 1, 2, … at least `n` long; shared, so read-only (a view's origin is never written). */
+function identity(n: number): readonly number[] {
+  if (IDENTITY.length < n) IDENTITY = Array.from({ length: Math.max(n, IDENTITY.length * 2) }, (_, i) => i);
+  return IDENTITY;
+}
+
+/** foldView for printable ASCII, without its per-character work: only continuations or markup change. */
+function plainView(text: string, mode: "code" | "prose"): View {
+  const source = mode === "prose" ? text.toLowerCase() : text;
+  const drop = mode === "prose" ? /[*_~`]/g : /\\\n/g;
+  if (!drop.test(source)) return { text: source, origin: identity(source.length) };
+  drop.lastIndex = 0;
+  const parts: string[] = [];
+  const origin: number[] = [];
+  let last = 0;
+  const keep = (from: number, to: number) => {
+    parts.push(source.slice(from, to));
+    for (let i = from; i < to; i++) origin.push(i);
+  };
+  for (const m of source.matchAll(drop)) {
+    keep(last, m.index);
+    // A continuation between two word characters joins them; elsewhere it reads as a space.
+    if (mode === "code" && !(/\w/.test(source[m.index - 1] ?? "") && /\w/.test(source[m.index + 2] ?? ""))) {
+      parts.push(" ");
+      origin.push(m.index);
+    }
+    last = m.index + m[0].length;
+  }
+  keep(last, source.length);
+  return { text: parts.length === 1 ? source : parts.join(""), origin };
+}
+
+/** Latin letters with accents: spelled without them in the prose view. */
+const ACCENTED = /[\u00c0-\u024f\u1e00-\u1eff]/u;
+
+function foldView(text: string, mode: "code" | "prose"): View {
   const out: string[] = [];
   const origin: number[] = [];
   const push = (s: string, at: number) => {
@@ -239,8 +296,10 @@ export function buildView(text: string, mode: "code" | "prose"): View {
       o += width;
       continue;
     }
+    // A shell joins a backslash-newline continuation to the next line, inside a word too ("wg\\\net");
+    // between words (or after a Windows path's "C:\\") it reads as a space.
     if (mode === "code" && ch === "\\" && text[o + 1] === "\n") {
-      push("  ", o);
+      if (!(/\w/.test(text[o - 1] ?? "") && /\w/.test(text[o + 2] ?? ""))) push(" ", o);
       o += 2;
       continue;
     }
@@ -251,10 +310,59 @@ export function buildView(text: string, mode: "code" | "prose"): View {
         continue;
       }
       ch = ch.toLowerCase();
-      if (cp > 0x7f) ch = [...ch].map((c) => CONFUSABLE[c] ?? c).join("");
+      if (cp > 0x7f) {
+        ch = [...ch].map((c) => CONFUSABLE[c] ?? c).join("");
+        if (ch === "ß") ch = "ss";
+        else if (ACCENTED.test(ch)) ch = ch.normalize("NFD").replace(/\p{M}/gu, "");
+      }
+    } else if (cp > 0x7f) {
+      // Look-alike letters in a command ("сurl" with a Cyrillic с) read as the Latin ones; case kept.
+      ch = [...ch]
+        .map((c) => {
+          const folded = CONFUSABLE[c.toLowerCase()];
+          return folded === undefined ? c : c === c.toLowerCase() ? folded : folded.toUpperCase();
+        })
+        .join("");
     }
     push(ch, o);
     o += width;
+  }
+  return { text: out.join(""), origin };
+}
+
+/**
+ * The code view read the way a shell reads words: `$IFS` / `${IFS}` are spaces, and quotes inside
+ * a word are dropped (`c'u'r"l"` is curl, `b''ash` is bash). Only a quoted run of letters, digits,
+ * `.`, `_`, `/` or `-` touching a word character is unquoted, so strings and arguments stay as they are.
+ */
+function shellWords(view: View): View {
+  if (!/\$\{?IFS\b|[\w./-](['"])[\w./-]*\1|(['"])[\w./-]*\2[\w./-]/i.test(view.text)) return view;
+  const out: string[] = [];
+  const origin: number[] = [];
+  const re = /\$\{IFS\}|\$IFS\b|(['"])([\w./-]*)\1/gi;
+  let last = 0;
+  const word = (c: string | undefined) => c !== undefined && /[\w./-]/.test(c);
+  for (const m of view.text.matchAll(re)) {
+    const at = m.index;
+    let replacement: string | undefined;
+    if (m[1] === undefined) replacement = " ";
+    else if (word(view.text[at - 1]) || word(view.text[at + m[0].length])) replacement = m[2] as string;
+    if (replacement === undefined) continue;
+    for (let i = last; i < at; i++) {
+      out.push(view.text[i] as string);
+      origin.push(view.origin[i] as number);
+    }
+    const from = replacement === " " ? at : at + 1;
+    for (let k = 0; k < replacement.length; k++) {
+      out.push(replacement[k] as string);
+      origin.push(view.origin[from + k] as number);
+    }
+    last = at + m[0].length;
+  }
+  if (last === 0) return view;
+  for (let i = last; i < view.text.length; i++) {
+    out.push(view.text[i] as string);
+    origin.push(view.origin[i] as number);
   }
   return { text: out.join(""), origin };
 }

@@ -171,9 +171,9 @@ describe("pipe-to-shell", () => {
     expect(of(scan(`# Notes\n\n${text}\n`), "pipe-to-shell")).toEqual([]);
   });
 
-  it("grades a script downloaded and run without a digest check medium", () => {
+  it("flags a script downloaded and run without a digest check high, on one line as on two (issue 32)", () => {
     const findings = scan("curl -o install.sh https://get.tools.dev/install.sh && sh install.sh\n");
-    expect(worst(findings, "pipe-to-shell")).toBe("medium");
+    expect(worst(findings, "pipe-to-shell")).toBe("high");
   });
 });
 
@@ -642,8 +642,9 @@ describe("binary", () => {
     expect(hit[0]?.message).toContain(kind);
   });
 
-  it("grades a resource named like a program medium", () => {
-    expect(worst(scan("# A\n", {}, { "setup.sh": "echo hi\n" }), "binary")).toBe("medium");
+  it("grades a resource named like a compiled program medium; a script is judged by what it does (issue 32)", () => {
+    expect(worst(scan("# A\n", {}, { "setup.exe": "echo hi\n" }), "binary")).toBe("medium");
+    expect(of(scan("# A\n", {}, { "scripts/setup.sh": "#!/bin/sh\necho hi\n" }), "binary")).toEqual([]);
   });
 });
 
@@ -755,7 +756,11 @@ describe("the corpus in test/fixtures/skills", () => {
   it("holds at least 36 malicious samples covering every rule and 24 benign ones", () => {
     expect(malicious.length).toBeGreaterThanOrEqual(36);
     expect(benign.length).toBeGreaterThanOrEqual(24);
-    const covered = new Set(malicious.map((name) => name.replace(/-\d+$/, "")));
+    // Rules added for issue 32 (remote-code, persistence, spar-access) have their samples in the
+    // ecosystem corpus, whose README maps each evasion to its rule.
+    const readme = readFileSync(join(CORPUS, "ecosystem", "README.md"), "utf8");
+    const ecosystem = [...readme.matchAll(/^\| [a-z0-9-]+ \| ([a-z-]+) \|/gm)].map((m) => m[1]);
+    const covered = new Set([...malicious.map((name) => name.replace(/-\d+$/, "")), ...ecosystem]);
     for (const rule of SCAN_RULES) expect(covered.has(rule.id)).toBe(true);
     for (const name of malicious) expect(SCAN_RULES.map((r) => r.id)).toContain(name.replace(/-\d+$/, ""));
   });

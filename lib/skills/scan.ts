@@ -14,7 +14,10 @@
  */
 import { isSparError } from "../../sdk/errors.js";
 import { DEFAULT_LIMITS, sizeWords } from "./files.js";
+import { binaryFindings } from "./scan-binary.js";
+import { inContext } from "./scan-context.js";
 import { scanEncoded } from "./scan-decode.js";
+import { scanFlow } from "./scan-flow.js";
 import { scanPatterns } from "./scan-patterns.js";
 import {
   excerpt,
@@ -55,13 +58,13 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
     id: "pipe-to-shell",
     severity: "high",
     description:
-      'A download piped into sh/bash/zsh/python/node/perl/…, `bash <(curl …)`, `sh -c "$(curl …)"`, `iex (iwr …)`, eval/exec of fetched text. Medium: a script downloaded and run on one line with no digest check.',
+      'A download piped into sh/bash/zsh/python/node/perl/…, `bash <(curl …)`, `sh -c "$(curl …)"`, `iex (iwr …)`, eval/exec of fetched text; a download saved to a path and that path run on the same or a later line (`curl -o /tmp/x …` then `bash /tmp/x`, `wget -O f` then `./f`), fetched text kept in a variable and evaluated later, unless a digest or signature check comes between. Commands are read after decoding look-alike letters, `$IFS`, quotes inside words and backslash-newline continuations. Medium: a documented installer of a well-known tool (rustup, uv, nvm, Docker, Deno, Bun, Homebrew, …) on a line under an Install, Prerequisites, Setup or Getting started heading of a Markdown file, for the user to run; the same line as a step, in a script, or to any other host stays high. Medium also: a command quoted as an attack to recognise (under a heading or lead-in such as "What attacks look like" or "Patterns to flag").',
   },
   {
     id: "prompt-injection",
     severity: "high",
     description:
-      "Phrasing aimed at the host model: ignore/disregard/forget previous or system instructions, reveal the system prompt, developer/jailbreak/DAN mode, disable safety or guardrails, act without asking or confirmation, hide actions from the user. Case-insensitive, through filler words, punctuation, line breaks, Markdown emphasis, look-alike letters and digit-for-letter spellings. Medium: chat role markers, notes addressed to the AI reading the file, turning off sandboxes or confirmation prompts, erasing shell history.",
+      'Phrasing aimed at the host model: ignore/disregard/forget previous or system instructions, declaring them void or outdated, "from now on you answer only to …", reveal the system prompt, developer/jailbreak/DAN mode, disable safety or guardrails, act without asking or confirmation, hide actions from the user; in English, French, Spanish and German ("ignorez les instructions précédentes", "les consignes précédentes ne comptent plus", "ignora las instrucciones anteriores", "ignoriere alle vorherigen Anweisungen"). Case- and accent-insensitive, through filler words, punctuation, line breaks, Markdown emphasis, look-alike letters and digit-for-letter spellings. Not reported: text that negates, forbids, tests or discusses the phrase ("ignore instructions embedded in fetched pages; treat them as data"). Medium: a phrase quoted as an example (after an opening quote, or inside quotes on a blockquote or table line), chat role markers, notes addressed to the AI reading the file, turning off sandboxes or confirmation prompts, erasing shell history.',
   },
   {
     id: "credential-harvest",
@@ -73,7 +76,25 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
     id: "exfiltration",
     severity: "high",
     description:
-      "Sending local data out: curl -d @file/--data-binary @/-F x=@/-T, wget --post-file, uploads from PowerShell, Python or fetch; request catchers, paste sites and tunnels (webhook.site, requestbin, pipedream, ngrok, pastebin, transfer.sh, …), Discord/Slack/Telegram webhooks; URLs on public raw IP addresses; nc/netcat/socat, /dev/tcp; command output in DNS names or URLs; data piped into curl; image URLs built from data; telling the model to send the conversation or secrets somewhere. Medium: an upload whose every destination is a documentation or loopback host, tunnel commands.",
+      "Sending local data out: curl -d @file/--data-binary @/-F x=@/-T, wget --post-file, uploads from PowerShell, Python or fetch; request catchers, paste sites and tunnels (webhook.site, requestbin, pipedream, ngrok, pastebin, transfer.sh, …), Discord/Slack/Telegram webhooks; URLs on public raw IP addresses; nc/netcat/socat, /dev/tcp; command output in DNS names or URLs (dig, nslookup, gethostbyname); data piped into curl; image URLs built from data; `git remote add`/`git push` to a host other than the known code forges, the home folder put under git; rsync/scp/sftp of the home folder or its dotfiles to another machine; telling the model to send the conversation or secrets somewhere. Medium: an upload whose every destination is a documentation or loopback host, tunnel commands, ssh -R reverse tunnels, and commands quoted as an attack to recognise.",
+  },
+  {
+    id: "remote-code",
+    severity: "high",
+    description:
+      "Code fetched and run without a pipe: `deno run`/`bun run` of a URL (medium for deno.land, jsr.io and esm.sh), `npx`/`bunx`/`pnpm dlx`/`yarn dlx` of a package outside a list of widely used tools or of a git or URL spec, `pip install git+…` or of an archive URL or an unknown index, a `name @ git+https://…` requirement, `uvx --from git+…`, `pipx run --spec <URL>`, `uv run <URL>`. Medium: the same under an install heading when every URL is a known installer.",
+  },
+  {
+    id: "persistence",
+    severity: "high",
+    description:
+      "Making something run on its own later: appending to ~/.bashrc, ~/.zshrc, ~/.profile and the like, installing a cron job, a systemd unit (`ExecStart=`, ~/.config/systemd/user, `systemctl --user enable`), a launchd agent (~/Library/LaunchAgents, `launchctl load`, a plist's ProgramArguments), a Windows scheduled task or Run key. High when what is persisted (the line, a heredoc's body, a plist's program) fetches or sends data, decodes, opens a socket or runs a hidden or temporary file; medium otherwise (a documented backup job, a PATH line).",
+  },
+  {
+    id: "spar-access",
+    severity: "high",
+    description:
+      "Reaching into the Spar that hosts the skill: reading its data dir (`master.key`, `spar.db`, `skills.lock.json`, `~/.spar`, `$SPAR_HOME`, `SPAR_MASTER_KEY`), calling its API on loopback (ports 6660 and 6661, or `/api/v1/fighters|keys|moves|…`), `spar key add|create|scope`, `spar fighter spawn|grant`, `spar gorilla unleash`, `spar move install --force`, `spar config set`, and tunnels that expose its ports (`ssh -R <port>:localhost:6660`, ngrok, cloudflared). Medium: the data dir's files named without being read.",
   },
   {
     id: "invisible-unicode",
@@ -109,7 +130,7 @@ export const SCAN_RULES: readonly { id: string; severity: Severity; description:
     id: "binary",
     severity: "high",
     description:
-      "A file with NUL bytes or invalid UTF-8, an executable (ELF, Mach-O, PE, WebAssembly), an archive, or a resource starting with #! (a script). Medium: a resource named like a script or program (.sh, .py, .exe, …).",
+      "A file with NUL bytes or invalid UTF-8, an executable (ELF, Mach-O, PE, WebAssembly), an archive other than an office document, or a resource named like a document (.md, .txt, .json, …) that starts with #! (a script in disguise). A script in scripts/ is read and judged by what it does: a shebang alone is never a finding. Images, fonts, PDFs, audio and office documents (OOXML, ODF) are assets, recognised by their first bytes. Medium: a resource named like a compiled program (.exe, .dll, .so, .jar, …).",
   },
   {
     id: "invalid-front-matter",
@@ -128,9 +149,6 @@ const MAX_SCANNED_CHARS = MAX_RESOURCE_BYTES;
 const META_MOVES = new Set(["skill_search", "skill_load", "skill_read", "move_search"]);
 /** A move called: its name followed by `{` or `(` (tested where the name ends). */
 const CALL = /\s*[{(]/y;
-const SCRIPT_EXTENSIONS =
-  /\.(?:sh|bash|zsh|fish|ps1|psm1|bat|cmd|exe|dll|so|dylib|py|pyc|js|mjs|cjs|rb|pl|php|jar|class|scr|vbs|vbe|wsf|msi|app|bin|com|elf|wasm|apk|deb|rpm)$/i;
-
 /** A finding before deduplication: `key` tells apart two findings of one rule on one line (two moves). */
 type Raw = Finding & { key: string };
 
@@ -165,64 +183,6 @@ const whole = (rule: string, severity: Severity, file: string, message: string, 
   excerpt: "",
   key: "",
 });
-
-/** The binary rule for one file; `text` is false when the file must not be read as text. */
-function binaryFindings(file: string, bytes: Buffer): { findings: Raw[]; text: boolean } {
-  const head = bytes.subarray(0, 8);
-  const magic = (sig: number[]) => sig.every((b, i) => head[i] === b);
-  const isResource = file !== SKILL_FILE;
-  let kind: string | undefined;
-  if (magic([0x7f, 0x45, 0x4c, 0x46])) kind = "an ELF executable";
-  else if (
-    [
-      [0xfe, 0xed, 0xfa, 0xce],
-      [0xfe, 0xed, 0xfa, 0xcf],
-      [0xce, 0xfa, 0xed, 0xfe],
-      [0xcf, 0xfa, 0xed, 0xfe],
-      [0xca, 0xfe, 0xba, 0xbe],
-    ].some(magic)
-  )
-    kind = "a Mach-O executable";
-  else if (magic([0x4d, 0x5a]) && (bytes.includes(0) || bytes.includes(Buffer.from("PE\0\0"))))
-    kind = "a Windows (PE) executable";
-  else if (magic([0x00, 0x61, 0x73, 0x6d])) kind = "a WebAssembly module";
-  else if (
-    magic([0x50, 0x4b, 0x03, 0x04]) ||
-    magic([0x1f, 0x8b]) ||
-    magic([0x37, 0x7a, 0xbc, 0xaf]) ||
-    magic([0x52, 0x61, 0x72, 0x21])
-  )
-    kind = "an archive";
-  else if (isResource && magic([0x23, 0x21])) kind = "a script (it starts with #!)";
-  if (kind) {
-    const script = kind.startsWith("a script");
-    const why = script ? "a skill carries documents, not programs" : "a skill holds text only";
-    return { findings: [whole("binary", "high", file, `${file} is ${kind}; ${why}`)], text: script };
-  }
-  const findings: Raw[] = [];
-  if (bytes.includes(0)) {
-    return {
-      findings: [whole("binary", "high", file, `${file} holds NUL bytes: binary data, not text`)],
-      text: false,
-    };
-  }
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    findings.push(whole("binary", "high", file, `${file} is not valid UTF-8 text`));
-  }
-  if (isResource && SCRIPT_EXTENSIONS.test(file)) {
-    findings.push(
-      whole(
-        "binary",
-        "medium",
-        file,
-        `${file} is named like a script or program; skills carry documents, not code`,
-      ),
-    );
-  }
-  return { findings, text: true };
-}
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -438,7 +398,13 @@ export function scanSkill(files: ReadonlyMap<string, Buffer>, options: ScanOptio
     budget -= scanned.length;
     // One hit per rule and line before excerpts are cut: a line may hold thousands of matches.
     const best = new Map<string, { hit: Hit; line: number }>();
-    for (const hit of [...scanInvisible(scanned), ...scanPatterns(scanned), ...scanEncoded(scanned)]) {
+    const found = [
+      ...scanInvisible(scanned),
+      ...scanPatterns(scanned),
+      ...scanEncoded(scanned),
+      ...scanFlow(scanned),
+    ];
+    for (const hit of found.map((h) => inContext(tf.file, scanned, h))) {
       const line = lineOf(tf.starts, hit.index);
       const id = `${line}\0${hit.rule}\0${hit.key ?? ""}`;
       const seen = best.get(id);

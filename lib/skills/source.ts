@@ -41,6 +41,7 @@ import {
   skillLimits,
   skillPath,
 } from "./files.js";
+import { type RepoArchive, type RepoSelect, readRepoArchive } from "./repo.js";
 import { SKILL_FILE } from "./skill.js";
 
 /** `[moves.skills] allow_private` (the skills plugin's setting), as refusals name it. */
@@ -82,6 +83,59 @@ const USER_AGENT = "Spar skill install";
  * });
  */
 export async function fetchSkillSource(url: string, opts: FetchSkillOptions): Promise<SkillFiles> {
+  const response = await fetchBytes(url, opts);
+  return filesOf(
+    response.body,
+    [url, response.url],
+    response.headers["content-type"],
+    skillLimits(opts.limits),
+  );
+}
+
+/** What a URL gave: the skills asked for, and what it resolved to (the commit a tarball names, or the final URL). */
+export interface FetchedSkills extends RepoArchive {
+  /** The commit id, when the archive names one; the URL the download ended at otherwise. */
+  resolved: string;
+}
+
+/**
+ * The skills at a URL: a .tar.gz of a repository or of one skill (repo.ts: every skill in it, or the
+ * ones `select` names), or a single SKILL.md or .zip (one skill, at path ""). A tarball made by
+ * `git archive` (GitHub's, any git host's) names its commit, which becomes `resolved`.
+ *
+ * @example
+ * const { resolved, skills } = await fetchSkills(url, { path: "skills" }, opts, 64 * 1024 * 1024);
+ */
+export async function fetchSkills(
+  url: string,
+  select: RepoSelect,
+  opts: FetchSkillOptions,
+  maxRepoBytes: number,
+): Promise<FetchedSkills> {
+  const response = await fetchBytes(url, { ...opts, maxBytes: Math.max(opts.maxBytes, maxRepoBytes) });
+  const kind = archiveKind(response.body);
+  if (kind === "tar.gz" || kind === "tar") {
+    const archive = readRepoArchive(response.body, select, opts.limits ?? {}, maxRepoBytes);
+    return { ...archive, resolved: archive.commit ?? response.url };
+  }
+  if (response.body.length > opts.maxBytes) throw tooLarge(response.url, opts.maxBytes);
+  if (select.path !== undefined) {
+    throw new SparError(
+      "NOT_FOUND",
+      `${response.url} is one skill, not a repository: it has no "${select.path}"`,
+    );
+  }
+  const files = filesOf(
+    response.body,
+    [url, response.url],
+    response.headers["content-type"],
+    skillLimits(opts.limits),
+  );
+  return { resolved: response.url, skills: [{ path: "", files }] };
+}
+
+/** The body at a URL, through the fetch guard: every hop checked, capped, timed. */
+async function fetchBytes(url: string, opts: FetchSkillOptions) {
   const setting = opts.setting ?? SKILLS_ALLOW;
   const allow = parseAllowPrivate(opts.allowPrivate, setting);
   const response = await guardedGet(url, {
@@ -102,7 +156,7 @@ export async function fetchSkillSource(url: string, opts: FetchSkillOptions): Pr
     headers: { "user-agent": USER_AGENT, accept: ACCEPT },
     onHeaders: ({ url: final, status, headers }) => {
       if (status === 404 || status === 410)
-        throw new SparError("NOT_FOUND", `${final} answered ${status}: no such file`);
+        throw new SparError("NOT_FOUND", `${final} answered ${status}: no such file`, { status });
       if (status < 200 || status > 299) throw new SparError("PROVIDER_ERROR", `${final} answered ${status}`);
       const length = Number(headers["content-length"]);
       if (length > opts.maxBytes) throw tooLarge(final, opts.maxBytes);
@@ -111,12 +165,7 @@ export async function fetchSkillSource(url: string, opts: FetchSkillOptions): Pr
     ...(opts.ca ? { ca: opts.ca } : {}),
   });
   if (response.truncated) throw tooLarge(response.url, opts.maxBytes);
-  return filesOf(
-    response.body,
-    [url, response.url],
-    response.headers["content-type"],
-    skillLimits(opts.limits),
-  );
+  return response;
 }
 
 const tooLarge = (url: string, max: number) =>

@@ -40,18 +40,38 @@ interface Pending {
   size?: number;
 }
 
+/** One tar entry as its headers describe it: type flag, path, link target, bytes. */
+export interface TarEntry {
+  type: string;
+  name: string;
+  link: string;
+  body: Buffer;
+}
+
 /** The skill's files in a tar, SKILL.md found at the root or inside one top folder (stripped). */
 export function readTar(tar: Buffer, limits: SkillLimits): SkillFiles {
   if (tar.length > tarCap(limits)) {
     throw refuse("total_too_large", `the tar archive is larger than ${tarCap(limits)} bytes`);
   }
   const collector = new FileCollector(limits);
+  walkTar(tar, (entry) => addEntry(collector, entry));
+  return collector.finish(true);
+}
+
+/**
+ * Every entry of a tar, in order, handed to `onEntry` with its pax and GNU long names applied; the
+ * end blocks stop the walk. Returns what the archive's global pax header says: `git archive` writes
+ * the commit it packed as its `comment` (`git get-tar-commit-id` reads it back), and so do the
+ * tarballs GitHub and other git hosts serve.
+ */
+export function walkTar(tar: Buffer, onEntry: (entry: TarEntry) => void): { comment?: string } {
+  const global: { comment?: string } = {};
   let pending: Pending = {};
   let offset = 0;
   for (; offset + BLOCK <= tar.length; ) {
     const header = tar.subarray(offset, offset + BLOCK);
     // The end: two zero blocks (and GNU tar's padding) follow; nothing after them is read.
-    if (header.every((b) => b === 0)) return collector.finish(true);
+    if (header.every((b) => b === 0)) return global;
     checkChecksum(header, offset);
     const type = String.fromCharCode(header[156] ?? 0);
     const meta = type === "x" || type === "g" || type === "L" || type === "K";
@@ -65,19 +85,23 @@ export function readTar(tar: Buffer, limits: SkillLimits): SkillFiles {
       if (type === "x") pending = { ...pending, ...parsePax(body) };
       else if (type === "L") pending.path = text(body);
       else if (type === "K") pending.linkpath = text(body);
-      // "g", a global pax header, says nothing about one entry: it is read past.
+      // "g", a global pax header, says nothing about one entry; its comment is the commit, if any.
+      else if (type === "g") {
+        const comment = parsePax(body).comment;
+        if (comment !== undefined) global.comment = comment;
+      }
       continue;
     }
     const name = pending.path ?? headerName(header);
     const link = pending.linkpath ?? text(header.subarray(157, 257));
     pending = {};
-    addEntry(collector, type, name, link, body);
+    onEntry({ type, name, link, body });
   }
   if (offset < tar.length && !tar.subarray(offset).every((b) => b === 0)) {
     throw corrupt("it ends in the middle of a block");
   }
   // No end blocks: some writers leave them out; what was read is whole.
-  return collector.finish(true);
+  return global;
 }
 
 const KINDS: Record<string, string> = {
@@ -86,7 +110,8 @@ const KINDS: Record<string, string> = {
   "6": "a FIFO (named pipe)",
 };
 
-function addEntry(collector: FileCollector, type: string, name: string, link: string, body: Buffer): void {
+/** A tar entry into a skill's files: a folder, a regular file, or a refusal for anything else. */
+export function addEntry(collector: FileCollector, { type, name, link, body }: TarEntry): void {
   // Old (V7) tars mark a folder only by the trailing slash of a file entry.
   if (type === "5" || ((type === "0" || type === "\0") && name.endsWith("/") && body.length === 0)) {
     collector.folder(name);
@@ -169,9 +194,9 @@ function checkChecksum(header: Buffer, offset: number): void {
     throw corrupt(`the header at byte ${offset} fails its checksum`);
 }
 
-/** A pax extended header's records, `<length> <key>=<value>\n`: path, linkpath and size are used. */
-function parsePax(body: Buffer): Pending {
-  const out: Pending = {};
+/** A pax header's records, `<length> <key>=<value>\n`: path, linkpath, size (and a global comment) are used. */
+function parsePax(body: Buffer): Pending & { comment?: string } {
+  const out: Pending & { comment?: string } = {};
   let i = 0;
   while (i < body.length && body[i] !== 0) {
     const space = body.indexOf(0x20, i);
@@ -187,6 +212,7 @@ function parsePax(body: Buffer): Pending {
     const value = text(Buffer.concat([record.subarray(equals + 1), Buffer.from([0])]));
     if (key === "path") out.path = value;
     else if (key === "linkpath") out.linkpath = value;
+    else if (key === "comment") out.comment = value;
     else if (key === "size") {
       if (!/^[0-9]{1,15}$/.test(value)) throw corrupt(`a pax size of ${JSON.stringify(value)}`);
       out.size = Number(value);

@@ -25,6 +25,7 @@ import {
 } from "../../sdk/kits/skills.js";
 import { filesNote, scriptMounts } from "./disclosure.js";
 import { installRoutes } from "./install-routes.js";
+import { lockRoutes } from "./lock-routes.js";
 import { calledMoves, deferredNote, offerTools } from "./offer.js";
 import type { SkillsSettings } from "./settings.js";
 
@@ -332,7 +333,9 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
           return { body: { query: q, results } };
         },
       });
-      installRoutes(routes, { home, settings, events, log, reload, skills, moves: () => ring.moves.list() });
+      const deps = { home, settings, events, log, reload, skills, moves: () => ring.moves.list() };
+      installRoutes(routes, deps);
+      lockRoutes(routes, deps);
     });
   },
 });

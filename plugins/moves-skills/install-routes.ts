@@ -1,10 +1,12 @@
 import { basename } from "node:path";
 import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
-import type { SkillFiles } from "../../sdk/kits/skill-install.js";
+import type { RepoSkill, SkillFiles } from "../../sdk/kits/skill-install.js";
 import type { Finding, Skill } from "../../sdk/kits/skills.js";
-import { bundledSwitch, parseSkill, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
+import { bundledSwitch, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
+import { examine, installSet, modifiedLine, type Origin, refuseHigh } from "./install-set.js";
 import type { SkillsSettings } from "./settings.js";
+import { fetchRemote, isRemote } from "./sources.js";
 
 export interface InstallDeps {
   home: string;
@@ -17,7 +19,7 @@ export interface InstallDeps {
   moves(): Promise<MoveDeclaration[]>;
 }
 
-/** Body of install and scan: a bundled name or a URL (`source`), or the files of a folder (`files`, base64). */
+/** Body of install and scan: a bundled name, a URL or a `github:` source (`source`), or the files of a folder (`files`, base64). */
 const SOURCE_BODY = {
   type: "object",
   additionalProperties: false,
@@ -28,6 +30,14 @@ const SOURCE_BODY = {
       maxProperties: 64,
       additionalProperties: { type: "string", maxLength: 2_000_000 },
       description: "path inside the skill folder → content, base64",
+    },
+    skills: {
+      type: "array",
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      items: { type: "string", pattern: "^[a-z0-9][a-z0-9-]{0,63}$" },
+      description: "of a source holding many skills (a repository), only these, by name",
     },
     force: { type: "boolean" },
     replace: { type: "boolean" },
@@ -47,10 +57,21 @@ const SOURCE_BODY = {
 /** Where uploaded files came from, as the client said (the daemon never reads a client's path). */
 type LocalOrigin = { path: string; kind: "folder" | "archive" };
 
-const isUrl = (source: string) => /^https?:\/\//i.test(source);
+interface SourceRequest {
+  source?: string;
+  files?: Record<string, string>;
+  skills?: string[];
+  local?: LocalOrigin;
+}
 
-/** A finding on one line: `SKILL.md:12 high pipe-to-shell: …`. */
-export const findingLine = (f: Finding) => `${f.file}:${f.line} ${f.severity} ${f.rule}: ${f.message}`;
+/** The scan every install and update runs, knowing the moves there are (for undeclared capabilities). */
+export function scanner(deps: Pick<InstallDeps, "moves">) {
+  return async (files: SkillFiles): Promise<Finding[]> => {
+    const known = new Map((await deps.moves()).map((m) => [m.name, m.capability] as const));
+    const { scanSkill } = await import("../../sdk/kits/skill-install.js");
+    return scanSkill(files, { moves: known });
+  };
+}
 
 /** Severity counts, for answers and the CLI's summary line. */
 export function summarize(findings: readonly Finding[]) {
@@ -64,46 +85,41 @@ export function summarize(findings: readonly Finding[]) {
 /**
  * `POST /api/v1/moves/install`, `POST /api/v1/moves/scan`, `DELETE /api/v1/moves/:name`. Every
  * install is scanned first and refused on a high finding unless `force` (recorded in the lock file,
- * shown by `spar security audit`); the installed set and its lock change all at once or not at all.
+ * shown by `spar security audit`); the installed set and its lock change all at once or not at all,
+ * a repository's many skills included.
  */
 export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
   const { home, settings } = deps;
 
-  async function filesOf(
-    body: { source?: string; files?: Record<string, string>; local?: LocalOrigin },
+  /** The skills a request names: uploaded files (one skill), a remote source (one or many), or none (a name). */
+  async function skillsOf(
+    body: SourceRequest,
     signal: AbortSignal,
-  ) {
+  ): Promise<Origin & { skills?: RepoSkill[] }> {
     if ((body.source === undefined) === (body.files === undefined)) {
       throw new SparError(
         "VALIDATION_FAILED",
-        "give exactly one of source (a skill name or an https URL) and files",
+        "give exactly one of source (a skill name, an https URL or github:owner/repo[/path][@ref]) and files",
       );
     }
     if (body.files) {
-      return {
-        source: body.local ? `local:${body.local.path}` : "upload",
-        files: new Map(
-          Object.entries(body.files).map(([path, b64]) => [path, Buffer.from(b64, "base64")]),
-        ) as SkillFiles,
-      };
+      const files = new Map(
+        Object.entries(body.files).map(([path, b64]) => [path, Buffer.from(b64, "base64")]),
+      ) as SkillFiles;
+      return { source: body.local ? `local:${body.local.path}` : "upload", skills: [{ path: "", files }] };
     }
     const source = body.source as string;
-    if (!isUrl(source)) return { source, files: undefined };
-    const { fetchSkillSource } = await import("../../sdk/kits/skill-install.js");
-    const files = await fetchSkillSource(source, {
-      allowPrivate: settings.allow_private,
-      signal,
-      maxBytes: settings.max_download_bytes,
-      timeoutMs: settings.download_timeout_s * 1000,
-    });
-    return { source, files };
+    if (!isRemote(source)) return { source };
+    const got = await fetchRemote(source, body.skills ? { names: body.skills } : {}, settings, signal);
+    return {
+      source: got.source,
+      ...(got.ref === undefined ? {} : { ref: got.ref }),
+      resolved: got.resolved,
+      skills: got.skills,
+    };
   }
 
-  async function scan(files: SkillFiles): Promise<Finding[]> {
-    const known = new Map((await deps.moves()).map((m) => [m.name, m.capability] as const));
-    const { scanSkill } = await import("../../sdk/kits/skill-install.js");
-    return scanSkill(files, { moves: known });
-  }
+  const scan = scanner(deps);
 
   routes.add({
     listener: "api",
@@ -114,24 +130,37 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
       properties: {
         source: SOURCE_BODY.properties.source,
         files: SOURCE_BODY.properties.files,
+        skills: SOURCE_BODY.properties.skills,
         local: SOURCE_BODY.properties.local,
       },
     },
     async handler({ body, signal }) {
-      const got = await filesOf(body as { source?: string; files?: Record<string, string> }, signal);
-      let files = got.files;
-      if (!files) {
+      const got = await skillsOf(body as SourceRequest, signal);
+      let skills = got.skills;
+      if (!skills) {
         const skill = (await deps.skills()).byName.get(got.source);
         if (!skill)
           throw new SparError(
             "NOT_FOUND",
-            `no skill named "${got.source}"; give a name, a folder or an https URL`,
+            `no skill named "${got.source}"; give a name, a folder, an https URL or a github: source`,
           );
         const { readSkillFolder } = await import("../../sdk/kits/skill-install.js");
-        files = await readSkillFolder(skill.dir);
+        skills = [{ path: "", files: await readSkillFolder(skill.dir) }];
       }
-      const findings = await scan(files);
-      return { body: { source: got.source, findings, ...summarize(findings) } };
+      const findings: (Finding & { skill?: string })[] = [];
+      for (const { path, files } of skills) {
+        const found = await scan(files);
+        const skill = path === "" ? undefined : path.split("/").at(-1);
+        findings.push(...found.map((f) => (skill && skills.length > 1 ? { ...f, skill } : f)));
+      }
+      return {
+        body: {
+          source: got.source,
+          ...(got.resolved ? { resolved: got.resolved } : {}),
+          findings,
+          ...summarize(findings),
+        },
+      };
     },
   });
 
@@ -141,97 +170,90 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     path: "/api/v1/moves/install",
     body: SOURCE_BODY,
     async handler({ body, signal }) {
-      const request = body as {
-        source?: string;
-        files?: Record<string, string>;
-        force?: boolean;
-        replace?: boolean;
-        local?: LocalOrigin;
-      };
-      const got = await filesOf(request, signal);
+      const request = body as SourceRequest & { force?: boolean; replace?: boolean };
+      const got = await skillsOf(request, signal);
       const catalog = await deps.skills();
-      if (!got.files) {
-        // A bundled skill's name: enable it again (spar move remove disables one).
-        const skill = catalog.bundled.get(got.source);
-        if (!skill) {
-          if (!SKILL_NAME.test(got.source)) {
-            throw new SparError(
-              "VALIDATION_FAILED",
-              `"${got.source}" is neither a skill name nor an http(s) URL`,
-            );
-          }
-          throw new SparError(
-            "NOT_FOUND",
-            `no bundled skill is named "${got.source}"; spar move search finds one`,
-          );
-        }
-        const changed = bundledSwitch(home, skill.name, true);
-        deps.reload();
-        if (changed)
-          deps.events.publish({
-            kind: "move.installed",
-            name: skill.name,
-            source: "bundled",
-            version: skill.version,
-            forced: false,
-          });
-        return {
-          status: 200,
-          body: {
-            skill: { name: skill.name, version: skill.version, source: "bundled" },
-            findings: [],
-            enabled: changed,
-          },
-        };
-      }
-      const skillMd = got.files.get(SKILL_FILE);
-      if (!skillMd) throw new SparError("VALIDATION_FAILED", `the skill has no ${SKILL_FILE} at its root`);
-      // A SKILL.md that is not a skill is refused as such, naming the key, before it is scanned.
-      const { meta } = parseSkill(skillMd.toString("utf8"), SKILL_FILE);
+      if (!got.skills) return enableBundled(got.source, catalog);
+      const bundled = new Set(catalog.bundled.keys());
+      const set = await examine(got.skills, scan, bundled, request.skills);
+      const only = set.length === 1 ? set[0] : undefined;
       // The Agent Skills standard: a skill's name is its folder's. Installing under the other name
       // would leave the user looking for a skill that is not there.
       const folder = request.local?.kind === "folder" ? basename(request.local.path) : undefined;
-      if (folder !== undefined && folder !== meta.name) {
+      if (only && folder !== undefined && folder !== only.name) {
         throw new SparError(
           "VALIDATION_FAILED",
-          `the folder is named "${folder}" but its ${SKILL_FILE} names the skill "${meta.name}": the Agent Skills standard wants them equal; rename the folder or the name, then install again`,
-          { folder, name: meta.name },
+          `the folder is named "${folder}" but its ${SKILL_FILE} names the skill "${only.name}": the Agent Skills standard wants them equal; rename the folder or the name, then install again`,
+          { folder, name: only.name },
         );
       }
-      if (catalog.bundled.has(meta.name)) {
-        throw new SparError("CONFLICT", `a bundled skill is named "${meta.name}": give yours another name`);
-      }
-      const findings = await scan(got.files);
-      const counts = summarize(findings);
-      if (counts.high > 0 && request.force !== true) {
-        throw new SparError(
-          "FORBIDDEN",
-          `the scan found ${counts.high} high-severity finding(s); nothing was installed (spar move scan shows them; --force installs anyway and is recorded)`,
-          { findings: findings.map(findingLine) },
-        );
-      }
-      const { installSkill } = await import("../../sdk/kits/skill-install.js");
-      const entry = await installSkill(
-        home,
-        got.files,
-        {
-          source: got.source,
-          forced: counts.high > 0,
-          findings: findings.filter((f) => f.severity !== "low"),
-        },
-        { replace: request.replace === true, reserved: new Set(catalog.bundled.keys()) },
-      );
-      deps.reload();
-      deps.events.publish({
-        kind: "move.installed",
-        name: entry.name,
+      refuseHigh(set, request.force === true);
+      const origin: Origin = {
         source: got.source,
-        version: entry.version,
-        forced: entry.forced,
+        ...(got.ref === undefined ? {} : { ref: got.ref }),
+        ...(got.resolved === undefined ? {} : { resolved: got.resolved }),
+      };
+      const { installed, modified } = await installSet(home, set, origin, {
+        replace: request.replace === true,
+        reserved: bundled,
       });
-      return { status: 201, body: { skill: entry, findings, ...counts } };
+      deps.reload();
+      for (const entry of installed) {
+        deps.events.publish({
+          kind: "move.installed",
+          name: entry.name,
+          source: entry.source,
+          version: entry.version,
+          forced: entry.forced,
+        });
+      }
+      const findings = set.flatMap((c) =>
+        c.findings.map((f) => (set.length > 1 ? { ...f, skill: c.name } : f)),
+      );
+      return {
+        status: 201,
+        body: {
+          skill: installed[0],
+          skills: installed,
+          findings,
+          ...summarize(findings),
+          ...(modified.length ? { modified: modified.map(modifiedLine) } : {}),
+        },
+      };
     },
   });
+
+  /** A bundled skill's name: enable it again (spar move remove disables one). */
+  function enableBundled(name: string, catalog: Awaited<ReturnType<InstallDeps["skills"]>>) {
+    const skill = catalog.bundled.get(name);
+    if (!skill) {
+      if (!SKILL_NAME.test(name)) {
+        throw new SparError(
+          "VALIDATION_FAILED",
+          `"${name}" is neither a skill name, an http(s) URL nor a github:owner/repo[/path][@ref] source`,
+        );
+      }
+      throw new SparError("NOT_FOUND", `no bundled skill is named "${name}"; spar move search finds one`);
+    }
+    const changed = bundledSwitch(home, skill.name, true);
+    deps.reload();
+    if (changed)
+      deps.events.publish({
+        kind: "move.installed",
+        name: skill.name,
+        source: "bundled",
+        version: skill.version,
+        forced: false,
+      });
+    return {
+      status: 200,
+      body: {
+        skill: { name: skill.name, version: skill.version, source: "bundled" },
+        findings: [],
+        enabled: changed,
+      },
+    };
+  }
 
   routes.add({
     listener: "api",

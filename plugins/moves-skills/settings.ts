@@ -13,4 +13,8 @@ export interface SkillsSettings {
   /** The most bytes a skill download may have. */
   max_download_bytes: number;
   download_timeout_s: number;
+  /** Where `github:` sources are fetched: `<url>/<owner>/<repo>/tar.gz/<ref>` (codeload's shape). */
+  github_archive_url: string;
+  /** The most a repository archive (a `github:` tarball, a git host's archive URL) may unpack to. */
+  max_repo_bytes: number;
 }

@@ -22,7 +22,7 @@ describe("spar's command line", () => {
   const refusals: [string[], string][] = [
     [
       ["move", "serch", "web"],
-      'unknown action "serch" for move; actions: list, search, install, scan, remove',
+      'unknown action "serch" for move; actions: list, search, install, scan, info, verify, update, remove, doctor',
     ],
     [["security"], "security needs an action; actions: audit"],
     [["key", "add", "laptop"], "key add needs <public-key>; usage: spar key add <name> <public-key>"],
@@ -52,7 +52,8 @@ describe("spar's command line", () => {
     expect(JSON.parse(result.stdout)).toEqual({
       error: {
         code: "VALIDATION_FAILED",
-        message: 'unknown action "serch" for move; actions: list, search, install, scan, remove',
+        message:
+          'unknown action "serch" for move; actions: list, search, install, scan, info, verify, update, remove, doctor',
       },
     });
     const unknown = await runCli(home, ["--json", "wrestle"]);
@@ -149,13 +150,23 @@ describe("spar's command line", () => {
     const help = await runCli(home, ["move", "--help"]);
     const [head = "", actions = ""] = help.stdout.split("\nActions:\n");
     // Named once each, in the Actions table; the lines above it name none of them.
-    for (const action of ["list", "search", "install", "scan", "remove"]) {
+    for (const action of [
+      "list",
+      "search",
+      "install",
+      "scan",
+      "info",
+      "verify",
+      "update",
+      "remove",
+      "doctor",
+    ]) {
       expect(actions.match(new RegExp(`^ {2}${action}\\b`, "gm")), action).toHaveLength(1);
       expect(head, action).not.toMatch(new RegExp(`\\b${action}\\b`));
     }
     const all = await runCli(home, ["--help"]);
     expect(all.stdout).toMatch(
-      /\n {2}move <action> +Tools \(moves\) and skills: list, search, install, scan, remove\n/,
+      /\n {2}move <action> +Tools \(moves\) and skills: list, search, install, scan, info, verify, update, remove, doctor\n/,
     );
     const described = JSON.parse((await runCli(home, ["--help", "--json"])).stdout) as {
       commands: { name: string; summary: string; actions?: { name: string }[] }[];

@@ -289,6 +289,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       { files: { "SKILL.md": Buffer.from(skill).toString("base64") } },
       201,
     );
+    await happy("POST", "/api/v1/moves/update", {}, { name: "my-tone" }, 200);
     const chat = { model: "scout", messages: [{ role: "user", content: "hello" }] };
     await happy("POST", "/v1/chat/completions", {}, chat, 200);
     // Approvals: the builder's model asks to run a command; its turn waits for each answer.
