@@ -89,7 +89,7 @@ describe("a skill's references and scripts through the real daemon", () => {
       home,
       port,
       fake.url,
-      `\n[creed]\nreflect = false\n${allowUnasked(["shell_exec"], "writer")}${allowUnasked(["shell_exec"], "outsider")}`,
+      `\n[creed]\nreflect = false\n${["writer", "outsider", "designer"].map((f) => allowUnasked(["shell_exec"], f)).join("")}`,
     );
     daemon = await startDaemon(home, port);
     const install = await daemon.cli(["move", "install", FIXTURE]);
@@ -105,6 +105,12 @@ describe("a skill's references and scripts through the real daemon", () => {
     // The skill, but no shell.
     await spawn("reader", [{ type: "memory" }], ["text-stats"]);
     await spawn("asker", [shellGrant], ["text-stats"]);
+    // A bundled skill with a script: accessibility-check's contrast calculator.
+    await spawn(
+      "designer",
+      [shellGrant, { type: "file_read" }, { type: "file_write" }],
+      ["accessibility-check"],
+    );
     for (const fighter of ["writer", "asker"]) {
       const workspace = join(home, "workspaces", fighter);
       mkdirSync(workspace, { recursive: true });
@@ -168,6 +174,21 @@ describe("a skill's references and scripts through the real daemon", () => {
     expect(stats).toMatchObject({ exit_code: 0, stdout: "draft.md: 3 lines, 7 words, 33 characters\n" });
     // Only the skills this fighter may use that hold scripts.
     expect(listed).toMatchObject({ exit_code: 0, stdout: "text-stats\n" });
+  });
+
+  it("runs a bundled skill's script the same way: accessibility-check's contrast calculator", async () => {
+    const [contrast, listed] = await shell(
+      "designer",
+      ["python3", "/skills/accessibility-check/scripts/contrast.py", "#767676", "#ffffff", "#999", "#fff"],
+      ["ls", "/skills"],
+    );
+    expect(contrast?.exit_code).toBe(0);
+    expect(contrast?.stdout.split("\n")).toEqual([
+      expect.stringMatching(/^#767676 on #ffffff: 4\.54:1 \| AA normal text pass/),
+      expect.stringMatching(/^#999 on #fff: 2\.84:1 \| AA normal text fail/),
+      "",
+    ]);
+    expect(listed).toMatchObject({ exit_code: 0, stdout: "accessibility-check\n" });
   });
 
   it("asks before running a skill's script where a rule says so, binding the script's bytes: changed, it does not run", async () => {
