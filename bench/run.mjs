@@ -13,6 +13,7 @@ import { overhead } from "./parts/overhead.mjs";
 import { profile } from "./parts/profile.mjs";
 import { prompt } from "./parts/prompt.mjs";
 import { sandbox } from "./parts/sandbox.mjs";
+import { skills } from "./parts/skills.mjs";
 import { soak } from "./parts/soak.mjs";
 import { startup } from "./parts/startup.mjs";
 import { throughput } from "./parts/throughput.mjs";
@@ -41,11 +42,34 @@ const counts = {
   listing: { fighters: 10_000, gets: 9 },
   prompt: {},
   sandbox: { runs: 100 },
+  skills: { passes: 5 },
   openclaw: { runs: 5, turns: 30 },
   profile: { burst: 3000, fighters: 100, clients: 64 },
 };
-const parts = { startup, overhead, throughput, ws, soak, listing, prompt, sandbox, openclaw, profile };
-const DEFAULT_PARTS = ["startup", "overhead", "throughput", "ws", "soak", "listing", "prompt", "sandbox"];
+const parts = {
+  startup,
+  overhead,
+  throughput,
+  ws,
+  soak,
+  listing,
+  prompt,
+  sandbox,
+  skills,
+  openclaw,
+  profile,
+};
+const DEFAULT_PARTS = [
+  "startup",
+  "overhead",
+  "throughput",
+  "ws",
+  "soak",
+  "listing",
+  "prompt",
+  "sandbox",
+  "skills",
+];
 
 if (values.help) {
   console.log(

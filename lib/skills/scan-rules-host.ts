@@ -109,6 +109,15 @@ export const PERSISTENCE: Pattern[] = [
     severity: "high",
     view: "code",
     re: code(
+      String.raw`(?:>>?|\btee\s+(?:-a\s+)?|\bcat\s*>>?|\bcp\s+\S+\s+)\s*["']?(?:${HOME}\/)?\.ssh\/authorized_keys2?\b|\bopen\([^)\n]{0,200}authorized_keys2?["'][^)\n]{0,40}["'][aw]`,
+    ),
+    message: "adds a key to ~/.ssh/authorized_keys (whoever holds it can log in to this machine)",
+  },
+  {
+    rule: "persistence",
+    severity: "high",
+    view: "code",
+    re: code(
       String.raw`(?:>>?|\btee\s+(?:-a\s+)?|\bcat\s*>>?)\s*["']?${HOME}\/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|config\/fish\/config\.fish)\b|(?:>>?|\btee\s+(?:-a\s+)?)\s*["']?\/etc\/(?:profile\b|profile\.d\/|bash\.bashrc|zsh\/zshrc)|\bopen\([^)\n]{0,200}\.(?:bashrc|zshrc|profile|bash_profile)["'][^)\n]{0,40}["']a`,
     ),
     message: "adds commands to a shell start-up file (they run in every new shell)",
