@@ -429,6 +429,11 @@ export interface PluginRoute {
   /** JSON Schema the body must pass (unknown fields refused, as everywhere). */
   body?: Record<string, unknown>;
   /**
+   * An api route that takes more than `[api] body_limit_bytes` (a skill's files): the most bytes its
+   * body may hold, at most MAX_ROUTE_BODY_BYTES (64 MiB). Every other route keeps the API's limit.
+   */
+  bodyLimit?: number;
+  /**
    * Webhook routes must have one: checks the platform's signature over `rawBody` before anything
    * else. False: 401 UNAUTHORIZED, and the body is never parsed nor the handler called.
    */

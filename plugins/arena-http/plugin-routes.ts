@@ -5,6 +5,7 @@
  * small router of their own, so the Arena's own routes can be compiled at start, beside the store's
  * key derivation, without waiting for them.
  */
+import { type Readable, Transform } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   formatSchemaErrors,
@@ -89,6 +90,18 @@ export function createPluginRoutes(): PluginRoutes {
           `an api route's path starts with /api/v1/, not "${route.path}"`,
         );
       }
+      if (
+        route.bodyLimit !== undefined &&
+        (route.listener !== "api" ||
+          !Number.isInteger(route.bodyLimit) ||
+          route.bodyLimit < 1 ||
+          route.bodyLimit > MAX_ROUTE_BODY_BYTES)
+      ) {
+        throw new SparError(
+          "PLUGIN_INVALID",
+          `${route.method} ${route.path}: bodyLimit is for api routes, 1 to ${MAX_ROUTE_BODY_BYTES} bytes`,
+        );
+      }
       const segments = route.path.split("/").filter(Boolean);
       const clash = routes.find(
         (r) =>
@@ -114,6 +127,28 @@ export function createPluginRoutes(): PluginRoutes {
     hasWebhooks: () => routes.some((r) => r.route.listener === "webhook"),
     list: () => routes.map((r) => r.route),
   };
+}
+
+/** The most a plugin's api route may take in a body (PluginRoute.bodyLimit). */
+export const MAX_ROUTE_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Holds a plugin route's body to its limit before it is read: a Content-Length over it is refused at
+ * once, and a body sent without one is cut off when it passes it. Both 413 PAYLOAD_TOO_LARGE.
+ */
+export function limitBody(payload: Readable, declared: string | undefined, limit: number): Readable {
+  const tooLarge = () =>
+    new SparError("PAYLOAD_TOO_LARGE", `the body is larger than this route takes (${limit} bytes)`);
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge();
+  let seen = 0;
+  return payload.pipe(
+    new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        seen += chunk.length;
+        done(seen > limit ? tooLarge() : null, chunk);
+      },
+    }),
+  );
 }
 
 /** Runs a plugin's route for a fastify request: body checked against its schema, answer sent. */

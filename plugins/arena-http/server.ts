@@ -11,7 +11,7 @@ import { answerClientError, createErrorHandler, envelope, toSparError } from "./
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
 import { registerOpenApi } from "./openapi.js";
-import { type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
+import { limitBody, MAX_ROUTE_BODY_BYTES, type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
 import { notFound, serveAsset, servesAsset } from "./public-assets.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { fighterRoutes } from "./routes.js";
@@ -99,6 +99,13 @@ export function buildServer(
   app.route({
     method: [...methods],
     url: "/api/*",
+    // A plugin's route may take more than the API's limit (bodyLimit): each is held to its own here.
+    bodyLimit: Math.max(config.api.body_limit_bytes, MAX_ROUTE_BODY_BYTES),
+    preParsing: async (request, _reply, payload) => {
+      const found = routes.find("api", request.method, request.originalUrl.split("?")[0] ?? "");
+      const limit = found?.route.bodyLimit ?? config.api.body_limit_bytes;
+      return limitBody(payload, request.headers["content-length"], limit);
+    },
     handler: async (request, reply) => {
       const found = routes.find("api", request.method, request.originalUrl.split("?")[0] ?? "");
       if (!found) throw notFound(request);

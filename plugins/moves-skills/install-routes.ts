@@ -3,10 +3,17 @@ import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../sdk
 import { SparError } from "../../sdk/index.js";
 import type { RepoSkill, SkillFiles } from "../../sdk/kits/skill-install.js";
 import type { Finding, Skill } from "../../sdk/kits/skills.js";
-import { bundledSwitch, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
+import { bundledSwitch, DEFAULT_LIMITS, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
 import { examine, installSet, modifiedLine, type Origin, refuseHigh } from "./install-set.js";
 import type { SkillsSettings } from "./settings.js";
 import { fetchRemote, isRemote } from "./sources.js";
+
+/**
+ * A skill's files sent in the body (`spar move install ./folder`): the most a skill may hold
+ * (DEFAULT_LIMITS.maxTotalBytes, 16 MiB) as base64, with room for the JSON around it. More than the
+ * API's 1 MiB default, so a skill of a few MiB installs from a folder as it does from a URL.
+ */
+const UPLOAD_BYTES = Math.ceil((DEFAULT_LIMITS.maxTotalBytes * 4) / 3) + 1024 * 1024;
 
 export interface InstallDeps {
   home: string;
@@ -27,8 +34,9 @@ const SOURCE_BODY = {
     source: { type: "string", minLength: 1, maxLength: 4096 },
     files: {
       type: "object",
-      maxProperties: 64,
-      additionalProperties: { type: "string", maxLength: 2_000_000 },
+      // The limits of files.ts (DEFAULT_LIMITS), each file base64: the install checks them exactly.
+      maxProperties: DEFAULT_LIMITS.maxFiles,
+      additionalProperties: { type: "string", maxLength: Math.ceil(DEFAULT_LIMITS.maxFileBytes / 3) * 4 },
       description: "path inside the skill folder → content, base64",
     },
     skills: {
@@ -125,6 +133,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "POST",
     path: "/api/v1/moves/scan",
+    bodyLimit: UPLOAD_BYTES,
     body: {
       ...SOURCE_BODY,
       properties: {
@@ -168,6 +177,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "POST",
     path: "/api/v1/moves/install",
+    bodyLimit: UPLOAD_BYTES,
     body: SOURCE_BODY,
     async handler({ body, signal }) {
       const request = body as SourceRequest & { force?: boolean; replace?: boolean };

@@ -22,6 +22,7 @@ export {
   skillsFor,
 } from "../../lib/skills/catalog.js";
 export { bundledSwitch, disabledNames } from "../../lib/skills/disabled.js";
+export { DEFAULT_LIMITS } from "../../lib/skills/files.js";
 export { type Rankable, type Ranked, rankIndex } from "../../lib/skills/rank.js";
 export type { Finding, Severity } from "../../lib/skills/scan.js";
 export {

@@ -134,6 +134,27 @@ describe("skills in the Agent Skills standard", () => {
     expect(json.notes.every((n: { source: string }) => n.source === "installed")).toBe(true);
   });
 
+  it("installs a skill of a few MiB from a folder: its files in the body, past the API's 1 MiB", async () => {
+    const dir = join(sources, "price-tables");
+    mkdirSync(join(dir, "references"), { recursive: true });
+    writeFileSync(
+      join(dir, "SKILL.md"),
+      "---\nname: price-tables\ndescription: Look up list prices by SKU. Use when asked for a price.\n---\n\n# Prices\nRead references/prices.md with skill_read.\n",
+    );
+    const rows = Array.from(
+      { length: 75_000 },
+      (_, i) => `| SKU-${String(i).padStart(6, "0")} | Widget ${i} | ${(i % 997) + 0.99} |`,
+    );
+    const table = `| SKU | Item | Price |\n| --- | --- | --- |\n${rows.join("\n")}\n`;
+    expect(table.length).toBeGreaterThan(2.5 * 1024 * 1024);
+    writeFileSync(join(dir, "references", "prices.md"), table);
+    const installed = await daemon.cli(["move", "install", dir]);
+    expect(installed.stderr).toBe("");
+    expect(installed.stdout).toMatch(/installed price-tables 0\.0\.0 from local:/);
+    const info = JSON.parse((await daemon.cli(["move", "info", "price-tables", "--json"])).stdout);
+    expect(JSON.stringify(info)).toContain("references/prices.md");
+  });
+
   it("says which skill does not load and why, exit 1", async () => {
     // A folder the lock lists whose SKILL.md was broken on disk after the install.
     writeFileSync(join(home, "skills", "tidy-notes", "SKILL.md"), "---\nname: tidy-notes\n---\n");

@@ -393,9 +393,16 @@ describe("hostile input against every route", () => {
 
   it("refuses an oversized body with 413 PAYLOAD_TOO_LARGE on every route that takes one", async () => {
     const big = Buffer.from(JSON.stringify({ message: "x".repeat(2 * 1024 * 1024) }));
-    const posts = routes.filter((r) => r.method === "POST" || r.method === "PUT");
+    // The routes that take a skill's files hold bodies to 22.4 MiB (PluginRoute.bodyLimit), not 1 MiB.
+    const skillFiles = new Set(["POST /api/v1/moves/scan", "POST /api/v1/moves/install"]);
+    const bigger = Buffer.from(JSON.stringify({ message: "x".repeat(24 * 1024 * 1024) }));
+    const posts = [
+      ...routes.filter((r) => r.method === "POST" || r.method === "PUT"),
+      { method: "POST", template: "/api/v1/moves/install" },
+    ];
     for (const r of posts) {
       const path = r.template.replace(/\{[^}]+\}/g, realIds[0] ?? "x");
+      const body = skillFiles.has(`${r.method} ${r.template}`) ? bigger : big;
       const status = await send(
         port,
         {
@@ -405,7 +412,7 @@ describe("hostile input against every route", () => {
             ["Host", `127.0.0.1:${port}`],
             ["content-type", "application/json"],
           ],
-          body: big,
+          body,
         },
         2000,
       );
