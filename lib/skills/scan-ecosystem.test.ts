@@ -4,47 +4,17 @@
  * every sample high by the rule its evasion names, at most one allowed miss), and each evasion and
  * each false-positive trap on its own.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { folders, knownMoves, ROOT, readFolder } from "../../test/helpers/skill-corpus.js";
 import { type Finding, scanSkill } from "./scan.js";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const CORPUS = join(ROOT, "test", "fixtures", "skills", "ecosystem");
 /** Malicious samples the scanner may miss (at most one); empty while it catches them all. */
 const ALLOWED_MISSES: readonly string[] = [];
 
-function knownMoves(): Map<string, string> {
-  const moves = new Map<string, string>();
-  for (const plugin of readdirSync(join(ROOT, "plugins"))) {
-    const manifest = join(ROOT, "plugins", plugin, "plugin.json");
-    if (!existsSync(manifest)) continue;
-    const json = JSON.parse(readFileSync(manifest, "utf8")) as {
-      contributes?: { moves?: Array<{ name: string; capability: string }> };
-    };
-    for (const move of json.contributes?.moves ?? []) moves.set(move.name, move.capability);
-  }
-  return moves;
-}
 const MOVES = knownMoves();
-
-function readFolder(dir: string): Map<string, Buffer> {
-  const files = new Map<string, Buffer>();
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      const path = join(at, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else files.set(relative(dir, path).split("\\").join("/"), readFileSync(path));
-    }
-  };
-  walk(dir);
-  return files;
-}
-
-const folders = (dir: string) =>
-  readdirSync(dir)
-    .filter((name) => statSync(join(dir, name)).isDirectory())
-    .sort();
 
 /** The README's table: evasion → the rule that must report it high. */
 const EXPECTED = new Map(

@@ -5,51 +5,16 @@
  * clean against the moves the plugins in plugins/ contribute.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
+import { folders, knownMoves, ROOT, readFolder } from "../../test/helpers/skill-corpus.js";
 import { type Finding, SCAN_RULES, scanSkill } from "./scan.js";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const CORPUS = join(ROOT, "test", "fixtures", "skills");
 
-/** The moves the plugins contribute, as install-routes passes them: name → capability. */
-function knownMoves(): Map<string, string> {
-  const moves = new Map<string, string>();
-  const plugins = join(ROOT, "plugins");
-  for (const plugin of readdirSync(plugins)) {
-    const manifest = join(plugins, plugin, "plugin.json");
-    if (!existsSync(manifest)) continue;
-    const json = JSON.parse(readFileSync(manifest, "utf8")) as {
-      contributes?: { moves?: Array<{ name: string; capability: string }> };
-    };
-    for (const move of json.contributes?.moves ?? []) moves.set(move.name, move.capability);
-  }
-  return moves;
-}
 const MOVES = knownMoves();
-
-/** A skill folder's files, as the installer hands them over. */
-function readFolder(dir: string): Map<string, Buffer> {
-  const files = new Map<string, Buffer>();
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      const path = join(at, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else files.set(relative(dir, path).split("\\").join("/"), readFileSync(path));
-    }
-  };
-  walk(dir);
-  return files;
-}
-
-const folders = (dir: string) =>
-  existsSync(dir)
-    ? readdirSync(dir)
-        .filter((name) => statSync(join(dir, name)).isDirectory())
-        .sort()
-    : [];
 
 /** The body starts on this line of the SKILL.md that `skill` writes. */
 const BODY = 10;
