@@ -8,6 +8,7 @@ import { SparError } from "../../sdk/errors.js";
 import { COMMIT_ID } from "./repo.js";
 
 export const GITHUB_PREFIX = "github:";
+/** Where `github:` sources are fetched unless `[moves.skills] github_archive_url` says otherwise. */
 export const DEFAULT_GITHUB_ARCHIVE_URL = "https://codeload.github.com";
 const FORM = "github:owner/repo[/path][@ref]";
 
@@ -28,6 +29,7 @@ const SEGMENT = /^[A-Za-z0-9._-]{1,255}$/;
 // spaces or control characters, no "~^:?*[\".
 const REF = /^(?!-)(?!\/)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/+-]{1,200}(?<!\/)(?<!\.lock)(?<!\.)$/;
 
+/** Whether an install source is a `github:owner/repo[/path][@ref]` one (parsed by parseGithubSource). */
 export const isGithubSource = (source: string) => source.toLowerCase().startsWith(GITHUB_PREFIX);
 
 /**

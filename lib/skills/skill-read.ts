@@ -44,6 +44,7 @@ export const SCRIPTS_FOLDER = "scripts";
 
 /** A page's size when the model does not say, and the most it may ask for (characters). */
 export const READ_DEFAULT_CHARS = 16_000;
+/** The most characters one `skill_read` page may ask for. */
 export const READ_MAX_CHARS = 32_000;
 
 /**

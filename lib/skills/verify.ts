@@ -48,6 +48,7 @@ export async function verifyInstalled(home: string, names?: readonly string[]): 
   return reports;
 }
 
+/** One installed skill's folder `dir` against its lock entry: files changed, missing or added. */
 export async function verifyOne(dir: string, name: string, entry: LockEntry): Promise<VerifyReport> {
   const report: VerifyReport = { name, ok: true, changed: [], missing: [], extra: [] };
   const info = await lstat(dir).catch(() => null);
