@@ -1,3 +1,4 @@
+import { setFlagsFromString } from "node:v8";
 import { KERNEL_VERSION } from "../sdk/version.js";
 import { help } from "./help.js";
 import { inTermsOfOptions, reportError } from "./output.js";
@@ -41,6 +42,11 @@ try {
   } else if (line.kind === "help") {
     process.stdout.write(await help(line.command, KERNEL_VERSION, line.json));
   } else {
+    // fetch parses HTTP with undici's WebAssembly parser, which V8 recompiles with its optimising
+    // tier in the background; the process then waits for that compile before it exits, about
+    // 150-200 ms a call for nothing. One command's requests run well on the baseline tier. The
+    // daemon (`spar start`) lives long and keeps the optimising one.
+    if (line.command.name !== "start") setFlagsFromString("--liftoff-only");
     await line.command.run(line);
   }
 } catch (err) {
