@@ -172,7 +172,8 @@ export function parseSkill(text: string, file: string, folder?: string): ParsedS
   }
   // The standard allows a folded multi-line description; it is read as one paragraph.
   const description = text1(record.description, "description", MAX_DESCRIPTION, false).replace(/\s+/g, " ");
-  if ("license" in record) text1(record.license, "license", 200, false);
+  // The standard sets no length for `license`; SKILL.md's own size bounds it.
+  if ("license" in record) text1(record.license, "license", MAX_SKILL_BYTES, false);
   if ("compatibility" in record) text1(record.compatibility, "compatibility", MAX_COMPATIBILITY, false);
 
   const metadata = readMetadata(record.metadata, file);
