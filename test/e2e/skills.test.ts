@@ -173,7 +173,7 @@ describe("skills and deferred moves through the real daemon", () => {
     fake.enqueue(
       {
         tool_calls: [
-          { name: "skill_load", arguments: { name: "make-a-budget", file: "budget-template.md" } },
+          { name: "skill_load", arguments: { name: "make-a-budget", file: "assets/budget-template.md" } },
         ],
       },
       {
