@@ -140,6 +140,16 @@ export async function startDaemon(
       fail(new Error(`daemon exited with ${code} before listening:\n${output}`));
     });
   });
+  let stopping = false;
+  // A daemon that crashes mid-suite leaves its tests with "fetch failed" and nothing else: say why
+  // it ended (a stop or a test's own kill ends it with a signal or 0, and says nothing).
+  void exited.then((code) => {
+    if (code !== null && code !== 0 && !stopping) {
+      console.error(
+        `daemon on port ${port} (${home}) exited with ${code} mid-suite:\n${output.slice(-4000)}`,
+      );
+    }
+  });
   const url = `http://127.0.0.1:${port}`;
   return {
     home,
@@ -148,6 +158,7 @@ export async function startDaemon(
     process: child,
     output: () => output,
     async stop() {
+      stopping = true;
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
     },
