@@ -4,7 +4,14 @@ import { SparError } from "../../sdk/index.js";
 import type { RepoSkill, SkillFiles } from "../../sdk/kits/skill-install.js";
 import type { Finding, Skill } from "../../sdk/kits/skills.js";
 import { bundledSwitch, DEFAULT_LIMITS, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
-import { examine, installSet, modifiedLine, type Origin, refuseHigh } from "./install-set.js";
+import {
+  announceInstalled,
+  examine,
+  installSet,
+  modifiedLine,
+  type Origin,
+  refuseHigh,
+} from "./install-set.js";
 import type { SkillsSettings } from "./settings.js";
 import { fetchRemote, isRemote } from "./sources.js";
 
@@ -208,15 +215,7 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
         reserved: bundled,
       });
       deps.reload();
-      for (const entry of installed) {
-        deps.events.publish({
-          kind: "move.installed",
-          name: entry.name,
-          source: entry.source,
-          version: entry.version,
-          forced: entry.forced,
-        });
-      }
+      announceInstalled(deps.events, installed);
       const findings = set.flatMap((c) =>
         c.findings.map((f) => (set.length > 1 ? { ...f, skill: c.name } : f)),
       );

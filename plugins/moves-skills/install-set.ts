@@ -1,4 +1,4 @@
-import { SparError } from "../../sdk/index.js";
+import { type EventBus, SparError } from "../../sdk/index.js";
 import type { SkillFiles, VerifyReport } from "../../sdk/kits/skill-install.js";
 import type { Finding } from "../../sdk/kits/skills.js";
 import { parseSkill, SKILL_FILE } from "../../sdk/kits/skills.js";
@@ -134,4 +134,14 @@ export function modifiedLine(report: VerifyReport): string {
     report.extra.length ? `extra: ${report.extra.join(", ")}` : "",
   ].filter(Boolean);
   return `${report.name}'s files had changed on disk since its install (${parts.join("; ") || report.note}); they were replaced`;
+}
+
+/** `move.installed` for each skill a change installed, as the routes that install say it. */
+export function announceInstalled(
+  events: EventBus,
+  installed: readonly { name: string; source: string; version: string; forced: boolean }[],
+): void {
+  for (const { name, source, version, forced } of installed) {
+    events.publish({ kind: "move.installed", name, source, version, forced });
+  }
 }

@@ -6,7 +6,15 @@ import type { LockEntry, LockFinding } from "../../sdk/kits/skill-install.js";
 import type { Finding } from "../../sdk/kits/skills.js";
 import { SKILL_NAME } from "../../sdk/kits/skills.js";
 import { type InstallDeps, scanner } from "./install-routes.js";
-import { type Candidate, examine, installSet, modifiedLine, type Origin, refuseHigh } from "./install-set.js";
+import {
+  announceInstalled,
+  type Candidate,
+  examine,
+  installSet,
+  modifiedLine,
+  type Origin,
+  refuseHigh,
+} from "./install-set.js";
 import { type Fetched, fetchRemote, isRemote } from "./sources.js";
 
 const NAME = { type: "string", pattern: "^[a-z0-9][a-z0-9-]{0,63}$" };
@@ -153,15 +161,7 @@ export function lockRoutes(routes: RouteRegistry, deps: InstallDeps): void {
         { replace: true, reserved: bundled },
       );
       deps.reload();
-      for (const entry of installed) {
-        deps.events.publish({
-          kind: "move.installed",
-          name: entry.name,
-          source: entry.source,
-          version: entry.version,
-          forced: entry.forced,
-        });
-      }
+      announceInstalled(deps.events, installed);
       return {
         body: {
           skills: plans,
