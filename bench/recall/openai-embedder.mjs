@@ -29,7 +29,8 @@ export async function openaiEmbedder({ model, baseURL, keyEnv = "OPENAI_API_KEY"
       const missing = [...new Set(texts.filter((t) => !cache.has(t)))];
       for (let i = 0; i < missing.length; i += 128) {
         const batch = missing.slice(i, i + 128);
-        const res = await client.embeddings.create({ model, input: batch });
+        // Floats, not the SDK's default base64: not every OpenAI-compatible server speaks base64.
+        const res = await client.embeddings.create({ model, input: batch, encoding_format: "float" });
         for (const item of res.data) cache.set(batch[item.index], item.embedding);
       }
       return texts.map((t) => cache.get(t));

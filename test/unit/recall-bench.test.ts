@@ -1,11 +1,15 @@
 // The recall benchmark's pieces (bench/recall/): the dataset is deterministic and honest (answers
 // only where facts are stated), the bag-of-concepts embedder puts a paraphrased question nearer its
 // fact than the distractors, the extractor reads first-person facts, and the metrics count right.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { cosine, embed } from "../../bench/recall/concepts.mjs";
 import { extractFacts, rememberedFacts } from "../../bench/recall/extractor.mjs";
 import { generateDataset } from "../../bench/recall/generator.mjs";
+import { runRecallBench } from "../../bench/recall/harness.mjs";
 import { aggregate, holds, scoreQuestion } from "../../bench/recall/metrics.mjs";
+import { openaiEmbedder, parseEmbeddingsFlag } from "../../bench/recall/openai-embedder.mjs";
 import { createWordsOld } from "../../bench/recall/words-old.mjs";
 
 type Msg = { kind: string; role?: string; text?: string };
@@ -170,5 +174,69 @@ describe("words-old (main's recall before issue 33)", () => {
       "sister: My sister Ada moved to Lisbon",
     ]);
     expect(await old.recall("Which town is my sibling based in?", 5)).toEqual([]);
+  });
+});
+
+describe("a real embedding model for the bench (--embeddings, --embeddings-url)", () => {
+  it("asks an OpenAI-compatible /v1/embeddings through the openai SDK, each text once", async () => {
+    const inputs: string[][] = [];
+    const server = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (d) => {
+        raw += d;
+      });
+      req.on("end", () => {
+        const body = JSON.parse(raw) as { model: string; input: string[] };
+        inputs.push(body.input);
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            object: "list",
+            model: body.model,
+            data: body.input.map((t, index) => ({ object: "embedding", index, embedding: embed(t, 32) })),
+            usage: { prompt_tokens: 1, total_tokens: 1 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const embedder = await openaiEmbedder({
+        model: parseEmbeddingsFlag("openai:nomic-embed-text"),
+        baseURL: `http://127.0.0.1:${port}/v1`,
+      });
+      const [a, b] = await embedder.embed(["one text", "another"]);
+      expect(a).toHaveLength(32);
+      expect(b).toEqual(embed("another", 32).map((x) => expect.closeTo(x, 6)));
+      await embedder.embed(["one text", "a third"]);
+      expect(inputs).toEqual([["one text", "another"], ["a third"]]);
+      expect(embedder.model).toContain("nomic-embed-text");
+    } finally {
+      server.close();
+    }
+    expect(() => parseEmbeddingsFlag("cohere:x")).toThrow(/openai:MODEL/);
+  });
+});
+
+describe("the recall bench harness", () => {
+  it("runs the five systems on the same data, the same figures on every run", async () => {
+    const figures = async () => {
+      const report = await runRecallBench({ users: 1, turns: 60, seed: 2 });
+      return { ...report, systems: report.systems.map(({ ms: _ms, ...rest }) => rest) };
+    };
+    const report = await figures();
+    expect(report.systems.map((s) => s.name)).toEqual([
+      "words-old",
+      "bm25",
+      "bm25+embeddings",
+      "bm25+flush",
+      "bm25+embeddings+flush",
+    ]);
+    expect(report.questions).toBe(50);
+    const rate = (name: string) => report.systems.find((s) => s.name === name)?.overall.recall_at_5 ?? 0;
+    expect(rate("bm25+embeddings+flush")).toBeGreaterThan(rate("words-old"));
+    expect(report.extractor.true_facts).toBeGreaterThan(0);
+    expect(await figures()).toEqual(report);
   });
 });
