@@ -50,7 +50,13 @@ async function play(lab, user, clock) {
       await lab.compact(event.bout, event.throughSeq);
       continue;
     }
-    await lab.addMessage({ bout: event.bout, role: event.role, text: event.text, at: event.at });
+    await lab.addMessage({
+      bout: event.bout,
+      seq: event.seq,
+      role: event.role,
+      text: event.text,
+      at: event.at,
+    });
     if (event.role === "user") {
       for (const { key, value } of rememberedFacts(event.text)) await lab.storeMemory(key, value);
     }

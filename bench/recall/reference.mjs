@@ -60,9 +60,10 @@ function bm25(docs, query) {
 /**
  * A reference lab. `embedder` `{model, embed(texts, purpose)}` adds the cosine list; `flush`
  * `(transcript) => Promise<{key, value}[]>` runs at each compaction over the folded messages;
- * `now()` is the bench's clock in ms.
+ * `now()` is the bench's clock in ms; `recencyShare` how much of the fused score the decay weighs
+ * (1: multiplied by the decay outright).
  */
-export function createReferenceLab({ embedder, flush, now, ratePerDay = 0.05 }) {
+export function createReferenceLab({ embedder, flush, now, ratePerDay = 0.05, recencyShare = 0.5 }) {
   const memories = new Map();
   const messages = [];
   const compactedThrough = new Map();
@@ -125,7 +126,11 @@ export function createReferenceLab({ embedder, flush, now, ratePerDay = 0.05 }) 
       const ranked = [...fused]
         .map(([i, s]) => ({
           text: docs[i].text,
-          s: s * (0.5 + 0.5 * Math.exp((-ratePerDay * Math.max(0, clock - docs[i].at)) / DAY_MS)),
+          s:
+            s *
+            (1 -
+              recencyShare +
+              recencyShare * Math.exp((-ratePerDay * Math.max(0, clock - docs[i].at)) / DAY_MS)),
         }))
         .sort((a, b) => b.s - a.s);
       for (const r of ranked) {
