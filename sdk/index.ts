@@ -51,6 +51,7 @@ export type {
 export type {
   BudgetRule,
   CompactionInput,
+  FlushedFact,
   CompactionStrategy,
   ListenRequest,
   MountContext,
