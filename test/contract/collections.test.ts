@@ -18,7 +18,7 @@ import { importDocs } from "../../plugins/store-postgres/collections.js";
 import { openCipher } from "../../plugins/store-postgres/keys.js";
 import { openPostgresStore } from "../../plugins/store-postgres/store.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
-import { checkDataDeclaration, checkNamespaces } from "../../sdk/collection-checks.js";
+import { checkDataDeclaration, checkNamespaces, declarationChecksum } from "../../sdk/collection-checks.js";
 import { createPluginData, TRANSACTION_TIMEOUT_MS } from "../../sdk/collection-engine.js";
 import type {
   Collection,
@@ -33,6 +33,7 @@ import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
 import { underCi } from "../helpers/browser.js";
 import { queryRows } from "../helpers/db.js";
+import { legacySqlite } from "../helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 interface StoreFactory {
@@ -1134,6 +1135,36 @@ describe("collection contract: declarations refused before any plugin code runs"
     }
   });
 
+  it("refuses search naming a field that is undeclared, repeated, not a string, or secret", () => {
+    refused(
+      withNotes((d) => {
+        d.search = ["title", "title"];
+      }),
+      "collections.notes.search",
+    );
+    for (const [field, why] of [
+      ["ghost", "not a declared field"],
+      ["rank", "its type is integer"],
+      ["meta", "its type is json"],
+      ["token", "it holds a secret"],
+    ]) {
+      const err = refused(
+        withNotes((d) => {
+          d.search = [field as string];
+        }),
+        "collections.notes.search",
+      );
+      expect(err.message).toContain(`"${field}"`);
+      expect(err.message).toContain(why);
+    }
+    // Any other string field may be searched: indexed, text, or neither.
+    expect(() =>
+      checkDataDeclaration("moves-ok", {
+        collections: { notes: { ...NOTES, search: ["who", "body", "plain"] } },
+      }),
+    ).not.toThrow();
+  });
+
   it("refuses retention on a field that is not an indexed time", () => {
     for (const field of ["rank", "ghost"]) {
       const err = refused(
@@ -1385,6 +1416,65 @@ describe.skipIf(!TEST_DATABASE_URL && !underCi())(
       }
     });
 
+    /** Runs `sql` on the schema behind the store's back. */
+    async function onSchema<R extends object>(home: string, sql: string): Promise<R[]> {
+      const client = new pg.Client({
+        connectionString: PG_URL,
+        options: `-c search_path=${schemaForHome(home)}`,
+      });
+      await client.connect();
+      try {
+        return (await client.query<R>(sql)).rows;
+      } finally {
+        await client.end();
+      }
+    }
+
+    it("keeps words as keyed tokens: no word of a searched field reaches the server", async () => {
+      const home = tempHome();
+      const store = await open(home);
+      const notes = handle(dataFor(store, { notes: NOTES }));
+      await notes.insert(note("w1", { title: "Pelican brief", body: "pelicans nest near Lisbon harbour" }));
+      expect((await notes.rank("pelican lisbon")).map((r) => r.doc.id)).toEqual(["w1"]);
+      const [row] = await onSchema<{ words: string }>(
+        home,
+        "SELECT words::text AS words FROM collection_rows",
+      );
+      const words = row?.words ?? "";
+      expect(words).toMatch(/^('[wp][0-9a-f]{16}':[0-9A,]+ ?)+$/);
+      for (const word of [
+        "pelican",
+        "pelicans",
+        "brief",
+        "nest",
+        "near",
+        "lisbon",
+        "harbour",
+        "42",
+        "pel",
+        "lis",
+      ]) {
+        expect(words).not.toContain(word);
+        expect(words).not.toContain(Buffer.from(word).toString("hex"));
+      }
+    });
+
+    it("a collection made before the word index (migration 9) is indexed at its next first use", async () => {
+      const home = tempHome();
+      const store = await open(home);
+      const plugin = newPlugin();
+      const notes = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      await notes.insert(note("o1", { body: "an old pangolin" }));
+      await notes.insert(note("o2", { title: "Pangolins" }));
+      // What migration 9 leaves a collection made before it: no words, no searched fields recorded.
+      await onSchema(home, "UPDATE collection_rows SET words = NULL");
+      await onSchema(home, "UPDATE collection_schemas SET search = NULL");
+      expect(await notes.rank("pangolin")).toEqual([]);
+      const restarted = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      expect((await restarted.rank("pangolin")).map((r) => r.doc.id).sort()).toEqual(["o1", "o2"]);
+      expect(await restarted.get("o1")).toEqual(note("o1", { body: "an old pangolin" }));
+    });
+
     it("imports docs in order, unslotted, and the next ensure slots them (before the collection is made or after)", async () => {
       const home = tempHome();
       const store = await open(home);
@@ -1434,6 +1524,38 @@ describe.skipIf(!TEST_DATABASE_URL && !underCi())(
 // ---- SQLite only: the partial indexes serve the queries. ----
 
 describe("collection contract: store-sqlite only", () => {
+  it("a collection made before the word index (migration 23) is indexed at its first use; the index checks out", async () => {
+    const home = tempHome();
+    const plugin = newPlugin();
+    const db = await legacySqlite(home, 23);
+    db.prepare(
+      "INSERT INTO collection_schemas (namespace, collection, version, checksum, updated_at) VALUES (?, 'notes', 1, ?, ?)",
+    ).run(plugin, declarationChecksum(NOTES), at(0));
+    const row = db.prepare(
+      "INSERT INTO collection_rows (namespace, collection, key, doc) VALUES (?, 'notes', ?, ?)",
+    );
+    row.run(plugin, "o1", JSON.stringify(note("o1", { body: "an old pangolin" })));
+    row.run(
+      plugin,
+      "o2",
+      JSON.stringify(note("o2", { title: "Pangolins", body: "seen at dusk in the long grass" })),
+    );
+    db.close();
+    const store = await openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) });
+    try {
+      const notes = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      expect((await notes.rank("pangolin")).map((r) => r.doc.id).sort()).toEqual(["o1", "o2"]);
+      await notes.insert(note("n1", { body: "a pangolin, a pangolin" }));
+      await notes.delete("o1");
+      expect((await notes.rank("pangolin")).map((r) => r.doc.id)).toEqual(["n1", "o2"]);
+      const secret = Buffer.from(MASTER_SECRET);
+      // integrity_check reads the FTS5 index too (SQLite 3.44 and later).
+      expect(await queryRows(home, "PRAGMA integrity_check", secret)).toEqual([{ integrity_check: "ok" }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("find with an equality on an indexed field uses the collection's partial index", async () => {
     const home = tempHome();
     const store = await openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) });
