@@ -11,7 +11,8 @@
  * and a rekey changes every one (rekey.ts re-MACs them). A query term gives its stem token and, when
  * it has 3 to 6 characters, its prefix token; the tokens are OR-ed in a tsquery (GIN finds the rows)
  * and a row's score is, BM25-like, the sum over terms of the term's IDF among the collection's rows
- * times its ts_rank in the row (prefix matches weigh a tenth of word matches; length-normalized).
+ * times its ts_rank in the row (prefix matches weigh a tenth of word matches; not length-normalized:
+ * the prefix tokens would count in a length).
  * The server learns which rows share a token, as it learns equal `s` slots, never what it stands for.
  *
  * The stem (`stem`), for words of ASCII letters only: a plural's "ies"→"y", "sses"→"ss", "es" after

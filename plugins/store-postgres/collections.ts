@@ -144,7 +144,7 @@ export function createCollections(
         );
         const score = terms.map(
           (_, i) =>
-            `ln(1 + (total.n - df.d${i} + 0.5) / (df.d${i} + 0.5)) * ts_rank('${RANK_WEIGHTS}', words, $${i + 2}::tsquery, 1)`,
+            `ln(1 + (total.n - df.d${i} + 0.5) / (df.d${i} + 0.5)) * ts_rank('${RANK_WEIGHTS}', words, $${i + 2}::tsquery)`,
         );
         let sql = `WITH hits AS MATERIALIZED (
             SELECT seq, key_mac, doc, words, mac_slots, num_slots, time_slots FROM collection_rows
