@@ -80,6 +80,7 @@ export function checkDataDeclaration(plugin: string, data: DataDeclaration): voi
         }
       }
     }
+    checkSearch(plugin, at, decl);
     if (decl.retention) {
       const f = decl.fields[decl.retention.field];
       if (f?.type !== "time" || !indexedFields(decl).has(decl.retention.field)) {
@@ -87,6 +88,37 @@ export function checkDataDeclaration(plugin: string, data: DataDeclaration): voi
       }
     }
   }
+}
+
+/** `search`: distinct declared string fields, none secret. */
+function checkSearch(plugin: string, at: string, decl: CollectionDeclaration): void {
+  if (decl.search === undefined) return;
+  if (!Array.isArray(decl.search) || new Set(decl.search).size !== decl.search.length) {
+    throw invalid(plugin, `${at}.search`, "lists distinct fields");
+  }
+  for (const field of decl.search) {
+    const f = decl.fields[field];
+    if (!f) throw invalid(plugin, `${at}.search`, `"${field}" is not a declared field`);
+    if (f.type !== "string" || f.secret) {
+      throw invalid(plugin, `${at}.search`, `"${field}" cannot be searched (${describe(f)})`);
+    }
+  }
+}
+
+/** The fields `rank` reads: `search`, or else the text fields of type string. */
+export function searchedFields(decl: CollectionDeclaration): string[] {
+  if (decl.search) return [...decl.search];
+  return Object.entries(decl.fields)
+    .filter(([, f]) => f.text && f.type === "string" && !f.secret)
+    .map(([name]) => name);
+}
+
+/** The searched fields' text of a document, a line each, for a store to index. */
+export function searchedText(decl: CollectionDeclaration, doc: Doc): string {
+  return searchedFields(decl)
+    .map((field) => doc[field])
+    .filter((v): v is string => typeof v === "string")
+    .join("\n");
 }
 
 function describe(f: FieldDeclaration): string {
@@ -258,10 +290,15 @@ export function checkOrder(scope: Scope, order: Query["order"]): StoredQuery["or
   return { by, desc: order?.desc ?? false };
 }
 
-export function checkLimit(scope: Scope, limit: number | undefined): number {
-  if (limit === undefined) return MAX_QUERY_ROWS;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_QUERY_ROWS) {
-    throw dataError(scope, undefined, `limit must be an integer from 1 to ${MAX_QUERY_ROWS}`);
+export function checkLimit(
+  scope: Scope,
+  limit: number | undefined,
+  most = MAX_QUERY_ROWS,
+  fallback = most,
+): number {
+  if (limit === undefined) return fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > most) {
+    throw dataError(scope, undefined, `limit must be an integer from 1 to ${most}`);
   }
   return limit;
 }

@@ -14,7 +14,9 @@ import {
   declarationChecksum,
   MAX_QUERY_ROWS,
   type Scope,
+  searchedFields,
 } from "./collection-checks.js";
+import { queryTerms } from "./collection-terms.js";
 import type {
   Collection,
   CollectionRef,
@@ -24,6 +26,7 @@ import type {
   Doc,
   PluginData,
   Query,
+  RankQuery,
   StoredQuery,
   TxCollection,
 } from "./collections.js";
@@ -32,6 +35,9 @@ import { SparError } from "./errors.js";
 /** The longest a transaction's function may hold the store. */
 export const TRANSACTION_TIMEOUT_MS = 10_000;
 const HOUR_MS = 3_600_000;
+/** Most rows one `rank` returns, and how many when not told. */
+export const MAX_RANK_ROWS = 1_000;
+const DEFAULT_RANK_ROWS = 50;
 
 export interface PluginDataOptions {
   plugin: string;
@@ -173,6 +179,14 @@ export function createPluginData(options: PluginDataOptions): PluginData {
           .slice(0, limit);
         return found.map(({ doc, matches }) => ({ doc, matches }));
       },
+      async rank(text, query = {}) {
+        const { where, limit } = checkRank(scope, text, query);
+        const terms = queryTerms(text);
+        const { store, ref } = await storeFor(scope);
+        if (terms.length === 0) return [];
+        const found = await store.reader.rank(ref, { terms, where, limit });
+        return found.map(({ row, score }) => ({ doc: row.doc, score }));
+      },
       async insert(doc) {
         const checked = checkDoc(scope, doc);
         await write((ref) => [{ op: "insert", ref, key: keyOf(scope, checked), doc: checked }]);
@@ -287,6 +301,21 @@ export function createPluginData(options: PluginDataOptions): PluginData {
     return result;
   };
   return Object.freeze(handles) as PluginData;
+}
+
+/** A rank's query as a store takes it, or VALIDATION_FAILED. */
+function checkRank(scope: Scope, text: unknown, query: RankQuery) {
+  if (typeof text !== "string") throw dataError(scope, undefined, "rank takes a text");
+  if (searchedFields(scope.declaration).length === 0) {
+    throw dataError(scope, undefined, "rank needs searched fields (text fields, or the collection's search)");
+  }
+  for (const k of Object.keys(query ?? {})) {
+    if (k !== "where" && k !== "limit") throw dataError(scope, undefined, `rank takes no "${k}"`);
+  }
+  return {
+    where: checkWhere(scope, query.where),
+    limit: checkLimit(scope, query.limit, MAX_RANK_ROWS, DEFAULT_RANK_ROWS),
+  };
 }
 
 function withTimeout<T>(work: Promise<T>, plugin: string): Promise<T> {

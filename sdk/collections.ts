@@ -21,7 +21,7 @@ export interface FieldDeclaration {
   optional?: boolean;
   /** Holds a secret (a token, a key): never indexed, never named with its value in an error. */
   secret?: boolean;
-  /** Holds free text a search reads (`Collection.search`); never indexed. */
+  /** Holds free text `search` reads, and `rank` by default (`search` in the collection); never indexed. */
   text?: boolean;
   /** For `string`, `json`: the most bytes of UTF-8 (JSON for `json`) a value may have. */
   max_bytes?: number;
@@ -52,6 +52,12 @@ export interface CollectionDeclaration {
   retention?: { field: string; days: number };
   /** At most this many rows: past it, the oldest written are deleted (at first use, then hourly). */
   max_rows?: number;
+  /**
+   * The fields `rank` reads: string fields, none secret. Absent: the `text` fields; `[]`: none (no
+   * word index is kept). The store indexes their words on every write; changing the list re-indexes
+   * the collection at its next first use.
+   */
+  search?: string[];
 }
 
 /** A manifest's `data`: its collections, under its own id unless a bundled kit shares a namespace. */
@@ -94,6 +100,13 @@ export interface Query {
   after?: string;
 }
 
+/** What `rank` takes besides its text. */
+export interface RankQuery {
+  where?: Query["where"];
+  /** At most this many (1 … 1,000); default 50. */
+  limit?: number;
+}
+
 /** A plugin's handle on one of its collections. Writes resolve once durable. */
 export interface Collection<T extends Doc = Doc> {
   get(key: string): Promise<T | undefined>;
@@ -105,6 +118,19 @@ export interface Collection<T extends Doc = Doc> {
    * most `scan` rows of the query (default 10,000). With no words, the query's rows, none matching.
    */
   search(words: readonly string[], query?: Query & { scan?: number }): Promise<{ doc: T; matches: number }[]>;
+  /**
+   * Rows whose searched fields (`search` in the declaration) hold any term of `text`, best first by
+   * a BM25-like score (higher is better, always > 0), filtered by `where` (indexed fields, as `find`).
+   * The terms are `text`'s letter and digit runs (case- and width-folded, at most 32, each at most 64
+   * characters), never operators: any text a model sends is safe. A term of 3+ characters also
+   * matches words it begins, and stores match simple English word forms ("runs" finds "running").
+   * No terms: `[]`. VALIDATION_FAILED on a collection that searches no fields.
+   *
+   * @example
+   * const hits = await api.data.notes.rank("where does Ada live", { where: { fighter_id }, limit: 5 });
+   * // [{ doc: { id, text: "Ada moved to Lisbon", … }, score: 3.2 }, …]
+   */
+  rank(text: string, query?: RankQuery): Promise<{ doc: T; score: number }[]>;
   /** Adds a row; CONFLICT when its key or a unique field set is taken. */
   insert(doc: T): Promise<T>;
   /** Adds a row unless its key is taken; false when it was (nothing written). */
@@ -181,10 +207,22 @@ export interface StoredRow {
   seq: number;
 }
 
+/** `rank` as a store gets it: the terms (folded, distinct, 1 … 32), `where` checked, `limit` 1 … 1,000. */
+export interface StoredRankQuery {
+  terms: string[];
+  where: StoredCondition[];
+  limit: number;
+}
+
 export interface CollectionReader {
   get(ref: CollectionRef, key: string): Promise<StoredRow | undefined>;
   find(ref: CollectionRef, query: StoredQuery): Promise<StoredRow[]>;
   count(ref: CollectionRef, where: StoredCondition[]): Promise<number>;
+  /**
+   * The rows whose searched fields (`searchedFields`) match any term, best first (score > 0, higher
+   * better; ties in write order). Each term is matched as a word, never parsed as query syntax.
+   */
+  rank(ref: CollectionRef, query: StoredRankQuery): Promise<{ row: StoredRow; score: number }[]>;
 }
 
 /**
@@ -203,7 +241,8 @@ export type CollectionWrite =
  */
 export interface CollectionStore {
   /**
-   * Makes (or brings up to date) the collection's storage: its indexes and uniques. Records the
+   * Makes (or brings up to date) the collection's storage: its indexes and uniques, and its word
+   * index when it searches fields (indexing the rows it holds, again when `search` changed). Records the
    * version and `checksum` (of the declaration); a declaration whose checksum changed under a
    * recorded version, or whose version is older than the recorded one, is PLUGIN_INVALID.
    */

@@ -21,8 +21,11 @@ export {
   declarationChecksum,
   indexedFields,
   MAX_QUERY_ROWS,
+  searchedFields,
+  searchedText,
 } from "./collection-checks.js";
-export { createPluginData, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
+export { createPluginData, MAX_RANK_ROWS, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
+export { MAX_RANK_TERMS, MAX_TERM_CHARS, queryTerms, wordsOf } from "./collection-terms.js";
 export type * from "./collections.js";
 export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
 export { parseListen } from "./config.js";

@@ -6,8 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
-import { isSparError } from "../../sdk/index.js";
-import { countMatches, matchWords } from "../../sdk/kits/text.js";
+import { isSparError, MAX_RANK_ROWS } from "../../sdk/index.js";
 
 export type KgEntity = {
   name: string;
@@ -55,7 +54,10 @@ const TRIES = 3;
 export interface KnowledgeGraph {
   /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
   add(fighterId: string, entities: KgEntity[], relations: KgRelation[]): Promise<AddCounts>;
-  /** Entities whose name or type contains any of `words`, each with every relation it takes part in. */
+  /**
+   * Entities whose name or type holds any of `words` (a word, a word it begins, a form of it), best
+   * first, each with every relation it takes part in; no words: the newest entities.
+   */
   query(
     fighterId: string,
     words: readonly string[],
@@ -194,24 +196,21 @@ export function createKnowledgeGraph(
     async query(fighterId, words, limit) {
       const max = Math.min(Math.floor(limit), MAX_SCANNED);
       if (!Number.isSafeInteger(max) || max < 1) return [];
-      const bound = matchWords(words);
-      const newest = { where: { fighter_id: fighterId }, order: { by: ["created_at"], desc: true } };
+      const where = { fighter_id: fighterId };
+      // The word index ranks (Collection.rank); rows that score alike keep the order by name, then the oldest.
       const chosen =
-        bound.length === 0
-          ? await entities.find({ ...newest, limit: max })
-          : (await entities.find({ ...newest, limit: MAX_SCANNED }))
-              .reverse()
-              .map((e) => ({ e, matches: countMatches(bound, e.name, e.type) }))
-              .filter((m) => m.matches > 0)
-              // Most words matched first, then by name (folded, then as written), then the oldest.
+        words.length === 0
+          ? await entities.find({ where, order: { by: ["created_at"], desc: true }, limit: max })
+          : (await entities.rank(words.join(" "), { where, limit: Math.min(max, MAX_RANK_ROWS) }))
+              .map((hit, i) => ({ ...hit, i }))
               .sort(
                 (a, b) =>
-                  b.matches - a.matches ||
-                  compare(a.e.name.toLowerCase(), b.e.name.toLowerCase()) ||
-                  compare(a.e.name, b.e.name),
+                  b.score - a.score ||
+                  compare(a.doc.name.toLowerCase(), b.doc.name.toLowerCase()) ||
+                  compare(a.doc.name, b.doc.name) ||
+                  a.i - b.i,
               )
-              .slice(0, max)
-              .map((m) => m.e);
+              .map((hit) => hit.doc);
       return Promise.all(
         chosen.map(async (e) => ({ name: e.name, type: e.type, relations: await relationsOf(e.id) })),
       );

@@ -7,8 +7,9 @@
  */
 import { createHash } from "node:crypto";
 import type { CollectionDeclaration, CollectionRef, Doc, StoredCondition } from "../../sdk/index.js";
-import { indexedFields, SparError } from "../../sdk/index.js";
+import { indexedFields, SparError, searchedFields } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
+import { wordsVector } from "./collection-words.js";
 import type { Db } from "./connection.js";
 
 export type Kind = "s" | "n" | "t";
@@ -129,22 +130,29 @@ export function whereSql(
   return sql;
 }
 
-/** Rewrites rows' key HMAC, document, layout and slots, a batch per statement. */
+/** Rewrites rows' key HMAC, document, layout, slots and words, a batch per statement. */
 async function rewrite(
   db: Db,
-  rows: { seq: number; key_mac: Buffer; doc: Buffer; layout: number; slots: Slots }[],
+  rows: {
+    seq: number;
+    key_mac: Buffer;
+    doc: Buffer;
+    layout: number;
+    slots: Slots;
+    words: string | null;
+  }[],
 ): Promise<void> {
   for (let i = 0; i < rows.length; i += BATCH) {
     const params: unknown[] = [];
     const values = rows.slice(i, i + BATCH).map((r) => {
-      params.push(r.seq, r.key_mac, r.doc, r.layout, r.slots.s, r.slots.n, r.slots.t);
-      const at = params.length - 7;
-      return `($${at + 1}::bigint, $${at + 2}::bytea, $${at + 3}::bytea, $${at + 4}::int, $${at + 5}::bytea[], $${at + 6}::float8[], $${at + 7}::text[])`;
+      params.push(r.seq, r.key_mac, r.doc, r.layout, r.slots.s, r.slots.n, r.slots.t, r.words);
+      const at = params.length - 8;
+      return `($${at + 1}::bigint, $${at + 2}::bytea, $${at + 3}::bytea, $${at + 4}::int, $${at + 5}::bytea[], $${at + 6}::float8[], $${at + 7}::text[], $${at + 8}::tsvector)`;
     });
     await db.query(
       `UPDATE collection_rows AS r SET key_mac = v.key_mac, doc = v.doc, layout = v.layout,
-         mac_slots = v.s, num_slots = v.n, time_slots = v.t
-       FROM (VALUES ${values.join(", ")}) AS v(seq, key_mac, doc, layout, s, n, t) WHERE r.seq = v.seq`,
+         mac_slots = v.s, num_slots = v.n, time_slots = v.t, words = v.words
+       FROM (VALUES ${values.join(", ")}) AS v(seq, key_mac, doc, layout, s, n, t, words) WHERE r.seq = v.seq`,
       params,
     );
   }
@@ -188,17 +196,19 @@ export async function importDocs(
  * layout lose their slots, and the collection is marked for its next `ensure` to slot them.
  */
 export async function resealCollections(client: Db, old: Cipher, next: Cipher): Promise<void> {
-  const recorded = new Map<string, { version: number; layout: Layout }>();
+  const recorded = new Map<string, { version: number; layout: Layout; search: string[] }>();
   const schemas = await client.query<{
     namespace: string;
     collection: string;
     version: number;
     layout: string;
-  }>("SELECT namespace, collection, version, layout FROM collection_schemas");
+    search: string | null;
+  }>("SELECT namespace, collection, version, layout, search FROM collection_schemas");
   for (const r of schemas.rows) {
     recorded.set(`${r.namespace}/${r.collection}`, {
       version: r.version,
       layout: JSON.parse(r.layout) as Layout,
+      search: r.search === null ? [] : (JSON.parse(r.search) as string[]),
     });
   }
   const stale = new Set<string>();
@@ -227,6 +237,8 @@ export async function resealCollections(client: Db, old: Cipher, next: Cipher): 
           doc: seal(next, at, mac, key, doc),
           layout: slotted ? row.layout : 0,
           slots: slotted ? slotsOf(next, at, schema.layout, doc) : { s: [], n: [], t: [] },
+          // Tokens are MACs under the store key: made again under the new one (none until slotted).
+          words: slotted ? wordsVector(next, at, schema.search, doc) : null,
         };
       }),
     );
@@ -240,7 +252,7 @@ export async function resealCollections(client: Db, old: Cipher, next: Cipher): 
   }
 }
 
-/** Slots the collection's rows not yet slotted under its version, a batch at a time. */
+/** Slots (and indexes the words of) the collection's rows not yet slotted under its version, a batch at a time. */
 export async function slotRows(
   client: Db,
   cipher: Cipher,
@@ -255,13 +267,18 @@ export async function slotRows(
       [ref.declaration.version],
     );
     if (rows.length === 0) return;
+    const fields = searchedFields(ref.declaration);
     await rewrite(
       client,
-      rows.map((row) => ({
-        ...row,
-        layout: ref.declaration.version,
-        slots: slotsOf(cipher, ref, layout, open(cipher, ref, row.key_mac, row.doc)[1]),
-      })),
+      rows.map((row) => {
+        const doc = open(cipher, ref, row.key_mac, row.doc)[1];
+        return {
+          ...row,
+          layout: ref.declaration.version,
+          slots: slotsOf(cipher, ref, layout, doc),
+          words: wordsVector(cipher, ref, fields, doc),
+        };
+      }),
     );
   }
 }

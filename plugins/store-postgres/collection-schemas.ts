@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { CollectionRef } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { SparError, searchedFields } from "../../sdk/index.js";
 import type { Cipher } from "./cipher.js";
 import { indexPrefix, type Layout, layoutOf, scopeSql, slotRows, slotSql } from "./collection-rows.js";
 import { type Db, inTransaction, isUniqueViolation } from "./connection.js";
@@ -15,11 +15,13 @@ interface SchemaRow {
   checksum: string;
   layout: string;
   reslot: boolean;
+  /** The fields the rows' `words` were made from (JSON), NULL for none (collection-words.ts). */
+  search: string | null;
 }
 
 async function read(db: Db, ref: CollectionRef): Promise<SchemaRow | undefined> {
   const { rows } = await db.query<SchemaRow>(
-    "SELECT version, checksum, layout, reslot FROM collection_schemas WHERE namespace = $1 AND collection = $2",
+    "SELECT version, checksum, layout, reslot, search FROM collection_schemas WHERE namespace = $1 AND collection = $2",
     [ref.namespace, ref.name],
   );
   return rows[0];
@@ -40,8 +42,14 @@ export async function ensureCollection(
 ): Promise<void> {
   const scope = scopeSql(ref);
   const { namespace, name, declaration } = ref;
+  const fields = searchedFields(declaration);
+  const search = fields.length === 0 ? null : JSON.stringify(fields);
   const settled = (r: SchemaRow | undefined) =>
-    r !== undefined && r.version === declaration.version && r.checksum === checksum && !r.reslot;
+    r !== undefined &&
+    r.version === declaration.version &&
+    r.checksum === checksum &&
+    !r.reslot &&
+    r.search === search;
   if (settled(await read(pool, ref))) return;
   const layout = layoutOf(declaration);
   try {
@@ -69,14 +77,18 @@ export async function ensureCollection(
           recorded.version,
         ]);
       }
+      // Searched fields not the recorded ones (or a schema from before words): every row made again.
+      if (recorded && recorded.search !== search) {
+        await client.query(`UPDATE collection_rows SET layout = 0 WHERE ${scope}`);
+      }
       await slotRows(client, cipher, ref, layout);
       if (changed) await createIndexes(client, ref, layout, scope, prefix);
       await client.query(
-        `INSERT INTO collection_schemas (namespace, collection, version, checksum, layout, reslot, updated_at)
-         VALUES ($1, $2, $3, $4, $5, false, $6)
+        `INSERT INTO collection_schemas (namespace, collection, version, checksum, layout, reslot, updated_at, search)
+         VALUES ($1, $2, $3, $4, $5, false, $6, $7)
          ON CONFLICT (namespace, collection) DO UPDATE SET version = excluded.version, checksum = excluded.checksum,
-           layout = excluded.layout, reslot = false, updated_at = excluded.updated_at`,
-        [namespace, name, declaration.version, checksum, JSON.stringify(layout), now],
+           layout = excluded.layout, reslot = false, updated_at = excluded.updated_at, search = excluded.search`,
+        [namespace, name, declaration.version, checksum, JSON.stringify(layout), now, search],
       );
     });
   } catch (err) {

@@ -14,7 +14,7 @@ import type {
   StoredQuery,
   StoredRow,
 } from "../../sdk/index.js";
-import { isSparError, SparError, TRANSACTION_TIMEOUT_MS } from "../../sdk/index.js";
+import { isSparError, SparError, searchedFields, TRANSACTION_TIMEOUT_MS } from "../../sdk/index.js";
 import {
   CAST,
   type DbRow,
@@ -31,6 +31,7 @@ import {
   whereSql,
 } from "./collection-rows.js";
 import { ensureCollection, uniqueFields } from "./collection-schemas.js";
+import { RANK_WEIGHTS, termQueries, wordsVector } from "./collection-words.js";
 import { type Db, inTransaction, isUniqueViolation } from "./connection.js";
 import type { StoreContext } from "./context.js";
 
@@ -132,6 +133,33 @@ export function createCollections(
         );
         return Number(found[0]?.n ?? 0);
       },
+      async rank(ref, q) {
+        // Every row holding a term matches the OR of them all, so the hits hold each term's document
+        // frequency: the IDFs come from them and the collection's size, in the same statement.
+        const terms = termQueries(cipher, ref, q.terms);
+        const params: unknown[] = [terms.join(" | "), ...terms];
+        const scope = scopeSql(ref);
+        const df = terms.map(
+          (_, i) => `count(*) FILTER (WHERE words @@ $${i + 2}::tsquery)::float8 AS d${i}`,
+        );
+        const score = terms.map(
+          (_, i) =>
+            `ln(1 + (total.n - df.d${i} + 0.5) / (df.d${i} + 0.5)) * ts_rank('${RANK_WEIGHTS}', words, $${i + 2}::tsquery)`,
+        );
+        let sql = `WITH hits AS MATERIALIZED (
+            SELECT seq, key_mac, doc, words, mac_slots, num_slots, time_slots FROM collection_rows
+            WHERE ${scope} AND doc IS NOT NULL AND words @@ $1::tsquery),
+          total AS MATERIALIZED (SELECT count(*)::float8 AS n FROM collection_rows WHERE ${scope} AND words IS NOT NULL),
+          df AS MATERIALIZED (SELECT ${df.join(", ")} FROM hits)
+          SELECT seq, key_mac, doc, ${score.join(" + ")} AS score FROM hits, total, df
+          WHERE true${whereSql(cipher, ref, q.where, params)}`;
+        params.push(q.limit);
+        sql += ` ORDER BY score DESC, seq LIMIT $${params.length}::int`;
+        const { rows } = await query<DbRow & { score: number }>(db, "rank", sql, params);
+        return rows.flatMap((row) =>
+          row.doc === null ? [] : [{ row: toRow(ref, row as SealedRow), score: Number(row.score) }],
+        );
+      },
     };
   }
 
@@ -159,14 +187,15 @@ export function createCollections(
       return (await query(db, "delete", sql, [mac])).rowCount ?? 0;
     }
     const slots = slotsOf(cipher, w.ref, layoutOf(w.ref.declaration), w.doc);
+    const words = wordsVector(cipher, w.ref, searchedFields(w.ref.declaration), w.doc);
     const replace = `ON CONFLICT ON CONSTRAINT ${KEY_CONSTRAINT} DO UPDATE SET doc = excluded.doc,
       layout = excluded.layout, mac_slots = excluded.mac_slots, num_slots = excluded.num_slots,
-      time_slots = excluded.time_slots`;
+      time_slots = excluded.time_slots, words = excluded.words`;
     const onConflict = w.op === "put" ? replace : `${replace} WHERE collection_rows.doc IS NULL`;
     try {
       const done = await db.query(
-        `INSERT INTO collection_rows (namespace, collection, key_mac, doc, layout, mac_slots, num_slots, time_slots)
-         VALUES ($1, $2, $3, $4, $5, $6::bytea[], $7::float8[], $8::text[]) ${onConflict}`,
+        `INSERT INTO collection_rows (namespace, collection, key_mac, doc, layout, mac_slots, num_slots, time_slots, words)
+         VALUES ($1, $2, $3, $4, $5, $6::bytea[], $7::float8[], $8::text[], $9::tsvector) ${onConflict}`,
         [
           w.ref.namespace,
           w.ref.name,
@@ -176,6 +205,7 @@ export function createCollections(
           slots.s,
           slots.n,
           slots.t,
+          words,
         ],
       );
       const written = done.rowCount ?? 0;

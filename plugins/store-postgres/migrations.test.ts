@@ -89,6 +89,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         [6, "2f06d4cd09d7dc9a139c975c99a3de318a1007a47636b860f3cd9efd677fd0c2"],
         [7, "f302d94493f6dfee11a6571a69992dd9d2ac166986d5bbfff5e5ac1b28b3b5a7"],
         [8, "85c993cfc2ce11b0403d35ec6ade3ba36c4881ff30d20e6b85e4c37ae651b9fd"],
+        [9, "6c43cd310329289fee4140d3c04ca62b5fffca699470702bff0fc369de2c3f36"],
       ]);
     });
 

@@ -99,6 +99,19 @@ CREATE INDEX usage_at ON usage(at) INCLUDE (fighter_id, provider, model, origin,
 CREATE INDEX usage_fighter_at ON usage(fighter_id, at);
 `,
   },
+  {
+    version: 9,
+    name: "collection word index",
+    sql: `
+-- Collection.rank (collection-words.ts): each row of a collection that searches fields holds its
+-- words as keyed tokens (HMACs, never the words) in a tsvector, found through a GIN index;
+-- collection_schemas.search records the fields they were made from (NULL: none, or rows from before
+-- this, which the collection's next ensure indexes).
+ALTER TABLE collection_rows ADD COLUMN words tsvector;
+CREATE INDEX collection_rows_words ON collection_rows USING gin (words);
+ALTER TABLE collection_schemas ADD COLUMN search TEXT;
+`,
+  },
 ];
 
 /** The version the baseline is equal to: migrations after it still run on a new schema. */

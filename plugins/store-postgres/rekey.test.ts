@@ -142,6 +142,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
             id: { type: "string" },
             who: { type: "string" },
             tag: { type: "string", optional: true },
+            body: { type: "string", optional: true, text: true },
           },
           indexes: [["who"]],
           unique: [["tag"]],
@@ -151,7 +152,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         createPluginData({ plugin: "moves-rekeyed", data: { collections }, store: () => s.collections })
           .notes as Collection;
       const notes = data(store);
-      await notes.insert({ id: "n1", who: "ann", tag: "red" });
+      await notes.insert({ id: "n1", who: "ann", tag: "red", body: "a copper kettle" });
       await notes.insert({ id: "n2", who: "bob" });
       // A row imported after the collection was made: not yet slotted when the rekey comes.
       const pool = new pg.Pool({ connectionString: URL_, options: `-c search_path=${schemaForHome(home)}` });
@@ -159,7 +160,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
         const cipher = await openCipher(pool, Buffer.from(OLD), schemaForHome(home));
         await inTransaction(pool, (client) =>
           importDocs(client, cipher, "moves-rekeyed", "notes", [
-            { key: "n3", doc: { id: "n3", who: "ann" } },
+            { key: "n3", doc: { id: "n3", who: "ann", body: "kettles" } },
           ]),
         );
         cipher.wipe();
@@ -169,7 +170,9 @@ describe.skipIf(!TEST_DATABASE_URL)(
 
       await store.rekey(Buffer.from(NEW));
       // The open store goes on under the new key, its collections already made.
-      expect(await notes.get("n1")).toEqual({ id: "n1", who: "ann", tag: "red" });
+      expect(await notes.get("n1")).toEqual({ id: "n1", who: "ann", tag: "red", body: "a copper kettle" });
+      // The words' tokens are MACs under the store key: made again under the new one.
+      expect((await notes.rank("copper kettle")).map((r) => r.doc.id)).toEqual(["n1"]);
       expect((await notes.find({ where: { who: "bob" } })).map((d) => d.id)).toEqual(["n2"]);
       expect(await notes.insert({ id: "n1", who: "x" }).catch((e: { code: string }) => e.code)).toBe(
         "CONFLICT",
@@ -184,6 +187,8 @@ describe.skipIf(!TEST_DATABASE_URL)(
       expect(await again.get("n2")).toEqual({ id: "n2", who: "bob" });
       expect((await again.find({ where: { who: "ann" } })).map((d) => d.id)).toEqual(["n1", "n3"]);
       expect(await again.add({ id: "n3", who: "y" })).toBe(false);
+      // The row imported before the rekey is indexed once slotted, under the new key.
+      expect((await again.rank("kettle")).map((r) => r.doc.id).sort()).toEqual(["n1", "n3"]);
       await after.close();
     });
 

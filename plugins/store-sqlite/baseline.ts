@@ -27,6 +27,42 @@ CREATE TABLE collection_schemas (
 ) WITHOUT ROWID;
 `;
 
+/** Migration 23's SQL, which the baseline holds too. */
+export const COLLECTION_WORDS = `
+-- Collection.rank's word index: an FTS5 row per row of a collection that searches fields (rowid =
+-- collection_rows.seq, kept by put), its scope the token 'c' || collection_search.id, its words the
+-- searched fields' text, a line each. Contentless: the text is in the rows already; the index is in
+-- this (encrypted) database like them. The triggers keep it in step with every write of the rows, in
+-- the writing statement's transaction; collection_search records which fields a collection's rows
+-- were indexed by, and ensure (collections.ts) indexes them again when that changes.
+CREATE TABLE collection_search (
+  id INTEGER PRIMARY KEY,
+  namespace TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  fields TEXT NOT NULL CHECK (json_valid(fields)),
+  UNIQUE (namespace, collection)
+);
+CREATE VIRTUAL TABLE collection_words USING fts5(
+  scope, words, tokenize = 'porter unicode61 remove_diacritics 2', content = '', contentless_delete = 1
+);
+CREATE TRIGGER collection_words_insert AFTER INSERT ON collection_rows BEGIN
+  INSERT INTO collection_words (rowid, scope, words)
+  SELECT new.seq, 'c' || s.id,
+    (SELECT group_concat(json_extract(new.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
+  FROM collection_search s WHERE s.namespace = new.namespace AND s.collection = new.collection;
+END;
+CREATE TRIGGER collection_words_update AFTER UPDATE OF doc ON collection_rows BEGIN
+  DELETE FROM collection_words WHERE rowid = old.seq;
+  INSERT INTO collection_words (rowid, scope, words)
+  SELECT new.seq, 'c' || s.id,
+    (SELECT group_concat(json_extract(new.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
+  FROM collection_search s WHERE s.namespace = new.namespace AND s.collection = new.collection;
+END;
+CREATE TRIGGER collection_words_delete AFTER DELETE ON collection_rows BEGIN
+  DELETE FROM collection_words WHERE rowid = old.seq;
+END;
+`;
+
 /** The turns table and its indexes as migration 20 leaves them (the baseline holds them too). */
 export const TURNS_TABLE = `CREATE TABLE turns (
   id TEXT PRIMARY KEY,
@@ -55,11 +91,11 @@ CREATE INDEX turns_unfinished ON turns(bout_id, started_at) WHERE status <> 'com
 /** The migrations a database of the previous release or later may still need. */
 
 /** The version the baseline is equal to: migrations after it still run on a new database. */
-export const BASELINE_VERSION = 22;
+export const BASELINE_VERSION = 23;
 
 /**
  * The current schema, which a new database is made from in one step: the Ring's own records and the
- * plugins' collections (what migrations 1 to 22 leave, the tables they moved into collections never
+ * plugins' collections (what migrations 1 to 23 leave, the tables they moved into collections never
  * made). A test compares it with a database of the previous release upgraded by the migrations.
  */
 export const BASELINE = `
@@ -161,4 +197,4 @@ CREATE TABLE nonces (
   PRIMARY KEY (key_id, nonce)
 );
 CREATE INDEX nonces_expiry ON nonces(expires_at);
-${COLLECTION_TABLES}`;
+${COLLECTION_TABLES}${COLLECTION_WORDS}`;

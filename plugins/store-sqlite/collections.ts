@@ -13,9 +13,10 @@ import type {
   CollectionWrite,
   StoredCondition,
   StoredQuery,
+  StoredRankQuery,
   StoredRow,
 } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { SparError, searchedFields } from "../../sdk/index.js";
 import type { Synced } from "./sync-store.js";
 
 /** What store.ts builds the asynchronous CollectionStore from: reads, `ensure`, and the writes of one transaction. */
@@ -24,6 +25,7 @@ export interface CollectionRows {
   get(ref: CollectionRef, key: string): Promise<StoredRow | undefined>;
   find(ref: CollectionRef, query: StoredQuery): Promise<StoredRow[]>;
   count(ref: CollectionRef, where: StoredCondition[]): Promise<number>;
+  rank(ref: CollectionRef, query: StoredRankQuery): Promise<{ row: StoredRow; score: number }[]>;
   apply(writes: CollectionWrite[]): Promise<number[]>;
 }
 
@@ -103,7 +105,45 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
     delete: db.prepare("DELETE FROM collection_rows WHERE namespace = ? AND collection = ? AND key = ?"),
   };
 
+  const words = {
+    get: db.prepare<[string, string], { id: number; fields: string }>(
+      "SELECT id, fields FROM collection_search WHERE namespace = ? AND collection = ?",
+    ),
+    put: db.prepare(
+      `INSERT INTO collection_search (namespace, collection, fields) VALUES (?, ?, ?)
+       ON CONFLICT (namespace, collection) DO UPDATE SET fields = excluded.fields`,
+    ),
+    drop: db.prepare("DELETE FROM collection_search WHERE namespace = ? AND collection = ?"),
+  };
+
+  /** The word index of the collection's rows made again when its searched fields are not the recorded ones. */
+  const indexWords = (ref: CollectionRef) => {
+    const fields = searchedFields(ref.declaration);
+    const wanted = fields.length === 0 ? undefined : JSON.stringify(fields);
+    const recorded = words.get.get(ref.namespace, ref.name);
+    if (recorded?.fields === wanted) return;
+    const scope = scopeSql(ref);
+    if (recorded)
+      db.exec(`DELETE FROM collection_words WHERE rowid IN (SELECT seq FROM collection_rows WHERE ${scope})`);
+    if (!wanted) {
+      words.drop.run(ref.namespace, ref.name);
+      return;
+    }
+    words.put.run(ref.namespace, ref.name, wanted);
+    prepared(
+      `INSERT INTO collection_words (rowid, scope, words)
+       SELECT r.seq, 'c' || s.id, (SELECT group_concat(json_extract(r.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
+       FROM collection_rows r JOIN collection_search s ON s.namespace = r.namespace AND s.collection = r.collection
+       WHERE r.${scope.replace(" AND collection", " AND r.collection")}`,
+    ).run();
+  };
+
   const ensure = db.transaction((ref: CollectionRef, checksum: string) => {
+    ensureIndexes(ref, checksum);
+    indexWords(ref);
+  });
+
+  const ensureIndexes = (ref: CollectionRef, checksum: string) => {
     const { namespace, name, declaration } = ref;
     const recorded = schema.get.get(namespace, name);
     if (recorded) {
@@ -149,7 +189,7 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
       }
     });
     schema.put.run(namespace, name, declaration.version, checksum, now());
-  });
+  };
 
   const conflict = (ref: CollectionRef, key: string, err: unknown): unknown => {
     if (!isUniqueViolation(err)) return err;
@@ -226,8 +266,29 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
         .pluck()
         .get(...params) as number;
     },
+    rank(ref, query) {
+      const scope = words.get.get(ref.namespace, ref.name);
+      if (!scope) return [];
+      const params: Bound[] = [matchOf(scope.id, query.terms)];
+      const sql = `SELECT seq, doc, -bm25(collection_words, 0.0, 1.0) AS score
+        FROM collection_words JOIN collection_rows ON seq = collection_words.rowid
+        WHERE collection_words MATCH ? AND ${scopeSql(ref)}${conditionsSql(query.where, params)}
+        ORDER BY bm25(collection_words, 0.0, 1.0), seq LIMIT ?`;
+      params.push(query.limit);
+      const found = prepared(sql).all(...params) as (DbRow & { score: number })[];
+      return found.map((r) => ({ row: toRow(r), score: r.score }));
+    },
     apply: (writes) => apply(writes),
   };
+}
+
+/**
+ * The FTS5 query for `terms` in the collection whose scope token is `c<id>`: each term a quoted
+ * string (so nothing in it is syntax), a prefix for terms of 3+ characters, OR-ed.
+ */
+export function matchOf(id: number, terms: readonly string[]): string {
+  const quoted = terms.map((t) => `"${t.replaceAll('"', '""')}"${[...t].length >= 3 ? "*" : ""}`);
+  return `scope : "c${id}" AND words : (${quoted.join(" OR ")})`;
 }
 
 /**
@@ -237,7 +298,7 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
  */
 export function sqliteCollections(rows: CollectionRows): CollectionStore {
   let tail: Promise<unknown> = Promise.resolve();
-  const reader = { get: rows.get, find: rows.find, count: rows.count };
+  const reader = { get: rows.get, find: rows.find, count: rows.count, rank: rows.rank };
   return {
     ensure: rows.ensure,
     reader,

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3-multiple-ciphers";
 import { SparError } from "../../sdk/index.js";
-import { BASELINE, BASELINE_VERSION, COLLECTION_TABLES, TURNS_TABLE } from "./baseline.js";
+import { BASELINE, BASELINE_VERSION, COLLECTION_TABLES, COLLECTION_WORDS, TURNS_TABLE } from "./baseline.js";
 
 export { BASELINE_VERSION };
 
@@ -281,6 +281,7 @@ CREATE INDEX usage_at ON usage(at, fighter_id, provider, model, origin, input_to
 CREATE INDEX usage_fighter_at ON usage(fighter_id, at);
 `,
   },
+  { version: 23, name: "collection word index", sql: COLLECTION_WORDS },
 ];
 
 /** The checksum recorded for a migration: sha256 (hex) of its SQL text, exactly as written. */

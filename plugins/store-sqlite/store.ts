@@ -55,6 +55,7 @@ const READS: ReadonlySet<string> = new Set([
   "collectionRows.get",
   "collectionRows.find",
   "collectionRows.count",
+  "collectionRows.rank",
 ]);
 
 /** A turn's own writes: the kernel awaits `store.durable()` before it acknowledges the turn. */

@@ -18,7 +18,7 @@ import { importDocs } from "../../plugins/store-postgres/collections.js";
 import { openCipher } from "../../plugins/store-postgres/keys.js";
 import { openPostgresStore } from "../../plugins/store-postgres/store.js";
 import { openSqliteStore } from "../../plugins/store-sqlite/store.js";
-import { checkDataDeclaration, checkNamespaces } from "../../sdk/collection-checks.js";
+import { checkDataDeclaration, checkNamespaces, declarationChecksum } from "../../sdk/collection-checks.js";
 import { createPluginData, TRANSACTION_TIMEOUT_MS } from "../../sdk/collection-engine.js";
 import type {
   Collection,
@@ -33,6 +33,7 @@ import { SparError } from "../../sdk/errors.js";
 import type { Store } from "../../sdk/index.js";
 import { underCi } from "../helpers/browser.js";
 import { queryRows } from "../helpers/db.js";
+import { legacySqlite } from "../helpers/plugin-data.js";
 import { dropSchemas, SKIP_REASON, schemaForHome, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 interface StoreFactory {
@@ -470,6 +471,164 @@ for (const factory of FACTORIES) {
           ["s5", 0],
         ]);
       });
+    });
+
+    describe("rank", () => {
+      let notes: Collection<Note>;
+      const ranked = async (text: string, query?: Parameters<Collection<Note>["rank"]>[1]) =>
+        (await notes.rank(text, query)).map((r) => r.doc.id);
+      beforeAll(async () => {
+        notes = fresh();
+        for (let i = 0; i < 8; i++) {
+          await notes.insert(
+            note(`c${i}`, { at: at(i), title: "Apple notes", body: `an apple, number ${i}` }),
+          );
+        }
+        await notes.insert(note("z1", { at: at(10), body: "a zebra crossing, and another zebra", who: "x" }));
+        await notes.insert(
+          note("z2", {
+            at: at(11),
+            title: "Zebras",
+            body: "seen once, at the zoo, on a long walk",
+            who: "y",
+          }),
+        );
+        await notes.insert(note("r1", { at: at(12), body: "She was running to the teapots" }));
+        await notes.insert(note("k1", { at: at(13), body: "住所 東京 です, near the station 🚉" }));
+        await notes.insert(note("p1", { at: at(14), plain: "zebra in a field rank does not read" }));
+      });
+
+      it("ranks rows holding a rare term above rows holding a common one, scores positive and falling", async () => {
+        const found = await notes.rank("apple zebra");
+        expect(found[0]?.doc.id).toBe("z1");
+        expect(found.map((r) => r.doc.id).sort()).toEqual(
+          ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "z1", "z2"].sort(),
+        );
+        for (const [i, r] of found.entries()) {
+          expect(r.score).toBeGreaterThan(0);
+          if (i > 0) expect(r.score).toBeLessThanOrEqual(found[i - 1]?.score ?? 0);
+        }
+        expect(found.find((r) => r.doc.id === "z1")?.doc).toEqual(await notes.get("z1"));
+      });
+
+      it("filters by where and returns at most limit (default 50, 1 … 1,000)", async () => {
+        expect(await ranked("zebra apple", { where: { who: "y" } })).toEqual(["z2"]);
+        expect(await ranked("zebra", { where: { who: { in: ["x", "y"] } } })).toEqual(["z1", "z2"]);
+        expect(await ranked("apple", { limit: 3 })).toHaveLength(3);
+        expect(await ranked("apple", { where: { rank: 99 } })).toEqual([]);
+        expect((await refusal(notes.rank("apple", { limit: 1001 }))).code).toBe("VALIDATION_FAILED");
+        expect((await refusal(notes.rank("apple", { where: { body: "x" } }))).code).toBe("VALIDATION_FAILED");
+        const odd = { order: { by: ["at"] } } as unknown as { limit: number };
+        expect((await refusal(notes.rank("apple", odd))).code).toBe("VALIDATION_FAILED");
+      });
+
+      it("matches words a term of 3+ characters begins, word forms, and any case", async () => {
+        expect(await ranked("ZEB")).toEqual(expect.arrayContaining(["z1", "z2"]));
+        expect(await ranked("crossings")).toEqual(["z1"]);
+        expect(await ranked("runs teapot")).toEqual(["r1"]);
+        expect(await ranked("ze")).toEqual([]);
+        expect(await ranked("東京")).toEqual(["k1"]);
+      });
+
+      it("takes any text as words: operators, quotes, emoji, scripts and 100 kB are matched, never parsed", async () => {
+        for (const text of [
+          '"NEAR(a b)" OR x* -y ^z : {col}',
+          '"',
+          "*",
+          "AND",
+          "- : ( ) NOT",
+          "zebra AND NOT apple",
+          'station" OR "',
+          "🚉🦓",
+          "東京 ἀλφα עברית العربية देवनागरी",
+          `${"zebra ".repeat(2)}${"ü̈x".repeat(20_000)} ${"雨".repeat(40_000)}`,
+          "a".repeat(100_000),
+        ]) {
+          const found = await notes.rank(text);
+          expect(Array.isArray(found)).toBe(true);
+        }
+        expect(await ranked("near(station)")).toEqual(["k1"]);
+        expect(await ranked("zebra AND NOT apple")).toContain("c0");
+        expect(await notes.rank("")).toEqual([]);
+        expect(await notes.rank("-- ** :: 🚉")).toEqual([]);
+      });
+
+      it("a row updated or deleted leaves the index as it was written", async () => {
+        const own = fresh();
+        await own.insert(note("u1", { body: "a walrus" }));
+        await own.insert(note("u2", { body: "a walrus too" }));
+        await own.update("u1", { body: "a narwhal" });
+        await own.put(note("u2", { title: "narwhal" }));
+        expect((await own.rank("walrus")).map((r) => r.doc.id)).toEqual([]);
+        expect((await own.rank("narwhal")).map((r) => r.doc.id).sort()).toEqual(["u1", "u2"]);
+        await own.delete("u1");
+        await own.deleteWhere({ who: "w" });
+        expect(await own.rank("narwhal")).toEqual([]);
+      });
+
+      it("a collection that searches no fields is refused; search names the fields rank reads", async () => {
+        const none: CollectionDeclaration = { ...NOTES, search: [] };
+        expect((await refusal(fresh(none).rank("zebra"))).code).toBe("VALIDATION_FAILED");
+        const plainOnly = fresh({ ...NOTES, search: ["plain", "who"] });
+        await plainOnly.insert(note("f1", { plain: "okapi", body: "giraffe" }));
+        expect((await plainOnly.rank("okapi")).map((r) => r.doc.id)).toEqual(["f1"]);
+        expect(await plainOnly.rank("giraffe")).toEqual([]);
+      });
+
+      it("indexes the rows already there when a collection starts searching, or searches other fields", async () => {
+        const plugin = newPlugin();
+        const decl = (version: number, search?: string[]): CollectionDeclaration => ({
+          ...NOTES,
+          version,
+          ...(search ? { search } : {}),
+        });
+        const v1 = handle(dataFor(store, { notes: decl(1, []) }, { plugin }));
+        await v1.insert(note("b1", { body: "a quokka", plain: "a wombat" }));
+        const v2 = handle(dataFor(store, { notes: decl(2) }, { plugin }));
+        expect((await v2.rank("quokka")).map((r) => r.doc.id)).toEqual(["b1"]);
+        await v2.insert(note("b2", { body: "quokka and wombat" }));
+        const v3 = handle(dataFor(store, { notes: decl(3, ["plain"]) }, { plugin }));
+        expect((await v3.rank("quokka wombat")).map((r) => r.doc.id)).toEqual(["b1"]);
+      });
+
+      it("the retention sweep takes rows out of the index", async () => {
+        const plugin = newPlugin();
+        const decl: CollectionDeclaration = { ...NOTES, retention: { field: "at", days: 2 } };
+        let now = Date.parse("2026-03-10T12:00:00.000Z");
+        const swept = handle(dataFor(store, { notes: decl }, { plugin, now: () => now }));
+        const day = (d: number) => new Date(now - d * 86_400_000).toISOString();
+        await swept.insert(note("old", { at: day(3), body: "an axolotl" }));
+        await swept.insert(note("new", { at: day(0), body: "an axolotl" }));
+        expect((await swept.rank("axolotl")).map((r) => r.doc.id)).toEqual(["old", "new"]);
+        now += 3_600_001;
+        expect((await swept.rank("axolotl")).map((r) => r.doc.id)).toEqual(["new"]);
+      });
+
+      it("ranks a 10,000-row collection in well under a second", async () => {
+        const data = dataFor(store, { notes: NOTES });
+        const big = handle(data);
+        const words = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron"];
+        for (let b = 0; b < 10; b++) {
+          const batch = Array.from({ length: 1000 }, (_, i) => {
+            const n = b * 1000 + i;
+            return note(`m${n}`, {
+              at: at(n),
+              body: `${words[n % 8]} ${words[(n * 7) % 8]} entry ${n}${n === 4242 ? " zircon zircon" : ""}`,
+            });
+          });
+          await data.transaction(async (tx) => {
+            for (const doc of batch) tx.notes?.insert(doc);
+          });
+        }
+        expect(await big.count()).toBe(10_000);
+        await big.rank("warm up");
+        const started = performance.now();
+        const found = await big.rank("zircon amber heron", { limit: 20 });
+        const took = performance.now() - started;
+        expect(found[0]?.doc.id).toBe("m4242");
+        expect(found).toHaveLength(20);
+        expect(took).toBeLessThan(500);
+      }, 120_000);
     });
 
     describe("uniques", () => {
@@ -976,6 +1135,36 @@ describe("collection contract: declarations refused before any plugin code runs"
     }
   });
 
+  it("refuses search naming a field that is undeclared, repeated, not a string, or secret", () => {
+    refused(
+      withNotes((d) => {
+        d.search = ["title", "title"];
+      }),
+      "collections.notes.search",
+    );
+    for (const [field, why] of [
+      ["ghost", "not a declared field"],
+      ["rank", "its type is integer"],
+      ["meta", "its type is json"],
+      ["token", "it holds a secret"],
+    ]) {
+      const err = refused(
+        withNotes((d) => {
+          d.search = [field as string];
+        }),
+        "collections.notes.search",
+      );
+      expect(err.message).toContain(`"${field}"`);
+      expect(err.message).toContain(why);
+    }
+    // Any other string field may be searched: indexed, text, or neither.
+    expect(() =>
+      checkDataDeclaration("moves-ok", {
+        collections: { notes: { ...NOTES, search: ["who", "body", "plain"] } },
+      }),
+    ).not.toThrow();
+  });
+
   it("refuses retention on a field that is not an indexed time", () => {
     for (const field of ["rank", "ghost"]) {
       const err = refused(
@@ -1227,6 +1416,65 @@ describe.skipIf(!TEST_DATABASE_URL && !underCi())(
       }
     });
 
+    /** Runs `sql` on the schema behind the store's back. */
+    async function onSchema<R extends object>(home: string, sql: string): Promise<R[]> {
+      const client = new pg.Client({
+        connectionString: PG_URL,
+        options: `-c search_path=${schemaForHome(home)}`,
+      });
+      await client.connect();
+      try {
+        return (await client.query<R>(sql)).rows;
+      } finally {
+        await client.end();
+      }
+    }
+
+    it("keeps words as keyed tokens: no word of a searched field reaches the server", async () => {
+      const home = tempHome();
+      const store = await open(home);
+      const notes = handle(dataFor(store, { notes: NOTES }));
+      await notes.insert(note("w1", { title: "Pelican brief", body: "pelicans nest near Lisbon harbour" }));
+      expect((await notes.rank("pelican lisbon")).map((r) => r.doc.id)).toEqual(["w1"]);
+      const [row] = await onSchema<{ words: string }>(
+        home,
+        "SELECT words::text AS words FROM collection_rows",
+      );
+      const words = row?.words ?? "";
+      expect(words).toMatch(/^('[wp][0-9a-f]{16}':[0-9A,]+ ?)+$/);
+      for (const word of [
+        "pelican",
+        "pelicans",
+        "brief",
+        "nest",
+        "near",
+        "lisbon",
+        "harbour",
+        "pel",
+        "lis",
+      ]) {
+        expect(words).not.toContain(word);
+        // Hex of a short word may turn up in random hex by chance: only the longer ones are looked for.
+        if (word.length >= 5) expect(words).not.toContain(Buffer.from(word).toString("hex"));
+      }
+    });
+
+    it("a collection made before the word index (migration 9) is indexed at its next first use", async () => {
+      const home = tempHome();
+      const store = await open(home);
+      const plugin = newPlugin();
+      const notes = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      await notes.insert(note("o1", { body: "an old pangolin" }));
+      await notes.insert(note("o2", { title: "Pangolins" }));
+      // What migration 9 leaves a collection made before it: no words, no searched fields recorded.
+      await onSchema(home, "UPDATE collection_rows SET words = NULL");
+      await onSchema(home, "UPDATE collection_schemas SET search = NULL");
+      expect(await notes.rank("pangolin")).toEqual([]);
+      const restarted = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      expect((await restarted.rank("pangolin")).map((r) => r.doc.id).sort()).toEqual(["o1", "o2"]);
+      expect(await restarted.get("o1")).toEqual(note("o1", { body: "an old pangolin" }));
+    });
+
     it("imports docs in order, unslotted, and the next ensure slots them (before the collection is made or after)", async () => {
       const home = tempHome();
       const store = await open(home);
@@ -1276,6 +1524,38 @@ describe.skipIf(!TEST_DATABASE_URL && !underCi())(
 // ---- SQLite only: the partial indexes serve the queries. ----
 
 describe("collection contract: store-sqlite only", () => {
+  it("a collection made before the word index (migration 23) is indexed at its first use; the index checks out", async () => {
+    const home = tempHome();
+    const plugin = newPlugin();
+    const db = await legacySqlite(home, 23);
+    db.prepare(
+      "INSERT INTO collection_schemas (namespace, collection, version, checksum, updated_at) VALUES (?, 'notes', 1, ?, ?)",
+    ).run(plugin, declarationChecksum(NOTES), at(0));
+    const row = db.prepare(
+      "INSERT INTO collection_rows (namespace, collection, key, doc) VALUES (?, 'notes', ?, ?)",
+    );
+    row.run(plugin, "o1", JSON.stringify(note("o1", { body: "an old pangolin" })));
+    row.run(
+      plugin,
+      "o2",
+      JSON.stringify(note("o2", { title: "Pangolins", body: "seen at dusk in the long grass" })),
+    );
+    db.close();
+    const store = await openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) });
+    try {
+      const notes = handle(dataFor(store, { notes: NOTES }, { plugin }));
+      expect((await notes.rank("pangolin")).map((r) => r.doc.id).sort()).toEqual(["o1", "o2"]);
+      await notes.insert(note("n1", { body: "a pangolin, a pangolin" }));
+      await notes.delete("o1");
+      expect((await notes.rank("pangolin")).map((r) => r.doc.id)).toEqual(["n1", "o2"]);
+      const secret = Buffer.from(MASTER_SECRET);
+      // integrity_check reads the FTS5 index too (SQLite 3.44 and later).
+      expect(await queryRows(home, "PRAGMA integrity_check", secret)).toEqual([{ integrity_check: "ok" }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("find with an equality on an indexed field uses the collection's partial index", async () => {
     const home = tempHome();
     const store = await openSqliteStore({ home, masterSecret: Buffer.from(MASTER_SECRET) });
