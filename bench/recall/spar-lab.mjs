@@ -114,6 +114,7 @@ export function createRecallLab({ embedder, flush, now }) {
       for (const m of found.memories) texts.set(`m:${m.key}`, `${m.key}: ${m.value}`);
       for (const p of spoken.results) texts.set(`p:${p.bout_id}:${p.at}:${p.text}`, p.text);
       const fused = fusionMod.fuse([found.memories.map((m) => `m:${m.key}`), spoken.results.map((p) => `p:${p.bout_id}:${p.at}:${p.text}`)]);
+      await found.reinforced;
       return [...fused]
         .sort((a, b) => b[1] - a[1])
         .slice(0, k)

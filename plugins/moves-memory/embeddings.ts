@@ -6,7 +6,7 @@
  * the model changes, whatever has no vector of the current model is queued again. Searches read
  * in-process indexes (vector-index.ts), loaded per fighter on first use and kept up to date.
  */
-import type { Collection, Logger, ModelSettings, PluginData, RingServices } from "../../sdk/index.js";
+import type { Collection, Logger, ModelSettings, PluginData } from "../../sdk/index.js";
 import { decodeVector, encodeVector, type VectorHit, VectorIndex } from "./vector-index.js";
 
 export type Kind = "memory" | "passage";
@@ -95,9 +95,19 @@ export function modelKey(config: EmbeddingsConfig): string {
   return `${config.provider}/${config.model}@${config.dimensions ?? "native"}`;
 }
 
+/** What embedding needs of the Ring: `ring.llm.embed`. */
+export interface EmbedService {
+  llm: {
+    embed(
+      settings: ModelSettings,
+      request: { input: string[]; purpose?: "document" | "query"; dimensions?: number; signal?: AbortSignal },
+    ): Promise<{ vectors: number[][] }>;
+  };
+}
+
 export function createEmbeddings(options: {
   config: EmbeddingsConfig;
-  ring: Pick<RingServices, "llm">;
+  ring: EmbedService;
   data: PluginData;
   log: Logger;
   now?: () => string;

@@ -1,5 +1,5 @@
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
-import { createEmbeddings, type EmbeddingsConfig, type Embeddings } from "./embeddings.js";
+import { createEmbeddings, type EmbedService, type EmbeddingsConfig, type Embeddings } from "./embeddings.js";
 import { flushFacts } from "./flush.js";
 import { createMemories } from "./memories.js";
 import { createPassages } from "./passages.js";
@@ -42,7 +42,7 @@ export default definePlugin({
     const memories = createMemories(data, ring.fighters);
     const settings = (config.memory as { embeddings?: EmbeddingsConfig }).embeddings;
     const embeddings: Embeddings | undefined = settings
-      ? createEmbeddings({ config: settings, ring, data, log })
+      ? createEmbeddings({ config: settings, ring: ring as unknown as EmbedService, data, log })
       : undefined;
     const passages = createPassages(data, () => embeddings, decay);
 
@@ -60,6 +60,9 @@ export default definePlugin({
         async run(input, { fighter, untrusted }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
           const found = await recallMemories(memories, embeddings, fighter.id, String(input.query), limit, decay);
+          found.reinforced.catch((err: unknown) =>
+            log.warn("reinforcing recalled memories failed", { error: (err as Error).message }),
+          );
           for (const source of found.taint) untrusted({ ...source, move: "memory_recall" });
           return { memories: found.memories, by: found.by };
         },

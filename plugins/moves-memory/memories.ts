@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
 import type { TaintSource } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
+import { queryWords } from "../../sdk/kits/text.js";
 
 /** One remembered fact, as stored (and as `api.data.memories` holds it). A type, not an interface: a Doc. */
 export type MemoryRecord = {
@@ -85,7 +86,7 @@ export function createMemories(
       );
     },
     async byWords(fighterId, query) {
-      const found = await memories.rank(query, { where: { fighter_id: fighterId }, limit: MAX_CANDIDATES });
+      const found = await memories.rank(searchWords(query), { where: { fighter_id: fighterId }, limit: MAX_CANDIDATES });
       return found.map((f) => f.doc);
     },
     async byIds(fighterId, ids) {
@@ -120,6 +121,16 @@ export function createMemories(
       });
     },
   };
+}
+
+/**
+ * What a query asks the word index for: its content words (no "where", "does", "my": every memory
+ * has them, and BM25 would weigh them near nothing while reading every row that holds them), or the
+ * query itself when it has none.
+ */
+export function searchWords(query: string): string {
+  const words = queryWords(query);
+  return words.length > 0 ? words.join(" ") : query;
 }
 
 async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {

@@ -17,6 +17,7 @@ import type {
 import { decayedScore } from "../../sdk/kits/text.js";
 import type { Embeddings } from "./embeddings.js";
 import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
+import { searchWords } from "./memories.js";
 import { cosine } from "./vector-index.js";
 
 export type PassageRecord = {
@@ -151,7 +152,7 @@ export function createPassages(
       const fighterId = context.fighter.id;
       const readable = (p: PassageRecord) => mayRead(context, p.origin) && (!since || p.at >= since);
       const [words, meaning] = await Promise.all([
-        passages.rank(query, {
+        passages.rank(searchWords(query), {
           where: { fighter_id: fighterId, ...(since ? { at: { gte: since } } : {}) },
           limit: CANDIDATES * 4,
         }),

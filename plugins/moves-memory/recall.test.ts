@@ -97,6 +97,7 @@ describe("recallMemories", () => {
     const m = { ...memory("m", 1, 10), taint: { kind: "web" as const, detail: "https://evil.example" } };
     const { store, rescored } = fakeStore([m]);
     const recalled = await recallMemories(store, undefined, "f", "m", 10, decay, T0);
+    await recalled.reinforced;
     expect(rescored).toEqual([{ id: "m", score0: Math.exp(-1) + 0.2 }]);
     expect(recalled.memories[0]?.score).toBeCloseTo(Math.exp(-1) + 0.2, 4);
     expect(recalled.taint).toEqual([{ kind: "web", detail: "https://evil.example" }]);

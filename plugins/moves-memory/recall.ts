@@ -20,6 +20,11 @@ export interface Recall {
   by: RecallBy;
   /** The untrusted sources of what it returns (memories a tainted turn stored). */
   taint: TaintSource[];
+  /**
+   * The reinforcement's write, left running: the answer does not wait for the disk, and a
+   * reinforcement lost to a crash costs nothing but a little relevance.
+   */
+  reinforced: Promise<void>;
 }
 
 /**
@@ -64,7 +69,7 @@ export async function recallMemories(
     similarity,
   );
   const at = new Date(now).toISOString();
-  await memory.rescore(
+  const reinforced = memory.rescore(
     picked.map((r) => ({ id: r.memory.id, score0: r.relevance + decay.reinforce_on_access })),
     at,
   );
@@ -79,6 +84,7 @@ export async function recallMemories(
     })),
     by: meaning ? "words+meaning" : "words",
     taint,
+    reinforced,
   };
 }
 
