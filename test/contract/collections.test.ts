@@ -528,6 +528,12 @@ for (const factory of FACTORIES) {
         expect(await ranked("runs teapot")).toEqual(["r1"]);
         expect(await ranked("ze")).toEqual([]);
         expect(await ranked("東京")).toEqual(["k1"]);
+        // Latin diacritics are folded on both sides; other scripts' marks are kept.
+        await notes.insert(note("d1", { at: at(20), body: "Un café crème à Besançon, नमस्ते" }));
+        expect(await ranked("CAFE creme besancon")).toEqual(["d1"]);
+        expect(await ranked("crème")).toEqual(["d1"]);
+        expect(await ranked("नमस्ते")).toEqual(["d1"]);
+        await notes.delete("d1");
       });
 
       it("takes any text as words: operators, quotes, emoji, scripts and 100 kB are matched, never parsed", async () => {
