@@ -1,7 +1,7 @@
 /**
  * The collection contract: every store plugin passes this same suite, once per factory below, through
  * `api.data` as a plugin gets it (`createPluginData` over `store.collections`). It pins what a plugin
- * may rely on from any store: each Collection method, queries and their order, paging, search,
+ * may rely on from any store: each Collection method, queries and their order, paging, search, rank,
  * uniques, transactions, isolation between plugins, persistence, the sweeps, and the refusals of bad
  * declarations, documents and queries, with their codes and what they name. What one store does
  * beyond it (PostgreSQL's sealing and its several daemons, SQLite's query plans) is at the end.
@@ -634,6 +634,9 @@ for (const factory of FACTORIES) {
         expect(found[0]?.doc.id).toBe("m4242");
         expect(found).toHaveLength(20);
         expect(took).toBeLessThan(500);
+        // 1,250 rows hold "amber": 50 when not told, at most 1,000.
+        expect(await big.rank("amber")).toHaveLength(50);
+        expect(await big.rank("amber", { limit: 1000 })).toHaveLength(1000);
       }, 120_000);
     });
 
