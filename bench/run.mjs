@@ -1,8 +1,8 @@
 // npm run bench [-- part …] [--profile] [--write] [--messages N]
 // Runs the benchmarks of the built daemon (npm run build first) against a fake model server, prints
 // each figure beside its baseline and writes bench/RESULTS.md (after a run of every part, or with
-// --write). Parts: startup overhead throughput ws soak listing prompt sandbox; opt-in: openclaw
-// (BENCH_OPENCLAW=1) and profile (also --profile).
+// --write). Parts: startup overhead throughput ws soak listing prompt sandbox skills; opt-in:
+// openclaw (BENCH_OPENCLAW=1), profile (also --profile) and recall (recall quality, bench/recall.mjs).
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,7 @@ import { openclaw } from "./parts/openclaw.mjs";
 import { overhead } from "./parts/overhead.mjs";
 import { profile } from "./parts/profile.mjs";
 import { prompt } from "./parts/prompt.mjs";
+import { recall } from "./parts/recall.mjs";
 import { sandbox } from "./parts/sandbox.mjs";
 import { skills } from "./parts/skills.mjs";
 import { soak } from "./parts/soak.mjs";
@@ -44,6 +45,7 @@ const counts = {
   sandbox: { runs: 100 },
   skills: { passes: 5 },
   openclaw: { runs: 5, turns: 30 },
+  recall: { users: 4, turns: 300, seed: 1 },
   profile: { burst: 3000, fighters: 100, clients: 64 },
 };
 const parts = {
@@ -58,6 +60,7 @@ const parts = {
   skills,
   openclaw,
   profile,
+  recall,
 };
 const DEFAULT_PARTS = [
   "startup",

@@ -31,6 +31,7 @@ export function createHooks(): RingHooks {
     },
     compaction: {
       resolve: new AsyncSeriesBailHook(["strategy"]),
+      flush: new AsyncSeriesWaterfallHook(["facts", "input"]),
     },
     strategy: {
       resolve: new AsyncSeriesBailHook(["strategy"]),

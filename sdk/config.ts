@@ -13,6 +13,8 @@ export interface CompactionConfig {
   strategy: string;
   threshold_percent: number;
   keep_recent: number;
+  /** Before compacting, save the durable facts of what is compacted to memory (`compaction.flush`). */
+  flush_facts: boolean;
 }
 
 export interface DecayConfig {

@@ -91,6 +91,10 @@ export interface TurnSummary extends TurnContext {
   context_tokens: number;
   /** Who sent the turn's message, when not the fighter's own user (`MessageOptions.sender`). */
   sender?: MessageSender;
+  /** The bout seq of `new_messages[0]` (the user's message); the rest follow it in order. */
+  first_seq: number;
+  /** The untrusted content the turn took in, oldest first; absent when none. */
+  taint?: TaintSource[];
 }
 
 /** What `move.list` taps are asked for: the moves to offer one fighter, or all (no fighter: listing). */
@@ -204,6 +208,12 @@ export interface CompactionInput {
   previous_summary?: string;
   /** A summary longer than this many tokens should be condensed, not just extended. */
   summary_budget_tokens: number;
+}
+
+/** A fact a compaction's flush saved to memory: under `key`, the text `value`. */
+export interface FlushedFact {
+  key: string;
+  value: string;
 }
 
 /** A compaction strategy: returns the summary that replaces the messages, or none (truncation). */
@@ -337,6 +347,13 @@ export interface RingHooks {
   readonly compaction: {
     /** Bail, called when a bout's context passes the threshold: the plugin owning the strategy returns it. */
     readonly resolve: AsyncSeriesBailHook<[string], CompactionStrategy | undefined>;
+    /**
+     * Waterfall, called with the messages a compaction is about to remove from the context (beside
+     * the strategy, when `[memory.compaction] flush_facts` is on): a memory plugin saves the durable
+     * facts in them and adds what it saved; later taps (the Creed) read what was saved. A failing tap
+     * is logged and the compaction goes on.
+     */
+    readonly flush: AsyncSeriesWaterfallHook<[FlushedFact[], CompactionInput]>;
   };
   readonly strategy: {
     /** Bail, called per troop task: the plugin owning the strategy (activated on `onStrategy:<name>`) returns it. */

@@ -54,6 +54,7 @@ export type {
 export type {
   BudgetRule,
   CompactionInput,
+  FlushedFact,
   CompactionStrategy,
   ListenRequest,
   MountContext,

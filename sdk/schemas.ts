@@ -122,6 +122,7 @@ export const CONFIG_SCHEMA = {
         },
         threshold_percent: num(80, { exclusiveMinimum: 0, maximum: 100 }),
         keep_recent: int(1, 20),
+        flush_facts: { type: "boolean", default: true },
       }),
       decay: table({
         rate_per_day: num(0.05, { minimum: 0 }),

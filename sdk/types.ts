@@ -271,6 +271,9 @@ export interface ModelPrice {
 export interface MoveContext {
   fighter: FighterRow;
   bout_id: string;
+  turn_id: string;
+  /** Who started the turn's bout (lib/bout-origins.ts): `user`, `channel:<platform>:<chat>`, … */
+  origin: string;
   /** Fires when the turn is cancelled or the move's time is up: stop, and let the call settle. */
   signal: AbortSignal;
   /**

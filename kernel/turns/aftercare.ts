@@ -2,7 +2,7 @@ import { preparePrompt, systemText } from "../../lib/prompt-prepare.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
-import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
+import type { CompactionInput, RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { Store } from "../../sdk/store-types.js";
 import { contextTokens, estimateTokens } from "../../sdk/tokens.js";
@@ -74,7 +74,7 @@ export function createAftercare(deps: AftercareDeps) {
     const strategy = await deps.hooks.compaction.resolve.promise(name);
     if (!strategy)
       throw new SparError("CONFIG_INVALID", `no plugin provides the compaction strategy "${name}"`);
-    const { summary } = await strategy.compact({
+    const input = {
       fighter: turn.fighter,
       bout_id: turn.bout_id,
       turn_id: turn.turn_id,
@@ -83,7 +83,9 @@ export function createAftercare(deps: AftercareDeps) {
       messages: live.filter((m) => m.seq <= through),
       previous_summary: previous,
       summary_budget_tokens: Math.floor(window / 4),
-    });
+    };
+    // The facts go to memory beside the summary (not after it): the reply's queue waits on neither twice.
+    const [{ summary }] = await Promise.all([strategy.compact(input), flush(input)]);
     const compacted = await store.messages.compact(turn.bout_id, through, summary);
     deps.histories.drop(turn.bout_id);
     events.publish({
@@ -94,6 +96,16 @@ export function createAftercare(deps: AftercareDeps) {
       compacted,
       through_seq: through,
     });
+  }
+
+  /** `compaction.flush`, when on: never fails the compaction. */
+  async function flush(input: CompactionInput): Promise<void> {
+    if (!config.memory.compaction.flush_facts) return;
+    await deps.hooks.compaction.flush
+      .promise([], input)
+      .catch((err: unknown) =>
+        deps.log.warn("memory flush failed", { fighter: input.fighter.name, error: (err as Error).message }),
+      );
   }
 
   return { later };

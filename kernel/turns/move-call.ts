@@ -111,6 +111,8 @@ async function execute(
       handler.run(call.arguments, {
         fighter: input.fighter,
         bout_id: input.bout_id,
+        turn_id: input.turn_id,
+        origin: input.origin,
         signal,
         chain: input.chain,
         grants: info.grants,

@@ -171,7 +171,9 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       usage: result.usage,
       iterations: result.iterations,
       context_tokens: output.context_tokens,
+      first_seq: bout.message_count,
       ...(options.sender ? { sender: options.sender } : {}),
+      ...(result.taint ? { taint: result.taint } : {}),
     };
     await afterCommit(completed, turn.id);
     // Durable before acknowledged: one flush covers the turn's steps, its end and what the taps wrote.

@@ -144,8 +144,12 @@ export const REFLECTION_SYSTEM =
   "conversations (about the user, their preferences, or how best to help them), one per line, each " +
   "starting with '- '. Write NONE if nothing is worth keeping. No other text.";
 
-export function reflectionPrompt(user: string, reply: string): string {
-  return `User said:\n${user.slice(0, 4000)}\n\nAssistant replied:\n${reply.slice(0, 4000)}`;
+/** The exchange to reflect on, and the facts a compaction saved to memory since the last reflection. */
+export function reflectionPrompt(user: string, reply: string, flushed: readonly string[] = []): string {
+  const exchange = `User said:\n${user.slice(0, 4000)}\n\nAssistant replied:\n${reply.slice(0, 4000)}`;
+  if (flushed.length === 0) return exchange;
+  const facts = flushed.map((f) => `- ${f.slice(0, 500)}`).join("\n");
+  return `${exchange}\n\nSaved to memory from earlier in the conversation:\n${facts}`;
 }
 
 /** Observation lines from a reflection reply: `- ` items (or plain lines), NONE and noise dropped. */

@@ -33,6 +33,9 @@ declare module "../../sdk/index.js" {
   }
 }
 
+/** Flushed facts a fighter's next reflection reads, at most. */
+const MAX_FLUSHED = 20;
+
 const editBody = {
   type: "object",
   additionalProperties: false,
@@ -96,15 +99,29 @@ export default definePlugin<{ creed: CreedConfig }>({
       await countSender(records, turn, now());
     });
 
+    // What a compaction's flush saved (moves-memory taps first): read by the fighter's next reflection.
+    const flushed = new Map<string, string[]>();
+    hooks.compaction.flush.tap(
+      (facts, input) => {
+        if (facts.length === 0) return facts;
+        const held = flushed.get(input.fighter.id) ?? [];
+        flushed.set(input.fighter.id, [...held, ...facts.map((f) => `${f.key}: ${f.value}`)].slice(-MAX_FLUSHED));
+        return facts;
+      },
+      { phase: "late" },
+    );
+
     hooks.turn.after.tap(async (turn) => {
       const user = turn.new_messages.find((m) => m.role === "user")?.content ?? "";
       const reply = turn.new_messages.findLast((m) => m.role === "assistant")?.content ?? "";
-      if (!isSubstantial(user, reply, settings)) return;
+      const saved = flushed.get(turn.fighter.id) ?? [];
+      if (!settings.reflect || (saved.length === 0 && !isSubstantial(user, reply, settings))) return;
+      flushed.delete(turn.fighter.id);
       const answer = await ring.llm.complete(
         turn.model,
         {
           system: REFLECTION_SYSTEM,
-          messages: [{ role: "user", content: reflectionPrompt(user, reply) }],
+          messages: [{ role: "user", content: reflectionPrompt(user, reply, saved) }],
           tools: [],
         },
         turn,

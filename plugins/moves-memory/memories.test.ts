@@ -1,6 +1,7 @@
 /**
  * The memories through `api.data`, on every store plugin: what the store contract asked of
- * `Store.memories` before the plugin owned them, and the order and word rules of its candidates.
+ * `Store.memories` before the plugin owned them, and the word rules of its candidates (the store's
+ * full-text index: words, prefixes and word forms, ranked by BM25).
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +35,7 @@ for (const kind of STORE_KINDS) {
     });
 
     const byKey = async (fighterId: string) =>
-      new Map((await memories.candidates(fighterId, [])).map((m) => [m.key, m]));
+      new Map((await memories.recent(fighterId, 1000)).map((m) => [m.key, m]));
 
     it("put stores a memory at score 1 and replaces it by key, restarting its score", async () => {
       const rue = await newFighter(store);
@@ -46,7 +47,7 @@ for (const kind of STORE_KINDS) {
       expect(second).toMatchObject({ id: first.id, key: "plan", value: "Rome", score0: 1 });
       expect(second.created_at).toBe(first.created_at);
       expect(Date.parse(second.scored_at)).toBeGreaterThan(Date.parse(day(0)));
-      expect(await memories.candidates(rue.id, [])).toEqual([{ ...second, matches: 0 }]);
+      expect(await memories.recent(rue.id, 10)).toEqual([second]);
     });
 
     it("refuses a fighter that is not live (FIGHTER_NOT_FOUND), writing nothing", async () => {
@@ -55,48 +56,41 @@ for (const kind of STORE_KINDS) {
       const gone = await newFighter(store);
       await store.fighters.kill(gone.id);
       await expect(memories.put(gone.id, "k", "v")).rejects.toMatchObject({ code: "FIGHTER_NOT_FOUND" });
-      expect(await memories.candidates(ghost, [])).toEqual([]);
-      expect(await memories.candidates(gone.id, [])).toEqual([]);
+      expect(await memories.recent(ghost, 10)).toEqual([]);
+      expect(await memories.recent(gone.id, 10)).toEqual([]);
     });
 
-    it("finds candidates holding any of the words in key or value, in any case, with how many", async () => {
+    it("finds by words in key or value, any case, prefixes and word forms, best match first", async () => {
       const [sam, tom] = [await newFighter(store), await newFighter(store)];
       await memories.put(sam.id, "coffee", "Likes Espresso in the morning");
       await memories.put(sam.id, "tea", "Drinks green tea at night");
       await memories.put(sam.id, "schedule", "Morning run, then coffee");
+      await memories.put(sam.id, "pets", "A cat called Pixel");
       await memories.put(tom.id, "coffee", "Never drinks coffee");
-      const found = async (...words: string[]) =>
-        (await memories.candidates(sam.id, words)).map((m) => `${m.key}:${m.matches}`).sort();
+      const found = async (query: string) => (await memories.byWords(sam.id, query)).map((m) => m.key);
 
-      expect(await found("coffee", "morning")).toEqual(["coffee:2", "schedule:2"]);
-      expect(await found("espresso")).toEqual(["coffee:1"]);
-      expect(await found("night", "bicycle")).toEqual(["tea:1"]);
+      expect((await found("coffee morning")).sort()).toEqual(["coffee", "schedule"]);
+      expect(await found("ESPRESSO")).toEqual(["coffee"]);
+      expect(await found("night bicycle")).toEqual(["tea"]);
       expect(await found("bicycle")).toEqual([]);
-      expect(await found()).toEqual(["coffee:0", "schedule:0", "tea:0"]);
-      expect(await memories.candidates(randomUUID(), [])).toEqual([]);
+      // A prefix and another form of the word.
+      expect(await found("espre")).toEqual(["coffee"]);
+      expect(await found("drinking")).toEqual(["tea"]);
+      // The key is searched too; the rare word outranks the common one.
+      expect((await found("pets coffee"))[0]).toBe("pets");
+      // Nothing but query operators and punctuation: no words, no error.
+      expect(await found('" * NEAR( ) AND OR NOT - : ^')).toEqual([]);
+      expect(await memories.byWords(randomUUID(), "coffee")).toEqual([]);
     });
 
-    it("orders candidates by words matched, then most recently scored; all of them for no words", async () => {
+    it("lists a fighter's memories most recently scored first", async () => {
       const gus = await newFighter(store);
-      const hal = await newFighter(store);
       await memories.put(gus.id, "coffee", "Likes espresso in the morning");
       await memories.put(gus.id, "tea", "Drinks green tea at night");
-      await memories.put(gus.id, "schedule", "Morning run, then coffee");
-      await memories.put(gus.id, "pets", "A cat called Espresso");
       await memories.put(gus.id, "city", "Lives above a CAFÉ in Lyon");
-      await memories.put(hal.id, "coffee", "Never drinks coffee");
-      const found = async (...words: string[]) =>
-        (await memories.candidates(gus.id, words)).map((m) => `${m.key}:${m.matches}`);
-
-      expect(await found("coffee", "morning")).toEqual(["schedule:2", "coffee:2"]);
-      expect(await found("espresso", "morning")).toEqual(["coffee:2", "pets:1", "schedule:1"]);
-      expect(await found()).toEqual(["city:0", "pets:0", "schedule:0", "tea:0", "coffee:0"]);
-      expect(await found("bicycle")).toEqual([]);
-      // Unicode case folds like the kernel's words; a word repeated counts once; casing is ignored.
-      expect(await found("café")).toEqual(["city:1"]);
-      expect(await found("COFFEE", "coffee")).toEqual(["schedule:1", "coffee:1"]);
-      // Words beyond the eighth are not searched.
-      expect(await found("a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "tea")).toEqual([]);
+      expect((await memories.recent(gus.id, 10)).map((m) => m.key)).toEqual(["city", "tea", "coffee"]);
+      expect((await memories.byWords(gus.id, "café")).map((m) => m.key)).toEqual(["city"]);
+      expect(await memories.recent(gus.id, 2)).toHaveLength(2);
     });
 
     it("rescores: score0 and scored_at are set per memory, and left alone for other fighters", async () => {
@@ -131,7 +125,7 @@ for (const kind of STORE_KINDS) {
       const written = await Promise.all(
         ["one", "two", "three"].map((value) => memories.put(zoe.id, "same", value)),
       );
-      const held = await memories.candidates(zoe.id, []);
+      const held = await memories.recent(zoe.id, 10);
       expect(held).toHaveLength(1);
       expect(new Set(written.map((m) => m.id))).toEqual(new Set([held[0]?.id]));
     });
@@ -139,11 +133,11 @@ for (const kind of STORE_KINDS) {
     it("keeps every memory across a close and reopen", async () => {
       const ivy = await newFighter(store);
       await memories.put(ivy.id, "drink", "tea");
-      const before = await memories.candidates(ivy.id, []);
+      const before = await memories.recent(ivy.id, 10);
       await store.close();
       store = await kind.open(home);
       memories = createMemories(pluginData(store, DIR), storeFighters(store));
-      expect(await memories.candidates(ivy.id, [])).toEqual(before);
+      expect(await memories.recent(ivy.id, 10)).toEqual(before);
     });
   });
 }

@@ -1,12 +1,12 @@
 /**
  * A fighter's memories, in this plugin's `memories` collection (plugin.json): key/value notes whose
  * relevance (score0 at scored_at) decays over time and is raised again when recalled. recall.ts
- * ranks; this finds candidates and keeps scores.
+ * ranks; this finds candidates by words (the store's full-text index) and keeps scores.
  */
 import { randomUUID } from "node:crypto";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
+import type { TaintSource } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
-import { countMatches, matchWords } from "../../sdk/kits/text.js";
 
 /** One remembered fact, as stored (and as `api.data.memories` holds it). A type, not an interface: a Doc. */
 export type MemoryRecord = {
@@ -18,24 +18,26 @@ export type MemoryRecord = {
   score0: number;
   scored_at: string;
   created_at: string;
+  /** When its value was last written (absent on memories stored before it was kept: created_at). */
+  written_at?: string;
+  /** The untrusted content the turn that stored it had taken in (its first source), if any. */
+  taint?: TaintSource;
 };
 
-/** A memory candidate for a query, with how many query words it contains. */
-export type MemoryMatch = MemoryRecord & { matches: number };
-
-/** Enough to rank from, few enough that a fighter with a huge memory stays quick. */
-export const MAX_CANDIDATES = 1000;
-/** How many of a fighter's memories a search reads at most: the most recently scored ones. */
-export const MAX_SCANNED = 10_000;
+/** How many word matches a recall ranks from. */
+export const MAX_CANDIDATES = 50;
 
 export interface Memories {
   /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
-  put(fighterId: string, key: string, value: string): Promise<MemoryRecord>;
-  /**
-   * Memories holding any of `words` in key or value (all of them for no words): most words matched
-   * first, then the most recently scored.
-   */
-  candidates(fighterId: string, words: readonly string[]): Promise<MemoryMatch[]>;
+  put(fighterId: string, key: string, value: string, taint?: TaintSource): Promise<MemoryRecord>;
+  /** The fighter's memories matching the query's words (key or value), best first. */
+  byWords(fighterId: string, query: string): Promise<MemoryRecord[]>;
+  /** The fighter's memories of these ids that still exist. */
+  byIds(fighterId: string, ids: readonly string[]): Promise<MemoryRecord[]>;
+  /** The fighter's most recently scored memories: what a flush dedupes against. */
+  recent(fighterId: string, limit: number): Promise<MemoryRecord[]>;
+  /** Every memory, a page at a time, as embeddings need them. */
+  rows(): AsyncIterable<{ id: string; fighter_id: string; text: string }[]>;
   /** Sets each memory's score0 and scored_at (reinforcement on access), together. */
   rescore(updates: { id: string; score0: number }[], at: string): Promise<void>;
 }
@@ -54,7 +56,7 @@ export function createMemories(
 ): Memories {
   const memories = data.memories as Collection<MemoryRecord>;
   return {
-    async put(fighterId, key, value) {
+    async put(fighterId, key, value, taint) {
       await fighters.get(fighterId);
       // Another node storing the same new key at once makes this CONFLICT; again, it finds theirs.
       return retryOnConflict(() =>
@@ -62,8 +64,8 @@ export function createMemories(
           const held = tx.memories as TxCollection<MemoryRecord>;
           const at = now();
           const [found] = await held.find({ where: { fighter_id: fighterId, key }, limit: 1 });
-          const record: MemoryRecord = found
-            ? { ...found, value, score0: 1, scored_at: at }
+          const base: MemoryRecord = found
+            ? { ...found, value, score0: 1, scored_at: at, written_at: at }
             : {
                 id: randomUUID(),
                 fighter_id: fighterId,
@@ -72,26 +74,39 @@ export function createMemories(
                 score0: 1,
                 scored_at: at,
                 created_at: at,
+                written_at: at,
               };
+          // A value written again by a clean turn is clean again; a tainted write marks it.
+          const { taint: _old, ...rest } = base;
+          const record: MemoryRecord = taint ? { ...rest, taint } : rest;
           held.put(record);
           return record;
         }),
       );
     },
-    async candidates(fighterId, words) {
-      const bound = matchWords(words);
-      const rows = await memories.find({
+    async byWords(fighterId, query) {
+      const found = await memories.rank(query, { where: { fighter_id: fighterId }, limit: MAX_CANDIDATES });
+      return found.map((f) => f.doc);
+    },
+    async byIds(fighterId, ids) {
+      const found = await Promise.all(ids.map((id) => memories.get(id)));
+      return found.filter((m): m is MemoryRecord => m !== undefined && m.fighter_id === fighterId);
+    },
+    async recent(fighterId, limit) {
+      return memories.find({
         where: { fighter_id: fighterId },
         order: { by: ["scored_at"], desc: true },
-        limit: MAX_SCANNED,
+        limit,
       });
-      const matched: MemoryMatch[] = [];
-      for (const row of rows) {
-        const matches = bound.length === 0 ? 0 : countMatches(bound, row.key, row.value);
-        if (bound.length === 0 || matches > 0) matched.push({ ...row, matches });
+    },
+    async *rows() {
+      let after: string | undefined;
+      for (;;) {
+        const page = await memories.find({ limit: 5_000, ...(after ? { after } : {}) });
+        yield page.map((m) => ({ id: m.id, fighter_id: m.fighter_id, text: `${m.key}: ${m.value}` }));
+        if (page.length < 5_000) return;
+        after = page[page.length - 1]?.id;
       }
-      // Stable: equal matches stay most recently scored first, as the rows came.
-      return matched.sort((a, b) => b.matches - a.matches).slice(0, MAX_CANDIDATES);
     },
     async rescore(updates, at) {
       if (updates.length === 0) return;

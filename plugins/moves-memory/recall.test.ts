@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decayedScore, queryWords } from "../../sdk/kits/text.js";
-import type { Memories, MemoryMatch } from "./memories.js";
+import type { Embeddings } from "./embeddings.js";
+import type { Memories, MemoryRecord } from "./memories.js";
 import { recallMemories } from "./recall.js";
 
 const DAY = 86_400_000;
@@ -32,11 +33,12 @@ describe("queryWords", () => {
   });
 });
 
-/** An in-memory stand-in for the two store calls recall makes, to check ranking and reinforcement. */
-function fakeStore(memories: MemoryMatch[]) {
+/** An in-memory stand-in for the store calls recall makes: `words` ranked best first, `all` by id. */
+function fakeStore(words: MemoryRecord[], all: MemoryRecord[] = words) {
   const rescored: { id: string; score0: number }[] = [];
   const store = {
-    candidates: async () => memories,
+    byWords: async () => words,
+    byIds: async (_f: string, ids: readonly string[]) => all.filter((m) => ids.includes(m.id)),
     rescore: async (updates: { id: string; score0: number }[]) => {
       rescored.push(...updates);
     },
@@ -44,35 +46,64 @@ function fakeStore(memories: MemoryMatch[]) {
   return { store, rescored };
 }
 
-function memory(id: string, matches: number, score0: number, ageDays: number): MemoryMatch {
+function memory(id: string, score0: number, ageDays: number, value = id): MemoryRecord {
   const at = new Date(T0 - ageDays * DAY).toISOString();
-  return { id, fighter_id: "f", key: id, value: id, score0, scored_at: at, created_at: at, matches };
+  return { id, fighter_id: "f", key: id, value, score0, scored_at: at, created_at: at, written_at: at };
+}
+
+/** Meaning as a stand-in: the ids in the order given, their vectors by id. */
+function meaning(hits: string[], vectors: Record<string, number[]> = {}) {
+  return {
+    search: async () => hits.map((id, i) => ({ id, score: 1 - i / 10 })),
+    vectorOf: (_k: string, _f: string, id: string) => (vectors[id] ? Float32Array.from(vectors[id]) : undefined),
+  } as unknown as Pick<Embeddings, "search" | "vectorOf">;
 }
 
 describe("recallMemories", () => {
   const decay = { rate_per_day: 0.1, reinforce_on_access: 0.2, forget_below: 0.05 };
+  const keys = (r: { memories: { key: string }[] }) => r.memories.map((m) => m.key);
 
-  it("ranks by words matched times current score, and forgets what decayed away", async () => {
-    const { store } = fakeStore([
-      memory("fresh-one-word", 1, 1, 0),
-      memory("older-two-words", 2, 1, 5),
-      memory("forgotten", 3, 1, 40),
-    ]);
-    const recalled = await recallMemories(store, "f", "anything", 10, decay, T0);
-    // Two words × e^−0.5 ≈ 1.21 beats one word × 1; e^−4 ≈ 0.018 is below forget_below.
-    expect(recalled.map((r) => r.key)).toEqual(["older-two-words", "fresh-one-word"]);
-    expect(recalled.map((r) => r.key)).not.toContain("forgotten");
+  it("by words alone: the word rank times current relevance, leaving out what decayed away", async () => {
+    const { store } = fakeStore([memory("first", 1, 5), memory("second", 1, 0), memory("forgotten", 1, 40)]);
+    const recalled = await recallMemories(store, undefined, "f", "anything", 10, decay, T0);
+    // 1/61 × e^−0.5 ≈ 0.0099 < 1/62 × 1 ≈ 0.0161: the fresher second match wins; e^−4 is forgotten.
+    expect(keys(recalled)).toEqual(["second", "first"]);
+    expect(recalled.by).toBe("words");
   });
 
-  it("reinforces what it returns, from its current score", async () => {
-    const { store, rescored } = fakeStore([memory("m", 1, 1, 10)]);
-    const [recalled] = await recallMemories(store, "f", "m", 10, decay, T0);
+  it("fuses meaning with words: what only the meaning finds is recalled, what both find ranks first", async () => {
+    const lisbon = memory("sister_home", 1, 1, "Ada moved to Lisbon");
+    const tea = memory("tea", 1, 2, "Drinks green tea");
+    const dog = memory("dog", 1, 1, "A dog called Rex");
+    const { store } = fakeStore([tea, dog], [tea, dog, lisbon]);
+    const recalled = await recallMemories(store, meaning(["sister_home", "dog"]), "f", "where does my sister live", 3, decay, T0);
+    expect(keys(recalled)).toEqual(["dog", "sister_home", "tea"]);
+    expect(recalled.by).toBe("words+meaning");
+    // When the embeddings do not answer in time, recall is by words, and says so.
+    const late = { search: async () => undefined, vectorOf: () => undefined } as unknown as Pick<Embeddings, "search" | "vectorOf">;
+    expect(await recallMemories(store, late, "f", "x", 3, decay, T0)).toMatchObject({ by: "words" });
+  });
+
+  it("puts an updated fact ahead of the older one about the same thing", async () => {
+    const old = memory("ada_city", 2, 3, "Ada moved to Lisbon");
+    const updated = memory("ada_new_city", 1, 0, "Ada moved again, to Porto");
+    const { store } = fakeStore([old, updated]);
+    const vectors = { ada_city: [1, 0.1, 0], ada_new_city: [1, 0.2, 0] };
+    const recalled = await recallMemories(store, meaning(["ada_city", "ada_new_city"], vectors), "f", "ada", 5, decay, T0);
+    expect(keys(recalled)).toEqual(["ada_new_city", "ada_city"]);
+  });
+
+  it("reinforces what it returns, from its current score, and passes on a stored taint", async () => {
+    const m = { ...memory("m", 1, 10), taint: { kind: "web" as const, detail: "https://evil.example" } };
+    const { store, rescored } = fakeStore([m]);
+    const recalled = await recallMemories(store, undefined, "f", "m", 10, decay, T0);
     expect(rescored).toEqual([{ id: "m", score0: Math.exp(-1) + 0.2 }]);
-    expect(recalled?.score).toBeCloseTo(Math.exp(-1) + 0.2, 4);
+    expect(recalled.memories[0]?.score).toBeCloseTo(Math.exp(-1) + 0.2, 4);
+    expect(recalled.taint).toEqual([{ kind: "web", detail: "https://evil.example" }]);
   });
 
   it("returns at most `limit`", async () => {
-    const { store } = fakeStore([memory("a", 1, 1, 0), memory("b", 1, 1, 1), memory("c", 1, 1, 2)]);
-    expect((await recallMemories(store, "f", "x", 2, decay, T0)).map((r) => r.key)).toEqual(["a", "b"]);
+    const { store } = fakeStore([memory("a", 1, 0), memory("b", 1, 1), memory("c", 1, 2)]);
+    expect(keys(await recallMemories(store, undefined, "f", "x", 2, decay, T0))).toEqual(["a", "b"]);
   });
 });

@@ -1,6 +1,9 @@
-import type { DecayConfig } from "../../sdk/index.js";
-import { decayedScore, queryWords } from "../../sdk/kits/text.js";
-import type { Memories, MemoryMatch } from "./memories.js";
+import type { DecayConfig, TaintSource } from "../../sdk/index.js";
+import { decayedScore } from "../../sdk/kits/text.js";
+import type { Embeddings } from "./embeddings.js";
+import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
+import type { Memories, MemoryRecord } from "./memories.js";
+import { cosine } from "./vector-index.js";
 
 export interface RecalledMemory {
   key: string;
@@ -9,37 +12,74 @@ export interface RecalledMemory {
   created_at: string;
 }
 
+/** How a recall found what it returns: `words`, or `words+meaning` when the embeddings answered. */
+export type RecallBy = "words" | "words+meaning";
+
+export interface Recall {
+  memories: RecalledMemory[];
+  by: RecallBy;
+  /** The untrusted sources of what it returns (memories a tainted turn stored). */
+  taint: TaintSource[];
+}
+
 /**
- * Recall: memories that contain the query's words, ranked by words matched × current relevance,
- * those decayed below `forget_below` left out. Each recalled memory is reinforced: its score rises by
- * `reinforce_on_access` and its decay starts again from now.
+ * Recall: the fighter's memories matching the query by words (the store's full-text index, BM25)
+ * and, with an embedding model, by meaning; the two rankings fused (RRF), each multiplied by its
+ * current relevance, those decayed below `forget_below` left out, then picked for diversity (MMR).
+ * Each recalled memory is reinforced: its score rises by `reinforce_on_access` and its decay starts
+ * again from now.
  */
 export async function recallMemories(
-  memory: Pick<Memories, "candidates" | "rescore">,
+  memory: Pick<Memories, "byWords" | "byIds" | "rescore">,
+  embeddings: Pick<Embeddings, "search" | "vectorOf"> | undefined,
   fighterId: string,
   query: string,
   limit: number,
   decay: DecayConfig,
   now = Date.now(),
-): Promise<RecalledMemory[]> {
-  const words = queryWords(query);
-  const ranked = (await memory.candidates(fighterId, words))
-    .map((m: MemoryMatch) => ({
-      memory: m,
-      score: decayedScore(m.score0, m.scored_at, now, decay.rate_per_day),
-    }))
-    .filter((r) => r.score >= decay.forget_below)
-    .sort((a, b) => Math.max(1, b.memory.matches) * b.score - Math.max(1, a.memory.matches) * a.score)
-    .slice(0, limit);
+): Promise<Recall> {
+  const [words, meaning] = await Promise.all([
+    memory.byWords(fighterId, query),
+    embeddings?.search("memory", fighterId, query, 50),
+  ]);
+  const known = new Map(words.map((m) => [m.id, m]));
+  const missing = (meaning ?? []).map((h) => h.id).filter((id) => !known.has(id));
+  for (const m of await memory.byIds(fighterId, missing)) known.set(m.id, m);
+  const fused = fuse([words.map((m) => m.id), (meaning ?? []).map((h) => h.id).filter((id) => known.has(id))]);
+  const ranked = [...fused]
+    .map(([id, rrf]) => {
+      const m = known.get(id) as MemoryRecord;
+      const relevance = decayedScore(m.score0, m.scored_at, now, decay.rate_per_day);
+      return { memory: m, relevance, score: rrf * relevance };
+    })
+    .filter((r) => r.relevance >= decay.forget_below);
+  const vectorOf = (m: MemoryRecord) => embeddings?.vectorOf("memory", fighterId, m.id);
+  const similarity = (a: { memory: MemoryRecord }, b: { memory: MemoryRecord }) => {
+    const [x, y] = [vectorOf(a.memory), vectorOf(b.memory)];
+    return x && y ? cosine(x, y) : wordOverlap(text(a.memory), text(b.memory));
+  };
+  const picked = newestFirst(
+    diverse(ranked, limit, (r) => r.score, similarity),
+    (r) => r.memory.written_at ?? r.memory.created_at,
+    similarity,
+  );
   const at = new Date(now).toISOString();
   await memory.rescore(
-    ranked.map((r) => ({ id: r.memory.id, score0: r.score + decay.reinforce_on_access })),
+    picked.map((r) => ({ id: r.memory.id, score0: r.relevance + decay.reinforce_on_access })),
     at,
   );
-  return ranked.map((r) => ({
-    key: r.memory.key,
-    value: r.memory.value,
-    score: Number((r.score + decay.reinforce_on_access).toFixed(4)),
-    created_at: r.memory.created_at,
-  }));
+  const taint: TaintSource[] = [];
+  for (const r of picked) if (r.memory.taint) taint.push(r.memory.taint);
+  return {
+    memories: picked.map((r) => ({
+      key: r.memory.key,
+      value: r.memory.value,
+      score: Number((r.relevance + decay.reinforce_on_access).toFixed(4)),
+      created_at: r.memory.created_at,
+    })),
+    by: meaning ? "words+meaning" : "words",
+    taint,
+  };
 }
+
+const text = (m: MemoryRecord) => `${m.key} ${m.value}`;

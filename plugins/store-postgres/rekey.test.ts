@@ -108,10 +108,10 @@ describe.skipIf(!TEST_DATABASE_URL)(
       ]);
       expect((await after.messages.list(bout.id)).map((m) => m.content)).toEqual(["hello"]);
       const memories = memoriesOf(after);
-      expect((await memories.candidates(fighter.id, ["tea"])).map((m) => m.key)).toEqual(["Drink"]);
+      expect((await memories.byWords(fighter.id, "tea")).map((m) => m.key)).toEqual(["Drink"]);
       // The same key replaces the memory (its HMAC was recomputed), and entities still merge.
       await memories.put(fighter.id, "Drink", "coffee");
-      expect((await memories.candidates(fighter.id, [])).map((m) => m.value)).toEqual(["coffee"]);
+      expect((await memories.recent(fighter.id, 100)).map((m) => m.value)).toEqual(["coffee"]);
       const graph = graphOf(after);
       expect(
         await graph.add(

@@ -157,7 +157,7 @@ describe.skipIf(!TEST_DATABASE_URL)(
 
       // Everything reads back through the store...
       expect((await store.messages.list(bout.id)).map((m) => m.content)).toContain(`found ${CANARY}`);
-      expect((await memoriesOf(store).candidates(fighter.id, [CANARY]))[0]?.value).toBe(`value ${CANARY}`);
+      expect((await memoriesOf(store).byWords(fighter.id, CANARY))[0]?.value).toBe(`value ${CANARY}`);
       expect((await graphOf(store).query(fighter.id, [CANARY], 5))[0]?.name).toBe(CANARY);
       expect((await identity.creeds.get(fighter.name))?.identity).toBe(CANARY);
       expect((await identity.relationships.list(fighter.name))[0]?.note).toBe(CANARY);

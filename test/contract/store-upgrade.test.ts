@@ -364,11 +364,8 @@ const GROUPS: Group[] = [
     async use(store) {
       const memories = memoriesOf(store);
       const [m1, m2] = MEMORIES;
-      expect(await memories.candidates(ADA.id, [])).toEqual([
-        { ...m2, matches: 0 },
-        { ...m1, matches: 0 },
-      ]);
-      expect((await memories.candidates(BOB.id, ["tea"])).map((m) => m.id)).toEqual(["m3"]);
+      expect(await memories.recent(ADA.id, 10)).toEqual([m2, m1]);
+      expect((await memories.byWords(BOB.id, "tea")).map((m) => m.id)).toEqual(["m3"]);
       // One memory per fighter and key, as before: storing under "tea" again replaces m1.
       expect(await memories.put(ADA.id, "tea", "Oolong")).toMatchObject({ id: "m1", value: "Oolong" });
     },

@@ -75,6 +75,8 @@ export function moveContext(overrides: Partial<MoveContext> = {}): MoveContext &
   return {
     fighter: TEST_FIGHTER,
     bout_id: "b1",
+    turn_id: "t1",
+    origin: "user",
     signal: new AbortController().signal,
     chain: [TEST_FIGHTER.id],
     grants: [],
