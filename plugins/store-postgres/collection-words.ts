@@ -4,6 +4,7 @@
  * (sdk `wordsOf`: letter and digit runs, NFKC, lower-cased) at position i gives, at i:
  *
  * - `w` + HMAC(its light English stem), weight A: "runs", "running", "run" share one token;
+ *   Latin letters lose their diacritics first ("café" is "cafe"), as on store-sqlite;
  * - `p` + HMAC(each of its first 3 … 6 characters), weight D: "tea" finds "teapot".
  *
  * An HMAC is the first 8 bytes (16 hex) of HMAC-SHA256 under the store's MAC key, for the purpose
@@ -55,6 +56,15 @@ export function stem(word: string): string {
   return w;
 }
 
+/** A word with the diacritics of its Latin letters removed ("café" → "cafe"), as SQLite's unicode61 does. */
+export function plain(word: string): string {
+  if (/^[a-z0-9]*$/.test(word)) return word;
+  return word
+    .normalize("NFD")
+    .replace(/(\p{Script=Latin})\p{M}+/gu, "$1")
+    .normalize("NFC");
+}
+
 function tokenOf(cipher: Cipher, at: Scope, kind: "w" | "p", text: string): string {
   const mac = cipher.mac(`collection_rows.words ${at.namespace}/${at.name}`, `${kind}${text}`);
   return kind + mac.subarray(0, 8).toString("hex");
@@ -74,7 +84,7 @@ export function wordsVector(cipher: Cipher, at: Scope, fields: readonly string[]
     positions.set(token, list);
   };
   const words = wordsOf(text).slice(0, MAX_POSITION);
-  words.forEach((word, i) => {
+  words.map(plain).forEach((word, i) => {
     add(tokenOf(cipher, at, "w", stem(word)), i + 1);
     const chars = Array.from(word);
     for (const n of PREFIXES)
@@ -88,7 +98,7 @@ export function wordsVector(cipher: Cipher, at: Scope, fields: readonly string[]
 
 /** Each term's tsquery (text form): its word token, or its prefix token. */
 export function termQueries(cipher: Cipher, at: Scope, terms: readonly string[]): string[] {
-  return terms.map((term) => {
+  return terms.map(plain).map((term) => {
     const n = Array.from(term).length;
     const word = tokenOf(cipher, at, "w", stem(term));
     return n >= 3 && n <= 6 ? `${word} | ${tokenOf(cipher, at, "p", term)}` : word;

@@ -146,15 +146,18 @@ export function createCollections(
           (_, i) =>
             `ln(1 + (total.n - df.d${i} + 0.5) / (df.d${i} + 0.5)) * ts_rank('${RANK_WEIGHTS}', words, $${i + 2}::tsquery)`,
         );
-        let sql = `WITH hits AS MATERIALIZED (
-            SELECT seq, key_mac, doc, words, mac_slots, num_slots, time_slots FROM collection_rows
+        // Only the best rows' documents are read; the count of the collection's rows is index-only.
+        const top = `WITH hits AS MATERIALIZED (
+            SELECT seq, words, mac_slots, num_slots, time_slots FROM collection_rows
             WHERE ${scope} AND doc IS NOT NULL AND words @@ $1::tsquery),
-          total AS MATERIALIZED (SELECT count(*)::float8 AS n FROM collection_rows WHERE ${scope} AND words IS NOT NULL),
-          df AS MATERIALIZED (SELECT ${df.join(", ")} FROM hits)
-          SELECT seq, key_mac, doc, ${score.join(" + ")} AS score FROM hits, total, df
-          WHERE true${whereSql(cipher, ref, q.where, params)}`;
+          total AS MATERIALIZED (SELECT count(*)::float8 AS n FROM collection_rows WHERE ${scope}),
+          df AS MATERIALIZED (SELECT ${df.join(", ")} FROM hits),
+          top AS MATERIALIZED (SELECT seq, ${score.join(" + ")} AS score FROM hits, total, df
+            WHERE true${whereSql(cipher, ref, q.where, params)}`;
         params.push(q.limit);
-        sql += ` ORDER BY score DESC, seq LIMIT $${params.length}::int`;
+        const sql = `${top} ORDER BY score DESC, seq LIMIT $${params.length}::int)
+          SELECT r.seq, r.key_mac, r.doc, top.score FROM top JOIN collection_rows r ON r.seq = top.seq
+          ORDER BY top.score DESC, top.seq`;
         const { rows } = await query<DbRow & { score: number }>(db, "rank", sql, params);
         return rows.flatMap((row) =>
           row.doc === null ? [] : [{ row: toRow(ref, row as SealedRow), score: Number(row.score) }],

@@ -1,7 +1,7 @@
 /**
  * The collection contract: every store plugin passes this same suite, once per factory below, through
  * `api.data` as a plugin gets it (`createPluginData` over `store.collections`). It pins what a plugin
- * may rely on from any store: each Collection method, queries and their order, paging, search,
+ * may rely on from any store: each Collection method, queries and their order, paging, search, rank,
  * uniques, transactions, isolation between plugins, persistence, the sweeps, and the refusals of bad
  * declarations, documents and queries, with their codes and what they name. What one store does
  * beyond it (PostgreSQL's sealing and its several daemons, SQLite's query plans) is at the end.
@@ -528,6 +528,12 @@ for (const factory of FACTORIES) {
         expect(await ranked("runs teapot")).toEqual(["r1"]);
         expect(await ranked("ze")).toEqual([]);
         expect(await ranked("東京")).toEqual(["k1"]);
+        // Latin diacritics are folded on both sides; other scripts' marks are kept.
+        await notes.insert(note("d1", { at: at(20), body: "Un café crème à Besançon, नमस्ते" }));
+        expect(await ranked("CAFE creme besancon")).toEqual(["d1"]);
+        expect(await ranked("crème")).toEqual(["d1"]);
+        expect(await ranked("नमस्ते")).toEqual(["d1"]);
+        await notes.delete("d1");
       });
 
       it("takes any text as words: operators, quotes, emoji, scripts and 100 kB are matched, never parsed", async () => {
@@ -628,6 +634,9 @@ for (const factory of FACTORIES) {
         expect(found[0]?.doc.id).toBe("m4242");
         expect(found).toHaveLength(20);
         expect(took).toBeLessThan(500);
+        // 1,250 rows hold "amber": 50 when not told, at most 1,000.
+        expect(await big.rank("amber")).toHaveLength(50);
+        expect(await big.rank("amber", { limit: 1000 })).toHaveLength(1000);
       }, 120_000);
     });
 
