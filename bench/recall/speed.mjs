@@ -133,6 +133,16 @@ export async function recallSpeed({ memories: count = 100_000, queries = 200 } =
         await tick("byIds", () => memories.byIds(fighter.id, found.slice(0, 20).map((m) => m.id)));
         await tick("rescore", () => memories.rescore(found.slice(0, 5).map((m) => ({ id: m.id, score0: 1.2 })), new Date().toISOString()));
       }
+      for (let i = 0; i < 3; i++) {
+        const query = `${QUERIES[i % QUERIES.length]} ${OTHERS.name[i % OTHERS.name.length]} ${words.pick(COMMON)} ${words.pick(COMMON)}`;
+        const { searchWords } = memoriesMod;
+        let s = performance.now();
+        const r = await data.memories.rank(searchWords(query), { where: { fighter_id: fighter.id }, limit: 50 });
+        console.log(JSON.stringify(searchWords(query)), r.length, (performance.now() - s).toFixed(1), "ms");
+        s = performance.now();
+        const r2 = await data.memories.rank(searchWords(query), { limit: 50 });
+        console.log("no where", r2.length, (performance.now() - s).toFixed(1), "ms");
+      }
       console.log(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, (v / 50).toFixed(1)])));
     }
     const byWords = await time(false);

@@ -175,7 +175,11 @@ export function createPassages(
         // let any recent passage outrank the best old match (bench/recall).
         return { passage: p, score: rrf * (0.5 + 0.5 * decayedScore(1, p.at, at, decay.rate_per_day)) };
       });
-      const vectorOf = (p: PassageRecord) => embeddings()?.vectorOf("passage", fighterId, p.id);
+      const vectors = new Map<string, Float32Array | undefined>();
+      const vectorOf = (p: PassageRecord) => {
+        if (!vectors.has(p.id)) vectors.set(p.id, embeddings()?.vectorOf("passage", fighterId, p.id));
+        return vectors.get(p.id);
+      };
       const similarity = (a: { passage: PassageRecord }, b: { passage: PassageRecord }) => {
         const [x, y] = [vectorOf(a.passage), vectorOf(b.passage)];
         return x && y ? cosine(x, y) : wordOverlap(a.passage.text, b.passage.text);

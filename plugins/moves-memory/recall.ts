@@ -58,7 +58,11 @@ export async function recallMemories(
       return { memory: m, relevance, score: rrf * relevance };
     })
     .filter((r) => r.relevance >= decay.forget_below);
-  const vectorOf = (m: MemoryRecord) => embeddings?.vectorOf("memory", fighterId, m.id);
+  const vectors = new Map<string, Float32Array | undefined>();
+  const vectorOf = (m: MemoryRecord) => {
+    if (!vectors.has(m.id)) vectors.set(m.id, embeddings?.vectorOf("memory", fighterId, m.id));
+    return vectors.get(m.id);
+  };
   const similarity = (a: { memory: MemoryRecord }, b: { memory: MemoryRecord }) => {
     const [x, y] = [vectorOf(a.memory), vectorOf(b.memory)];
     return x && y ? cosine(x, y) : wordOverlap(text(a.memory), text(b.memory));

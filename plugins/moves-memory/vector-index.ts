@@ -127,7 +127,10 @@ export class VectorIndex {
     const at = this.positions.get(id);
     if (at === undefined) return undefined;
     const scale = this.scales[at] as number;
-    return Float32Array.from(this.codes.subarray(at * this.dims, (at + 1) * this.dims), (c) => c * scale);
+    const out = new Float32Array(this.dims);
+    const base = at * this.dims;
+    for (let i = 0; i < this.dims; i++) out[i] = (this.codes[base + i] as number) * scale;
+    return out;
   }
 
   /** Adds or replaces `id`'s vector; a vector of another length is refused (a model's size changed). */

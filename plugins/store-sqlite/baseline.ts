@@ -29,12 +29,13 @@ CREATE TABLE collection_schemas (
 
 /** Migration 23's SQL, which the baseline holds too. */
 export const COLLECTION_WORDS = `
--- Collection.rank's word index: an FTS5 row per row of a collection that searches fields (rowid =
--- collection_rows.seq, kept by put), its scope the token 'c' || collection_search.id, its words the
--- searched fields' text, a line each. Contentless: the text is in the rows already; the index is in
--- this (encrypted) database like them. The triggers keep it in step with every write of the rows, in
--- the writing statement's transaction; collection_search records which fields a collection's rows
--- were indexed by, and ensure (collections.ts) indexes them again when that changes.
+-- Collection.rank's word indexes: per collection that searches fields, an FTS5 table
+-- collection_words_<id> (id from here) with a row per row of the collection (rowid =
+-- collection_rows.seq, kept by put) holding the searched fields' text, a line each, and three
+-- triggers that keep it in step with every write of the collection's rows, in the writing
+-- statement's transaction. ensure (collections.ts) makes them, and makes them again when the fields
+-- recorded here are not the declaration's. A table per collection: a word common in one collection
+-- does not slow a search of another, and no search reads another collection's matches.
 CREATE TABLE collection_search (
   id INTEGER PRIMARY KEY,
   namespace TEXT NOT NULL,
@@ -42,25 +43,6 @@ CREATE TABLE collection_search (
   fields TEXT NOT NULL CHECK (json_valid(fields)),
   UNIQUE (namespace, collection)
 );
-CREATE VIRTUAL TABLE collection_words USING fts5(
-  scope, words, tokenize = 'porter unicode61 remove_diacritics 2', content = '', contentless_delete = 1
-);
-CREATE TRIGGER collection_words_insert AFTER INSERT ON collection_rows BEGIN
-  INSERT INTO collection_words (rowid, scope, words)
-  SELECT new.seq, 'c' || s.id,
-    (SELECT group_concat(json_extract(new.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
-  FROM collection_search s WHERE s.namespace = new.namespace AND s.collection = new.collection;
-END;
-CREATE TRIGGER collection_words_update AFTER UPDATE OF doc ON collection_rows BEGIN
-  DELETE FROM collection_words WHERE rowid = old.seq;
-  INSERT INTO collection_words (rowid, scope, words)
-  SELECT new.seq, 'c' || s.id,
-    (SELECT group_concat(json_extract(new.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
-  FROM collection_search s WHERE s.namespace = new.namespace AND s.collection = new.collection;
-END;
-CREATE TRIGGER collection_words_delete AFTER DELETE ON collection_rows BEGIN
-  DELETE FROM collection_words WHERE rowid = old.seq;
-END;
 `;
 
 /** The turns table and its indexes as migration 20 leaves them (the baseline holds them too). */

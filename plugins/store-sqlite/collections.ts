@@ -116,26 +116,20 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
     drop: db.prepare("DELETE FROM collection_search WHERE namespace = ? AND collection = ?"),
   };
 
-  /** The word index of the collection's rows made again when its searched fields are not the recorded ones. */
+  /** The collection's word index made again when its searched fields are not the recorded ones. */
   const indexWords = (ref: CollectionRef) => {
     const fields = searchedFields(ref.declaration);
     const wanted = fields.length === 0 ? undefined : JSON.stringify(fields);
     const recorded = words.get.get(ref.namespace, ref.name);
     if (recorded?.fields === wanted) return;
-    const scope = scopeSql(ref);
-    if (recorded)
-      db.exec(`DELETE FROM collection_words WHERE rowid IN (SELECT seq FROM collection_rows WHERE ${scope})`);
+    if (recorded) db.exec(dropWordsSql(recorded.id));
     if (!wanted) {
       words.drop.run(ref.namespace, ref.name);
       return;
     }
     words.put.run(ref.namespace, ref.name, wanted);
-    prepared(
-      `INSERT INTO collection_words (rowid, scope, words)
-       SELECT r.seq, 'c' || s.id, (SELECT group_concat(json_extract(r.doc, '$.' || f.value), char(10)) FROM json_each(s.fields) f)
-       FROM collection_rows r JOIN collection_search s ON s.namespace = r.namespace AND s.collection = r.collection
-       WHERE r.${scope.replace(" AND collection", " AND r.collection")}`,
-    ).run();
+    const made = words.get.get(ref.namespace, ref.name) as { id: number };
+    db.exec(wordsTableSql(made.id, ref, fields));
   };
 
   const ensure = db.transaction((ref: CollectionRef, checksum: string) => {
@@ -269,26 +263,79 @@ export function createCollectionRows(db: Database.Database, now: () => string): 
     rank(ref, query) {
       const scope = words.get.get(ref.namespace, ref.name);
       if (!scope) return [];
-      const params: Bound[] = [matchOf(scope.id, query.terms)];
-      const sql = `SELECT seq, doc, -bm25(collection_words, 0.0, 1.0) AS score
-        FROM collection_words JOIN collection_rows ON seq = collection_words.rowid
-        WHERE collection_words MATCH ? AND ${scopeSql(ref)}${conditionsSql(query.where, params)}
-        ORDER BY bm25(collection_words, 0.0, 1.0), seq LIMIT ?`;
-      params.push(query.limit);
-      const found = prepared(sql).all(...params) as (DbRow & { score: number })[];
+      const table = `collection_words_${scope.id}`;
+      const match = matchOf(query.terms);
+      // The best matches by words first, without their documents (a sort of row ids and scores is
+      // cheap; one carrying every matching document is not), then the where conditions on those.
+      // Only when the conditions leave too few of them is every match read.
+      const cap = Math.max(RANK_SHORTLIST, query.limit * 20);
+      const run = (shortlist: boolean) => {
+        const params: Bound[] = [match];
+        if (shortlist) params.push(cap);
+        const sql = `SELECT seq, doc, -weight AS score FROM (
+            SELECT rowid AS hit, bm25(${table}) AS weight FROM ${table} WHERE ${table} MATCH ?
+            ${shortlist ? "ORDER BY weight LIMIT ?" : ""}
+          ) CROSS JOIN collection_rows ON seq = hit
+          WHERE ${scopeSql(ref)}${conditionsSql(query.where, params)} ORDER BY weight, seq LIMIT ?`;
+        params.push(query.limit);
+        return prepared(sql).all(...params) as (DbRow & { score: number })[];
+      };
+      let found = run(true);
+      if (found.length < query.limit && query.where.length > 0) {
+        const matched = prepared(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`)
+          .pluck()
+          .get(match) as number;
+        if (matched > cap) found = run(false);
+      }
       return found.map((r) => ({ row: toRow(r), score: r.score }));
     },
     apply: (writes) => apply(writes),
   };
 }
 
+/** How many of the best word matches a rank reads before its where conditions, at least. */
+const RANK_SHORTLIST = 1_000;
+
 /**
- * The FTS5 query for `terms` in the collection whose scope token is `c<id>`: each term a quoted
- * string (so nothing in it is syntax), a prefix for terms of 3+ characters, OR-ed.
+ * The FTS5 query for `terms`: each term a quoted string (so nothing in it is syntax), a prefix for
+ * terms of 3+ characters, OR-ed.
  */
-export function matchOf(id: number, terms: readonly string[]): string {
-  const quoted = terms.map((t) => `"${t.replaceAll('"', '""')}"${[...t].length >= 3 ? "*" : ""}`);
-  return `scope : "c${id}" AND words : (${quoted.join(" OR ")})`;
+export function matchOf(terms: readonly string[]): string {
+  return terms.map((t) => `"${t.replaceAll('"', '""')}"${[...t].length >= 3 ? "*" : ""}`).join(" OR ");
+}
+
+/**
+ * A collection's word index (`collection_words_<id>`) with its rows' words, and the triggers that
+ * keep it in step. Names were checked by the engine (plain identifiers), so they are written in.
+ */
+export function wordsTableSql(id: number, ref: CollectionRef, fields: readonly string[]): string {
+  const table = `collection_words_${id}`;
+  const when = `new.namespace = '${ref.namespace}' AND new.collection = '${ref.name}'`;
+  const text = (row: string) =>
+    `concat_ws(char(10), ${fields.map((f) => `json_extract(${row}.doc, '$.${f}')`).join(", ")})`;
+  return `
+CREATE VIRTUAL TABLE ${table} USING fts5(
+  words, tokenize = 'porter unicode61 remove_diacritics 2', content = '', contentless_delete = 1
+);
+INSERT INTO ${table} (rowid, words) SELECT seq, ${text("r")} FROM collection_rows r
+  WHERE r.namespace = '${ref.namespace}' AND r.collection = '${ref.name}';
+CREATE TRIGGER ${table}_insert AFTER INSERT ON collection_rows WHEN ${when} BEGIN
+  INSERT INTO ${table} (rowid, words) VALUES (new.seq, ${text("new")});
+END;
+CREATE TRIGGER ${table}_update AFTER UPDATE OF doc ON collection_rows WHEN ${when} BEGIN
+  DELETE FROM ${table} WHERE rowid = old.seq;
+  INSERT INTO ${table} (rowid, words) VALUES (new.seq, ${text("new")});
+END;
+CREATE TRIGGER ${table}_delete AFTER DELETE ON collection_rows
+  WHEN old.namespace = '${ref.namespace}' AND old.collection = '${ref.name}' BEGIN
+  DELETE FROM ${table} WHERE rowid = old.seq;
+END;`;
+}
+
+export function dropWordsSql(id: number): string {
+  const table = `collection_words_${id}`;
+  return `DROP TRIGGER IF EXISTS ${table}_insert; DROP TRIGGER IF EXISTS ${table}_update;
+DROP TRIGGER IF EXISTS ${table}_delete; DROP TABLE IF EXISTS ${table};`;
 }
 
 /**
