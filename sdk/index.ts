@@ -12,7 +12,12 @@ import type { RingServices } from "./services.js";
 export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
 export { refuseLasting } from "../lib/fighter-chain.js";
-export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
+export {
+  checkEmbeddings,
+  isRetryableStatus,
+  parseRetryAfter,
+  providerError,
+} from "../lib/provider-errors.js";
 export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled, isShutdown, shutdownCancellation } from "./cancel.js";
 export { canonicalJson } from "./canonical.js";

@@ -54,9 +54,11 @@ describe("fake OpenAI /v1/embeddings", () => {
       const got = Array.from(res.data[i]?.embedding ?? []);
       expect(got).toHaveLength(DEFAULT_EMBED_DIMENSIONS);
       // float32 on the wire: close, not equal.
-      got.forEach((v, j) => expect(v).toBeCloseTo(hashedEmbedding(text)[j] ?? Number.NaN, 6));
+      const want = hashedEmbedding(text);
+      for (const [j, v] of got.entries()) expect(v).toBeCloseTo(want[j] ?? Number.NaN, 6);
     }
     expect(fake.embedCalls).toEqual([{ model: "emb-test", inputs: ["first text", "second text"] }]);
+    expect(fake.embedKeys).toEqual(["test-key"]);
   });
 
   it("answers floats of the dimensions asked for, and records them", async () => {
@@ -138,6 +140,7 @@ describe("fake Ollama /api/embed", () => {
     expect(res.embeddings).toEqual([hashedEmbedding("alpha", 32), hashedEmbedding("beta", 32)]);
     expect(res.prompt_eval_count).toBeGreaterThan(0);
     expect(fake.embedCalls).toEqual([{ model: "nomic-fake", inputs: ["alpha", "beta"], dimensions: 32 }]);
+    expect(fake.embedKeys).toEqual([undefined]);
     expect(fake.requests).toEqual([]);
   });
 
@@ -184,6 +187,7 @@ describe("fake Gemini embedContent / batchEmbedContents", () => {
       },
     ]);
     expect(fake.requests).toEqual([]);
+    expect(fake.embedKeys).toEqual(["test-key"]);
   });
 
   it("fails as told: a 429 carries its wait in the body's RetryInfo", async () => {

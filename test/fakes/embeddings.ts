@@ -1,6 +1,7 @@
 // The embedding side every fake LLM server shares: a deterministic default model, the requests
 // recorded in protocol-neutral terms, and failures scripted for the next N embedding calls. Each fake
 // speaks its own wire shape around it (openai-server.ts, ollama-server.ts, gemini-server.ts).
+import type { IncomingHttpHeaders } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** Turns one text into its vector; a fake's `embed` option replaces the default. */
@@ -24,6 +25,8 @@ export type EmbedFailure = { status: number; retry_after_s?: number; message?: s
 export interface FakeEmbeddings {
   /** Every embedding request received, in order. */
   readonly embedCalls: EmbedCall[];
+  /** The key each of them carried (a bearer token, or Gemini's x-goog-api-key), in the same order. */
+  readonly embedKeys: (string | undefined)[];
   /** The next `count` embedding calls fail as `failure` says (a hang lasts until the client leaves). */
   failEmbeddings(count: number, failure: EmbedFailure): void;
 }
@@ -61,9 +64,11 @@ function normalise(vector: number[]): number[] {
 /** The embedding state of one fake: what it answers, what it recorded, what it must fail. */
 export function createFakeEmbeddings(embed?: Embedder) {
   const embedCalls: EmbedCall[] = [];
+  const embedKeys: (string | undefined)[] = [];
   const failures: EmbedFailure[] = [];
   return {
     embedCalls,
+    embedKeys,
     failEmbeddings(count: number, failure: EmbedFailure) {
       for (let i = 0; i < count; i++) failures.push(failure);
     },
@@ -74,9 +79,13 @@ export function createFakeEmbeddings(embed?: Embedder) {
      */
     async answer(
       call: EmbedCall,
+      headers: IncomingHttpHeaders,
       signal: AbortSignal,
     ): Promise<{ failure?: EmbedFailure; vectors: number[][] }> {
       embedCalls.push(call);
+      const bearer = headers.authorization?.replace(/^Bearer /, "");
+      const google = headers["x-goog-api-key"];
+      embedKeys.push(typeof google === "string" ? google : bearer);
       const failure = failures.shift();
       if (failure && "hang" in failure) {
         await sleep(3_600_000, undefined, { signal }).catch(() => undefined);
@@ -94,6 +103,7 @@ export function createFakeEmbeddings(embed?: Embedder) {
     },
     reset() {
       embedCalls.length = 0;
+      embedKeys.length = 0;
       failures.length = 0;
     },
   };

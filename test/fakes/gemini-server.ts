@@ -220,7 +220,7 @@ export async function startFakeGemini(
       const batch = embedRoute[2] === "batchEmbedContents";
       const call = embedCalls(embedRoute[1] ?? "", batch, raw);
       if (!call) return sendError(res, 400, "Invalid JSON payload received.", {});
-      const { failure, vectors } = await embeddings.answer(call, signal);
+      const { failure, vectors } = await embeddings.answer(call, req.headers, signal);
       if (failure && "status" in failure) {
         const wait = failure.retry_after_s;
         const headers: Record<string, string> = wait === undefined ? {} : { "retry-after": String(wait) };
@@ -322,6 +322,7 @@ export async function startFakeGemini(
       queue.push(...replies);
     },
     embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
     failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
       embeddings.reset();

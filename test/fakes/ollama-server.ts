@@ -156,7 +156,7 @@ export async function startFakeOllama(
     if (req.method === "POST" && path === "/api/embed") {
       const call = embedCall(raw);
       if (!call) return sendJson(res, 400, { error: "invalid input type" });
-      const { failure, vectors } = await embeddings.answer(call, signal);
+      const { failure, vectors } = await embeddings.answer(call, req.headers, signal);
       if (failure && "status" in failure) {
         const wait = failure.retry_after_s;
         const headers = wait === undefined ? undefined : { "retry-after": String(wait) };
@@ -198,6 +198,7 @@ export async function startFakeOllama(
       queue.push(...replies);
     },
     embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
     failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
       embeddings.reset();

@@ -165,7 +165,7 @@ export async function startFakeOpenAI(
       const call = embedCall(raw);
       if (!call) return sendError(res, 400, "'input' must be a string or an array of strings.");
       const { base64, ...recorded } = call;
-      const { failure, vectors } = await embeddings.answer(recorded, signal);
+      const { failure, vectors } = await embeddings.answer(recorded, req.headers, signal);
       if (failure && "status" in failure) {
         const wait = failure.retry_after_s;
         const headers = wait === undefined ? undefined : { "retry-after": String(wait) };
@@ -291,6 +291,7 @@ export async function startFakeOpenAI(
       makeDefault = fn;
     },
     embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
     failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
       embeddings.reset();
