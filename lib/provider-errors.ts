@@ -67,9 +67,9 @@ export function checkEmbeddings(
   const length = request.dimensions ?? vectors[0]?.length ?? 0;
   // Array.from, not map: a reply's vectors placed by their `index` may leave a hole, which map skips.
   return Array.from(vectors, (vector: ArrayLike<number> | undefined, i): number[] => {
-    if (!vector || vector.length !== length || length === 0) {
-      throw refuse(`had a vector of ${vector?.length ?? 0} numbers at ${i}, not ${length}`);
-    }
+    if (!vector?.length) throw refuse(`had no vector at ${i}`);
+    if (vector.length !== length)
+      throw refuse(`had a vector of ${vector.length} numbers at ${i}, not ${length}`);
     const out: number[] = Array.from(vector);
     if (!out.every(Number.isFinite)) throw refuse(`had a number that is not finite in vector ${i}`);
     return out;

@@ -29,7 +29,14 @@ export {
 } from "./collection-checks.js";
 export { createPluginData, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
 export type * from "./collections.js";
-export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
+export type {
+  CompactionConfig,
+  DecayConfig,
+  EmbeddingsConfig,
+  RoutingConfig,
+  SandboxConfig,
+  SparConfig,
+} from "./config.js";
 export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";

@@ -125,7 +125,7 @@ describe("embedded (the reply's wire shape)", () => {
     const repeated = { data: [item(0, [1]), item(0, [1]), item(2, [1])] };
     expect(() => embedded("openai", request, few)).toThrow("held 2 vectors for 3 inputs");
     expect(() => embedded("openai", request, many)).toThrow("held 4 vectors for 3 inputs");
-    expect(() => embedded("openai", request, repeated)).toThrow("had a vector of 0 numbers at 1, not 1");
+    expect(() => embedded("openai", request, repeated)).toThrow("had no vector at 1");
     expect(() => embedded("openai", request, {})).toThrow("held 0 vectors for 3 inputs");
   });
 });
