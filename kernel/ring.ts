@@ -198,7 +198,7 @@ export function createRing(options: RingOptions): Ring {
         return hooks.strategy.resolve.promise(name);
       },
     },
-    llm: { complete: path.llm },
+    llm: path.llm,
     moves: {
       list: async () => {
         // Run-time moves of active plugins only: listing imports no plugin code.

@@ -1,4 +1,4 @@
-import { SparError } from "../sdk/errors.js";
+import { isSparError, SparError } from "../sdk/errors.js";
 
 /**
  * How provider plugins report a failed call, so the kernel's one retry policy can decide: every
@@ -42,4 +42,68 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   if (Number.isFinite(seconds) && seconds >= 0) return seconds;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, (at - now) / 1000);
+}
+
+/**
+ * The vectors of an embedding reply, checked: one per input, every number finite, all of one length
+ * (the `dimensions` asked for, when asked). A reply that is not is the server's fault and would be
+ * the same again: PROVIDER_ERROR, not retryable. Every driver's `embed` returns through this.
+ *
+ * @example
+ * return { vectors: checkEmbeddings("ollama", request, reply.embeddings) };
+ */
+export function checkEmbeddings(
+  provider: string,
+  request: { input: readonly string[]; dimensions?: number },
+  vectors: readonly (ArrayLike<number> | undefined)[] | undefined,
+): number[][] {
+  const refuse = (problem: string) =>
+    providerError(provider, `the embedding reply ${problem}`, { retryable: false });
+  if (!Array.isArray(vectors) || vectors.length !== request.input.length) {
+    throw refuse(
+      `held ${Array.isArray(vectors) ? vectors.length : "no"} vectors for ${request.input.length} inputs`,
+    );
+  }
+  const length = request.dimensions ?? vectors[0]?.length ?? 0;
+  // Array.from, not map: a reply's vectors placed by their `index` may leave a hole, which map skips.
+  return Array.from(vectors, (vector: ArrayLike<number> | undefined, i): number[] => {
+    if (!vector?.length) throw refuse(`had no vector at ${i}`);
+    if (vector.length !== length)
+      throw refuse(`had a vector of ${vector.length} numbers at ${i}, not ${length}`);
+    const out: number[] = Array.from(vector);
+    if (!out.every(Number.isFinite)) throw refuse(`had a number that is not finite in vector ${i}`);
+    return out;
+  });
+}
+
+/**
+ * How long to wait before retry `attempt` (0-based): a 429's `retry_after_s` when the provider gave
+ * one, else exponential backoff from `baseMs`, with jitter, capped at 8 s.
+ */
+export function retryDelay(error: SparError, attempt: number, baseMs: number): number {
+  const retryAfter = error.extra.retry_after_s;
+  if (typeof retryAfter === "number") return retryAfter * 1000;
+  const backoff = Math.min(8000, baseMs * 2 ** attempt);
+  return backoff / 2 + Math.random() * (backoff / 2);
+}
+
+/** What a driver threw, as PROVIDER_ERROR (not retryable) unless it already is a SparError. */
+export function asProviderError(provider: string, err: unknown): SparError {
+  if (isSparError(err)) return err;
+  return new SparError(
+    "PROVIDER_ERROR",
+    `${provider}: ${err instanceof Error ? err.message : String(err)}`,
+    { provider, retryable: false },
+    { cause: err },
+  );
+}
+
+/** PROVIDER_TIMEOUT: the call's deadline passed, retries and waits included. */
+export function providerTimeout(provider: string, timeoutMs: number, cause: unknown): SparError {
+  return new SparError(
+    "PROVIDER_TIMEOUT",
+    `${provider}: no complete reply within ${timeoutMs / 1000} s`,
+    { provider },
+    { cause },
+  );
 }

@@ -105,6 +105,47 @@ describe("which key a model setting may send", () => {
     });
   });
 
+  it("pairs [memory.embeddings]' base_url with its api_key_env like any endpoint, and nothing else with it", () => {
+    const base = config();
+    const c = config({
+      memory: {
+        ...base.memory,
+        embeddings: {
+          provider: "openai",
+          model: "emb",
+          base_url: `${PROXY}/`,
+          api_key_env: "PROXY_KEY",
+          batch_size: 64,
+        },
+      },
+    });
+    const settings = { provider: "openai", model: "emb", base_url: PROXY, api_key_env: "PROXY_KEY" };
+    expect(check(settings, c)).toMatchObject({
+      ok: true,
+      credential: { key_env: "PROXY_KEY", api_key: "sk-proxy" },
+    });
+    // Without the table, the same setting is an unpaired key.
+    expect(check(settings).ok).toBe(false);
+    // Its key goes nowhere else: not to another URL, not to the official endpoint, not to another provider.
+    expect(check({ ...settings, base_url: "http://127.0.0.1:9/evil" }, c).ok).toBe(false);
+    expect(check({ provider: "openai", model: "emb", api_key_env: "PROXY_KEY" }, c).ok).toBe(false);
+    expect(check({ ...settings, provider: "openai_compatible" }, c).ok).toBe(false);
+    // An Ollama runner on another machine needs no key, but must be configured to be reached.
+    const ollama = config({
+      memory: {
+        ...base.memory,
+        embeddings: { provider: "ollama", model: "nomic", base_url: "http://10.0.0.7:11434", batch_size: 64 },
+      },
+    });
+    expect(
+      check({ provider: "ollama", model: "nomic", base_url: "http://10.0.0.7:11434" }, ollama),
+    ).toMatchObject({
+      ok: true,
+      credential: {},
+    });
+    expect(check({ provider: "ollama", model: "nomic", base_url: "http://10.0.0.7:11434" }).ok).toBe(false);
+  });
+
   it("allows a listed keyless base_url, sending no key, only for providers that need none", () => {
     const c = config({ providers: { endpoints: [], allow_manifest_base_url: [PROXY] } });
     expect(check({ provider: "openai_compatible", model: "m", base_url: PROXY }, c)).toEqual({
@@ -146,5 +187,10 @@ describe("config.toml", () => {
       '[default_model]\nprovider = "openai"\nmodel = "m"\napi_key_env = "SPAR_MASTER_KEY"\n',
     );
     expect(() => loadConfig(home, {})).toThrow(/default_model.api_key_env = "SPAR_MASTER_KEY"/);
+    writeFileSync(
+      join(home, "config.toml"),
+      '[memory.embeddings]\nprovider = "openai"\nmodel = "m"\napi_key_env = "SPAR_MASTER_KEY"\n',
+    );
+    expect(() => loadConfig(home, {})).toThrow(/memory.embeddings.api_key_env = "SPAR_MASTER_KEY"/);
   });
 });

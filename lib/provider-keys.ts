@@ -5,8 +5,8 @@ import type { ModelSettings, ProviderCredential, ProviderDeclaration } from "../
 
 /**
  * Where a provider key may go. A key is only ever sent to the endpoint the operator paired it with in
- * config.toml (`default_model`, the routing tiers, `[[providers.endpoints]]`), or to the provider's
- * official endpoint with the provider's own key variables. A fighter manifest may pick among those
+ * config.toml (`default_model`, the routing tiers, `[[providers.endpoints]]`, `[memory.embeddings]`),
+ * or to the provider's official endpoint with the provider's own key variables. A fighter manifest may pick among those
  * pairings but never make a new one: it cannot aim a key at a URL of its choosing, name a variable
  * that is not a declared provider key, or reach an unconfigured URL at all unless
  * `[providers] allow_manifest_base_url` lists it (and then no key goes with it). `SPAR_*` variables
@@ -51,6 +51,7 @@ export function refuseReservedKeyVariables(path: string, config: SparConfig): vo
       config.model_routing[t]?.api_key_env,
     ]),
     ...config.providers.endpoints.map((e, i) => [`providers.endpoints[${i}]`, e.api_key_env]),
+    ["memory.embeddings", config.memory.embeddings?.api_key_env],
   ];
   for (const [where, name] of named) {
     if (name && isReservedVariable(name)) {
@@ -89,6 +90,7 @@ export function createProviderPolicy(
     { ...config.default_model, from: "default_model" },
     ...tiers,
     ...config.providers.endpoints.map((e, i) => ({ ...e, from: `providers.endpoints[${i}]` })),
+    ...(config.memory.embeddings ? [{ ...config.memory.embeddings, from: "memory.embeddings" }] : []),
   ];
   for (const s of declared) {
     pairings.push({

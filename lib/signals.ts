@@ -24,3 +24,16 @@ export function anySignal(signals: readonly AbortSignal[]): { signal: AbortSigna
   controller.signal.addEventListener("abort", unlink, { once: true });
   return { signal: controller.signal, unlink };
 }
+
+/** Resolves after `ms`, or as soon as `signal` fires (without rejecting: the caller checks why). */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", finish);
+      done();
+    }
+    signal.addEventListener("abort", finish);
+  });
+}

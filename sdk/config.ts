@@ -23,6 +23,25 @@ export interface DecayConfig {
   forget_below: number;
 }
 
+/**
+ * `[memory.embeddings]`: the model that embeds memories for recall by meaning. Absent (no table):
+ * recall is words only. Its `base_url` and `api_key_env` pair like any endpoint (lib/provider-keys.ts).
+ *
+ * @example
+ * const settings: ModelSettings = { provider: embeddings.provider, model: embeddings.model };
+ */
+export interface EmbeddingsConfig {
+  /** A provider whose plugin embeds: openai, openai_compatible, openrouter, ollama, google. */
+  provider: string;
+  model: string;
+  base_url?: string;
+  api_key_env?: string;
+  /** Ask the model for vectors this long (8..4096), when it can shorten them. */
+  dimensions?: number;
+  /** Texts per call (1..96); default 64. */
+  batch_size: number;
+}
+
 /** An endpoint the operator pairs with a key (or with none), which fighter manifests may then name. */
 export interface EndpointPairing {
   provider: string;
@@ -47,7 +66,7 @@ export interface SparConfig {
     /** A tool result longer than this many characters reaches the model cut, with a marker saying so. */
     max_tool_result_chars: number;
   };
-  memory: { compaction: CompactionConfig; decay: DecayConfig };
+  memory: { compaction: CompactionConfig; decay: DecayConfig; embeddings?: EmbeddingsConfig };
   /** Per-fighter defaults; a manifest's `quota` overrides them. `window_s` is the sliding window. */
   quotas: { requests_per_minute: number; tokens_per_minute: number; window_s: number };
   /**

@@ -12,7 +12,12 @@ import type { RingServices } from "./services.js";
 export type { CredentialEnv } from "../lib/driver-cache.js";
 export { driverCache } from "../lib/driver-cache.js";
 export { refuseLasting } from "../lib/fighter-chain.js";
-export { isRetryableStatus, parseRetryAfter, providerError } from "../lib/provider-errors.js";
+export {
+  checkEmbeddings,
+  isRetryableStatus,
+  parseRetryAfter,
+  providerError,
+} from "../lib/provider-errors.js";
 export { anySignal } from "../lib/signals.js";
 export { cancellation, cancelledError, isCancelled, isShutdown, shutdownCancellation } from "./cancel.js";
 export { canonicalJson } from "./canonical.js";
@@ -27,7 +32,14 @@ export {
 export { createPluginData, MAX_RANK_ROWS, TRANSACTION_TIMEOUT_MS } from "./collection-engine.js";
 export { MAX_RANK_TERMS, MAX_TERM_CHARS, queryTerms, wordsOf } from "./collection-terms.js";
 export type * from "./collections.js";
-export type { CompactionConfig, DecayConfig, RoutingConfig, SandboxConfig, SparConfig } from "./config.js";
+export type {
+  CompactionConfig,
+  DecayConfig,
+  EmbeddingsConfig,
+  RoutingConfig,
+  SandboxConfig,
+  SparConfig,
+} from "./config.js";
 export { parseListen } from "./config.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";

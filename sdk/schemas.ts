@@ -32,6 +32,13 @@ export const MODEL_SETTINGS_SCHEMA = {
   },
 } as const;
 
+/**
+ * `[memory.embeddings] batch_size`: texts per embedding call by default, and at most (OpenAI takes
+ * 2,048 inputs a call, Gemini's batchEmbedContents 100: 96 fits every provider).
+ */
+export const DEFAULT_EMBED_BATCH = 64;
+export const MAX_EMBED_BATCH = 96;
+
 /** A table of the config: unknown keys refused, present even when empty (so its defaults apply). */
 const table = (properties: Record<string, object>) =>
   ({ type: "object", additionalProperties: false, default: {}, properties }) as const;
@@ -129,6 +136,20 @@ export const CONFIG_SCHEMA = {
         reinforce_on_access: num(0.2, { minimum: 0 }),
         forget_below: num(0.05, { minimum: 0 }),
       }),
+      // No default: absent, recall is words only (config.memory.embeddings undefined).
+      embeddings: {
+        type: "object",
+        additionalProperties: false,
+        required: ["provider", "model"],
+        properties: {
+          provider: MODEL_SETTINGS_SCHEMA.properties.provider,
+          model: MODEL_SETTINGS_SCHEMA.properties.model,
+          base_url: MODEL_SETTINGS_SCHEMA.properties.base_url,
+          api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
+          dimensions: { type: "integer", minimum: 8, maximum: 4096 },
+          batch_size: int(1, DEFAULT_EMBED_BATCH, MAX_EMBED_BATCH),
+        },
+      },
     }),
     pricing: strings({
       type: "object",

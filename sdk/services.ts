@@ -6,6 +6,8 @@ import type { PluginManifest } from "./plugin-manifest.js";
 import type { StoreCheck, StoreHealth, TurnRecord, UsageSpentFilter, UsageSummary } from "./store-types.js";
 import type {
   BoutRecord,
+  EmbedRequest,
+  EmbedResponse,
   FighterManifest,
   FighterRecord,
   FighterRow,
@@ -318,6 +320,17 @@ export interface RingServices {
       request: Omit<LlmRequest, "model">,
       call?: SpendContext,
     ): Promise<LlmResponse>;
+    /**
+     * Embeds `request.input` with the model `settings` name (`[memory.embeddings]`), one vector per
+     * text, in order: sent in batches (`batch_size` there, at most 96 texts a call), each batch within
+     * its own deadline (`timeout_s`, default 30 s: PROVIDER_TIMEOUT) with the provider policy's
+     * retries, the key only to the endpoint it is paired with. PROVIDER_ERROR naming the provider
+     * when its plugin has no embeddings API (Anthropic). Not metered: no budget is reserved for it.
+     *
+     * @example
+     * const { vectors } = await api.services.llm.embed(settings, { input: ["Ada moved to Lisbon"], purpose: "document" });
+     */
+    embed(settings: ModelSettings, request: Omit<EmbedRequest, "model">): Promise<EmbedResponse>;
   };
   /** The declared moves and those plugins offer at run time (`move.list`, without a fighter). */
   readonly moves: {

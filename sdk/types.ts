@@ -220,6 +220,35 @@ export interface LlmDriver {
   complete(request: LlmRequest): Promise<LlmResponse>;
   /** A cheap authenticated request (e.g. list models) for `spar doctor`; resolves to a short detail. */
   probe(signal: AbortSignal): Promise<string>;
+  /**
+   * Embeds texts: one vector per input, in order (`checkEmbeddings` refuses a reply that is not).
+   * Absent when the provider has no embeddings API (Anthropic). Same rules as `complete`: honour
+   * `request.signal`, never retry, fail with `providerError(...)`; the kernel batches, retries and
+   * times out (`ring.llm.embed`).
+   */
+  embed?(request: EmbedRequest): Promise<EmbedResponse>;
+}
+
+/**
+ * One call to an embedding model (`LlmDriver.embed`). `dimensions` asks a model that can shorten its
+ * vectors for that many; `purpose` tells a model that embeds a query and a document differently
+ * (Gemini's task types) which one this is; the others ignore it.
+ *
+ * @example
+ * const { vectors } = await driver.embed({ model: "text-embedding-3-small", input: ["Ada moved to Lisbon"] });
+ */
+export interface EmbedRequest {
+  model: string;
+  input: string[];
+  dimensions?: number;
+  purpose?: "document" | "query";
+  signal?: AbortSignal;
+}
+
+/** `vectors[i]` embeds `input[i]`; all of one length (`dimensions` when it was asked for). */
+export interface EmbedResponse {
+  vectors: number[][];
+  usage?: { input_tokens: number };
 }
 
 /**

@@ -28,6 +28,18 @@ export function configuredModels(config: SparConfig): { settings: ModelSettings;
     const settings = config.model_routing[tier];
     if (settings && config.model_routing.enabled) out.push({ settings, used_by: `model_routing.${tier}` });
   }
+  // The embedding model is probed like the others: its key, its endpoint, a cheap authenticated call.
+  const embeddings = config.memory.embeddings;
+  if (embeddings) {
+    const { provider, model, base_url, api_key_env } = embeddings;
+    const settings = {
+      provider,
+      model,
+      ...(base_url ? { base_url } : {}),
+      ...(api_key_env ? { api_key_env } : {}),
+    };
+    out.push({ settings, used_by: "memory.embeddings" });
+  }
   return out;
 }
 

@@ -38,6 +38,63 @@ describe("config", () => {
     expect(config.plugins.store).toBe("store-sqlite");
   });
 
+  it("takes [memory.embeddings] with its defaults, leaves it undefined when absent, and names a bad key", () => {
+    expect(loadConfig(homeWith(""), {}).memory.embeddings).toBeUndefined();
+    const table = (lines: string) => homeWith(`[memory.embeddings]\n${lines}\n`);
+    expect(
+      loadConfig(table('provider = "ollama"\nmodel = "nomic-embed-text"'), {}).memory.embeddings,
+    ).toEqual({
+      provider: "ollama",
+      model: "nomic-embed-text",
+      batch_size: 64,
+    });
+    const full =
+      'provider = "openai"\nmodel = "text-embedding-3-small"\nbase_url = "http://127.0.0.1:8080/v1"';
+    expect(
+      loadConfig(table(`${full}\napi_key_env = "EMB_KEY"\ndimensions = 256\nbatch_size = 96`), {}).memory
+        .embeddings,
+    ).toEqual({
+      provider: "openai",
+      model: "text-embedding-3-small",
+      base_url: "http://127.0.0.1:8080/v1",
+      api_key_env: "EMB_KEY",
+      dimensions: 256,
+      batch_size: 96,
+    });
+    // The decay and compaction tables keep their defaults beside it.
+    expect(loadConfig(table('provider = "ollama"\nmodel = "m"'), {}).memory.decay.rate_per_day).toBe(0.05);
+    const refused: [string, string | RegExp][] = [
+      ['model = "m"', 'missing required key "memory.embeddings.provider"'],
+      ['provider = "openai"', 'missing required key "memory.embeddings.model"'],
+      ['provider = "openai"\nmodel = "m"\nmodle = "x"', 'unknown key "memory.embeddings.modle"'],
+      ['provider = "openai"\nmodel = "m"\ndimensions = 4', '"memory.embeddings.dimensions" must be >= 8'],
+      [
+        'provider = "openai"\nmodel = "m"\ndimensions = 5000',
+        '"memory.embeddings.dimensions" must be <= 4096',
+      ],
+      [
+        'provider = "openai"\nmodel = "m"\ndimensions = 64.5',
+        '"memory.embeddings.dimensions" must be integer',
+      ],
+      ['provider = "openai"\nmodel = "m"\nbatch_size = 0', '"memory.embeddings.batch_size" must be >= 1'],
+      ['provider = "openai"\nmodel = "m"\nbatch_size = 97', '"memory.embeddings.batch_size" must be <= 96'],
+      ['provider = "openai"\nmodel = "m"\nbase_url = "ftp://x"', /memory\.embeddings\.base_url/],
+      ['provider = "openai"\nmodel = "m"\napi_key_env = "NOT A VAR"', /memory\.embeddings\.api_key_env/],
+    ];
+    for (const [lines, message] of refused) {
+      const err = (() => {
+        try {
+          loadConfig(table(lines), {});
+        } catch (e) {
+          return e as { code?: string; message: string };
+        }
+        throw new Error(`accepted: ${lines}`);
+      })();
+      expect(err.code).toBe("CONFIG_INVALID");
+      expect(err.message).toMatch(message);
+    }
+  });
+
   it("rejects unknown keys with their path", () => {
     expect(() => loadConfig(homeWith("[agent]\nmax_iteratons = 3\n"), {})).toThrow(
       'unknown key "agent.max_iteratons"',

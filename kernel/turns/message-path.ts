@@ -1,19 +1,18 @@
 import { createIdempotency, requestHash } from "../../lib/idempotency.js";
 import type { CredentialCheck } from "../../lib/provider-keys.js";
-import { anySignal } from "../../lib/signals.js";
-import { meteredCall, type UsageMeter } from "../../lib/usage-meter.js";
+import type { UsageMeter } from "../../lib/usage-meter.js";
 import { cancellation, childController, shutdownCancellation } from "../../sdk/cancel.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { Bus, EventBus, TurnLease } from "../../sdk/events.js";
-import type { RingHooks, SpendContext } from "../../sdk/hooks.js";
+import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { FighterMessageResult, MessageOptions, MoveListing } from "../../sdk/services.js";
 import type { Store, TurnRecord } from "../../sdk/store-types.js";
-import type { LlmDriver, LlmRequest, ModelSettings } from "../../sdk/types.js";
+import type { ModelSettings } from "../../sdk/types.js";
 import type { FighterRegistry, LiveFighter } from "../fighters/fighter-registry.js";
 import type { PluginHost } from "../host/plugin-host.js";
-import { callProvider, driverResolver, policyFor } from "../provider-call.js";
+import { driverResolver, llmService } from "../provider-call.js";
 import { createAdmission } from "./admission.js";
 import { createAftercare } from "./aftercare.js";
 import type { TurnProgress } from "./agent-loop.js";
@@ -65,17 +64,12 @@ export function createMessagePath(deps: MessagePathDeps) {
   /** Aborted at shutdown: reflection and summary calls end with the daemon, not after it. */
   const shutdown = new AbortController();
 
-  /** One model call under the provider policy for plugins' own uses (reflection, summaries): metered given `call`. */
-  async function llm(model: ModelSettings, request: Omit<LlmRequest, "model">, call?: SpendContext) {
-    const { signal, unlink } = anySignal([shutdown.signal, ...(request.signal ? [request.signal] : [])]);
-    const send = (driver: LlmDriver) => callProvider(driver, { ...request, model, signal }, policyFor(model));
-    try {
-      const driver = await resolveDriver(model);
-      return await (call ? meteredCall(deps.meter, call, driver, model, send) : send(driver));
-    } finally {
-      unlink();
-    }
-  }
+  const llm = llmService({
+    resolveDriver,
+    meter: deps.meter,
+    shutdown: shutdown.signal,
+    embedBatch: config.memory.embeddings?.batch_size,
+  });
 
   // About 2 MB of text: enough for the bouts of the fighters in use, never a store's worth.
   const histories = createHistoryCache(500_000);

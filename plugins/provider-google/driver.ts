@@ -1,10 +1,10 @@
 /**
- * An LlmDriver for the Gemini API on the official `@google/genai` SDK (the Gemini Developer API, not
+ * An LlmDriver (chat and embeddings) for the Gemini API on the official `@google/genai` SDK (the Gemini Developer API, not
  * Vertex AI).
  */
 import { GoogleGenAI } from "@google/genai";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
-import { placeContext } from "../../sdk/index.js";
+import { checkEmbeddings, placeContext } from "../../sdk/index.js";
 import { IncompleteReply, missingKey, PROVIDER, toSparError } from "./errors.js";
 import {
   readParts,
@@ -23,6 +23,9 @@ export interface GoogleDriverOptions {
 
 /** The variables tried, in order, when `api_key_env` is unset. */
 export const DEFAULT_KEY_ENVS = ["GEMINI_API_KEY", "GOOGLE_API_KEY"];
+
+/** How a purpose reads as a Gemini embedding task type: stored text, or what is searched for. */
+const TASK_TYPES = { document: "RETRIEVAL_DOCUMENT", query: "RETRIEVAL_QUERY" } as const;
 
 /** Enough for every call still in a live conversation; older ones get the documented stand-in. */
 const MAX_SIGNATURES = 2_000;
@@ -85,6 +88,30 @@ export function createGoogleDriver(
         return `${pager.pageLength} models listed`;
       } catch (err) {
         throw toSparError(err, apiKey, signal);
+      }
+    },
+    async embed(request) {
+      const apiKey = readKey();
+      try {
+        const reply = await clientFor(apiKey).models.embedContent({
+          model: request.model,
+          // Each text its own Content: plain strings would be joined into one for some models.
+          contents: request.input.map((text) => ({ parts: [{ text }] })),
+          config: {
+            ...(request.purpose ? { taskType: TASK_TYPES[request.purpose] } : {}),
+            ...(request.dimensions !== undefined ? { outputDimensionality: request.dimensions } : {}),
+            abortSignal: request.signal,
+          },
+        });
+        return {
+          vectors: checkEmbeddings(
+            PROVIDER,
+            request,
+            reply.embeddings?.map((e) => e.values),
+          ),
+        };
+      } catch (err) {
+        throw toSparError(err, apiKey, request.signal);
       }
     },
     async complete(request) {

@@ -1,9 +1,10 @@
 /**
- * An LlmDriver for a local Ollama runner, or a hosted endpoint that speaks the Ollama API, on the official
+ * An LlmDriver (chat and embeddings) for a local Ollama runner, or a hosted endpoint that speaks the Ollama API, on the official
  * `ollama` client.
  */
 import type { ChatResponse } from "ollama";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, ToolCall } from "../../sdk/index.js";
+import { checkEmbeddings } from "../../sdk/index.js";
 import { type Call, IncompleteReply, openCall, PROVIDER, toSparError } from "./connection.js";
 import { requestBody, stopReason, toolCallsOf, usageOf } from "./wire.js";
 
@@ -47,6 +48,24 @@ export function createOllamaDriver(settings: ModelSettings, options: OllamaDrive
         return `${list.models.length} models installed`;
       } catch (err) {
         throw toSparError(err, { host, call, signal, apiKey });
+      } finally {
+        call.close();
+      }
+    },
+    async embed(request) {
+      const { call, apiKey } = open(request.signal);
+      try {
+        const { model, input, dimensions } = request;
+        const reply = await call.client.embed({
+          model,
+          input,
+          ...(dimensions !== undefined ? { dimensions } : {}),
+        });
+        const vectors = checkEmbeddings(PROVIDER, request, reply.embeddings);
+        const tokens = reply.prompt_eval_count;
+        return typeof tokens === "number" ? { vectors, usage: { input_tokens: tokens } } : { vectors };
+      } catch (err) {
+        throw toSparError(err, { host, model: request.model, call, signal: request.signal, apiKey });
       } finally {
         call.close();
       }

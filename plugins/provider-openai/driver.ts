@@ -1,5 +1,5 @@
 /**
- * An LlmDriver for the OpenAI chat-completions API on the official `openai` SDK. OpenRouter and most
+ * An LlmDriver for the OpenAI chat-completions and embeddings APIs on the official `openai` SDK. OpenRouter and most
  * local servers speak the same protocol, so the provider id, default base URL and key variable are
  * options, not constants: a sibling provider is one more `createOpenAiDriver` call with other options.
  */
@@ -9,7 +9,7 @@ import OpenAI, { APIConnectionError, APIError } from "openai";
 import type { ChatCompletion } from "openai/resources/chat/completions";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
 import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
-import { isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
+import { embedded, isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface OpenAiDriverOptions {
   /** The id the driver reports and names in its errors. Default "openai". */
@@ -97,6 +97,24 @@ export function createOpenAiDriver(
       try {
         const page = await clientFor(apiKey).models.list({ signal });
         return `${page.data.length} models listed`;
+      } catch (err) {
+        throw toSparError(err, conn, apiKey);
+      }
+    },
+    async embed(request) {
+      const apiKey = keyOf();
+      try {
+        // Floats asked for by name: left unset, the SDK asks for base64, which not every compatible server sends.
+        const reply = await clientFor(apiKey).embeddings.create(
+          {
+            model: request.model,
+            input: request.input,
+            encoding_format: "float",
+            ...(request.dimensions !== undefined ? { dimensions: request.dimensions } : {}),
+          },
+          { signal: request.signal },
+        );
+        return embedded(conn.provider, request, reply);
       } catch (err) {
         throw toSparError(err, conn, apiKey);
       }

@@ -9,15 +9,18 @@ import type {
   ChatCompletionMessageToolCall,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
+import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
 import type {
   ChatMessage,
+  EmbedRequest,
+  EmbedResponse,
   LlmRequest,
   LlmResponse,
   StopReason,
   ToolCall,
   ToolDefinition,
 } from "../../sdk/index.js";
-import { placeContext } from "../../sdk/index.js";
+import { checkEmbeddings, placeContext } from "../../sdk/index.js";
 
 /**
  * The body shared by both paths; `max_tokens` goes out as `max_completion_tokens`, the current name.
@@ -119,4 +122,26 @@ export function stopReason(finish: string | null): StopReason {
   if (finish === "tool_calls") return "tool_use";
   if (finish === "length") return "max_tokens";
   return "other";
+}
+
+/**
+ * An embeddings reply's vectors in the order of the inputs: each item says which input it embeds
+ * (`index`), and nothing in the protocol promises the items come in that order.
+ */
+export function embedded(
+  provider: string,
+  request: EmbedRequest,
+  reply: Partial<CreateEmbeddingResponse>,
+): EmbedResponse {
+  const data = reply.data ?? [];
+  // Each where its index says. A count off is refused as such; an index out of range or given twice
+  // leaves a hole, refused too (checkEmbeddings).
+  const placed: (number[] | undefined)[] = new Array(data.length);
+  for (const [position, item] of data.entries()) {
+    const at = Number.isInteger(item.index) ? item.index : position;
+    if (at >= 0 && at < data.length && placed[at] === undefined) placed[at] = item.embedding;
+  }
+  const vectors = checkEmbeddings(provider, request, placed);
+  const tokens = reply.usage?.prompt_tokens;
+  return typeof tokens === "number" ? { vectors, usage: { input_tokens: tokens } } : { vectors };
 }

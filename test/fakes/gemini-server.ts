@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { createFakeEmbeddings, type EmbedCall, type Embedder, type FakeEmbeddings } from "./embeddings.js";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
 import { createPrefixCache } from "./prompt-cache.js";
 import {
@@ -63,7 +64,8 @@ export interface RecordedRequest {
   body: GenerateContentRequestBody | undefined;
 }
 
-export interface FakeGemini extends FakeLlmServer {
+export interface FakeGemini extends FakeLlmServer, FakeEmbeddings {
+  /** Chat requests; embedding requests are in `embedCalls`. */
   readonly requests: RecordedRequest[];
 }
 
@@ -92,6 +94,33 @@ const STATUS_NAMES: Record<number, string> = {
 };
 
 const GENERATE = /^\/v1beta\/(?:models\/)?(.+):(generateContent|streamGenerateContent)$/;
+const EMBED = /^\/v1beta\/(?:models\/)?(.+):(embedContent|batchEmbedContents)$/;
+
+/** One `EmbedContentRequest` of the API: a content to embed and how. */
+interface EmbedContentBody {
+  content?: GeminiContent;
+  taskType?: string;
+  outputDimensionality?: number;
+}
+
+/**
+ * The embedding calls of an `:embedContent` body (one content) or a `:batchEmbedContents` one (a
+ * request per content, each naming its model), one EmbedCall per request; undefined when malformed.
+ */
+function embedCalls(model: string, batch: boolean, raw: string): EmbedCall | undefined {
+  const body = parseJsonObject(raw);
+  const requests = batch ? body?.requests : body ? [body] : undefined;
+  if (!Array.isArray(requests) || requests.length === 0) return undefined;
+  const items = requests as EmbedContentBody[];
+  if (!items.every((r) => Array.isArray(r?.content?.parts))) return undefined;
+  const first = items[0];
+  return {
+    model,
+    inputs: items.map((r) => partsText(r.content)),
+    ...(first?.outputDimensionality !== undefined ? { dimensions: first.outputDimensionality } : {}),
+    ...(first?.taskType !== undefined ? { task_type: first.taskType } : {}),
+  };
+}
 const CHUNK_GAP_MS = 3;
 
 const partsText = (content: GeminiContent | undefined) =>
@@ -173,7 +202,10 @@ function argsOf(args: Record<string, unknown> | string): unknown {
   return parseJsonObject(args) ?? args;
 }
 
-export async function startFakeGemini(options: { port?: number } = {}): Promise<FakeGemini> {
+export async function startFakeGemini(
+  options: { port?: number; embed?: Embedder } = {},
+): Promise<FakeGemini> {
+  const embeddings = createFakeEmbeddings(options.embed);
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
   const received: ReceivedCall[] = [];
@@ -183,6 +215,21 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const method = req.method ?? "GET";
     if (method === "GET" && url.pathname === "/v1beta/models") return sendJson(res, 200, MODELS);
+    const embedRoute = method === "POST" ? EMBED.exec(url.pathname) : null;
+    if (embedRoute) {
+      const batch = embedRoute[2] === "batchEmbedContents";
+      const call = embedCalls(embedRoute[1] ?? "", batch, raw);
+      if (!call) return sendError(res, 400, "Invalid JSON payload received.", {});
+      const { failure, vectors } = await embeddings.answer(call, req.headers, signal);
+      if (failure && "status" in failure) {
+        const wait = failure.retry_after_s;
+        const headers: Record<string, string> = wait === undefined ? {} : { "retry-after": String(wait) };
+        return sendError(res, failure.status, failure.message ?? "scripted failure", headers);
+      }
+      if (failure) return;
+      const embedded = vectors.map((values) => ({ values }));
+      return sendJson(res, 200, batch ? { embeddings: embedded } : { embedding: embedded[0] });
+    }
     const route = GENERATE.exec(url.pathname);
     if (method !== "POST" || !route) {
       return sendError(res, 404, `Unknown request URL: ${method} ${url.pathname}`, {});
@@ -274,7 +321,11 @@ export async function startFakeGemini(options: { port?: number } = {}): Promise<
     enqueue: (...replies) => {
       queue.push(...replies);
     },
+    embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
+    failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
+      embeddings.reset();
       queue.length = 0;
       requests.length = 0;
       received.length = 0;

@@ -2,6 +2,13 @@
 // wire protocol, NDJSON streaming included, so the real `ollama` client can be pointed at it by `host`.
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import {
+  createFakeEmbeddings,
+  type EmbedCall,
+  type Embedder,
+  embedTokens,
+  type FakeEmbeddings,
+} from "./embeddings.js";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
 import {
   estimateTokens,
@@ -53,7 +60,8 @@ export interface RecordedRequest {
   body: ChatRequestBody | undefined;
 }
 
-export interface FakeOllama extends FakeLlmServer {
+export interface FakeOllama extends FakeLlmServer, FakeEmbeddings {
+  /** Chat requests; embedding requests are in `embedCalls`. */
   readonly requests: RecordedRequest[];
   /** Chat requests whose client hung up before the reply was complete (an abort, seen server-side). */
   abandoned(): number;
@@ -123,7 +131,20 @@ function errorMessage(reply: ScriptedReply, body: ChatRequestBody): string {
   return reply.status === 404 ? `model "${body.model}" not found, try pulling it first` : "scripted failure";
 }
 
-export async function startFakeOllama(options: { port?: number } = {}): Promise<FakeOllama> {
+/** `POST /api/embed`: the body's inputs, or undefined when it is not one the server would take. */
+function embedCall(raw: string): EmbedCall | undefined {
+  const body = parseJsonObject(raw);
+  const input = typeof body?.input === "string" ? [body.input] : body?.input;
+  if (!body || typeof body.model !== "string" || !Array.isArray(input)) return undefined;
+  if (!input.every((text): text is string => typeof text === "string")) return undefined;
+  const dimensions = typeof body.dimensions === "number" ? body.dimensions : undefined;
+  return { model: body.model, inputs: input, dimensions };
+}
+
+export async function startFakeOllama(
+  options: { port?: number; embed?: Embedder } = {},
+): Promise<FakeOllama> {
+  const embeddings = createFakeEmbeddings(options.embed);
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
   let abandoned = 0;
@@ -132,6 +153,24 @@ export async function startFakeOllama(options: { port?: number } = {}): Promise<
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname.replace(/\/+$/, "");
     if (req.method === "GET" && path === "/api/tags") return sendJson(res, 200, TAGS);
     if (req.method === "GET" && path === "/api/version") return sendJson(res, 200, { version: "0.9.0" });
+    if (req.method === "POST" && path === "/api/embed") {
+      const call = embedCall(raw);
+      if (!call) return sendJson(res, 400, { error: "invalid input type" });
+      const { failure, vectors } = await embeddings.answer(call, req.headers, signal);
+      if (failure && "status" in failure) {
+        const wait = failure.retry_after_s;
+        const headers = wait === undefined ? undefined : { "retry-after": String(wait) };
+        return sendJson(res, failure.status, { error: failure.message ?? "scripted failure" }, headers);
+      }
+      if (failure) return;
+      return sendJson(res, 200, {
+        model: call.model,
+        embeddings: vectors,
+        total_duration: 5_000_000,
+        load_duration: 1_000_000,
+        prompt_eval_count: embedTokens(call.inputs),
+      });
+    }
     if (req.method !== "POST" || path !== "/api/chat") {
       // Ollama's router answers unknown routes in plain text, not its JSON error shape.
       res.writeHead(404, { "content-type": "text/plain" });
@@ -158,7 +197,11 @@ export async function startFakeOllama(options: { port?: number } = {}): Promise<
     enqueue: (...replies) => {
       queue.push(...replies);
     },
+    embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
+    failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
+      embeddings.reset();
       queue.length = 0;
       requests.length = 0;
       abandoned = 0;

@@ -310,7 +310,7 @@ describe("fake OpenAI server", () => {
   });
 
   it("answers unknown routes with 404 and malformed JSON with 400, in the OpenAI error shape", async () => {
-    const missing = await fetch(`${fake.url}/embeddings`, { method: "POST", body: "{}" });
+    const missing = await fetch(`${fake.url}/audio/speech`, { method: "POST", body: "{}" });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({
       error: { type: "invalid_request_error", code: "not_found" },

@@ -3,6 +3,14 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import {
+  base64Floats,
+  createFakeEmbeddings,
+  type EmbedCall,
+  type Embedder,
+  embedTokens,
+  type FakeEmbeddings,
+} from "./embeddings.js";
 import { parseJsonObject, sendJson, startFakeHttp, write } from "./http-fake.js";
 import { createPrefixCache } from "./prompt-cache.js";
 import {
@@ -59,7 +67,8 @@ export interface RecordedRequest {
   body: ChatCompletionRequestBody | undefined;
 }
 
-export interface FakeOpenAI extends FakeLlmServer {
+export interface FakeOpenAI extends FakeLlmServer, FakeEmbeddings {
+  /** Chat requests; embedding requests are in `embedCalls`. */
   readonly requests: RecordedRequest[];
   setDefault(fn: (body: ChatCompletionRequestBody) => ScriptedReply): void;
 }
@@ -128,7 +137,20 @@ function sendError(res: ServerResponse, status: number, message: string, headers
 
 const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("hex")}`;
 
-export async function startFakeOpenAI(options: { port?: number } = {}): Promise<FakeOpenAI> {
+/** `POST /v1/embeddings`: the body's inputs, or undefined when it is not one the API would take. */
+function embedCall(raw: string): (EmbedCall & { base64: boolean }) | undefined {
+  const body = parseJsonObject(raw);
+  const input = typeof body?.input === "string" ? [body.input] : body?.input;
+  if (!body || typeof body.model !== "string" || !Array.isArray(input)) return undefined;
+  if (!input.every((text): text is string => typeof text === "string")) return undefined;
+  const dimensions = typeof body.dimensions === "number" ? body.dimensions : undefined;
+  return { model: body.model, inputs: input, dimensions, base64: body.encoding_format === "base64" };
+}
+
+export async function startFakeOpenAI(
+  options: { port?: number; embed?: Embedder } = {},
+): Promise<FakeOpenAI> {
+  const embeddings = createFakeEmbeddings(options.embed);
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
   let makeDefault = defaultReply;
@@ -139,6 +161,26 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const path = url.pathname.replace(/\/+$/, "");
     if (req.method === "GET" && path === "/v1/models") return sendJson(res, 200, MODELS);
+    if (req.method === "POST" && path === "/v1/embeddings") {
+      const call = embedCall(raw);
+      if (!call) return sendError(res, 400, "'input' must be a string or an array of strings.");
+      const { base64, ...recorded } = call;
+      const { failure, vectors } = await embeddings.answer(recorded, req.headers, signal);
+      if (failure && "status" in failure) {
+        const wait = failure.retry_after_s;
+        const headers = wait === undefined ? undefined : { "retry-after": String(wait) };
+        return sendError(res, failure.status, failure.message ?? "scripted failure", headers);
+      }
+      if (failure) return;
+      const data = vectors.map((vector, index) => ({
+        object: "embedding",
+        index,
+        embedding: base64 ? base64Floats(vector) : vector,
+      }));
+      const tokens = embedTokens(call.inputs);
+      const usage = { prompt_tokens: tokens, total_tokens: tokens };
+      return sendJson(res, 200, { object: "list", data, model: call.model, usage });
+    }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       return sendError(res, 404, `Unknown request URL: ${req.method} ${url.pathname}`);
     }
@@ -248,7 +290,11 @@ export async function startFakeOpenAI(options: { port?: number } = {}): Promise<
     setDefault: (fn) => {
       makeDefault = fn;
     },
+    embedCalls: embeddings.embedCalls,
+    embedKeys: embeddings.embedKeys,
+    failEmbeddings: embeddings.failEmbeddings,
     reset: () => {
+      embeddings.reset();
       cache = createPrefixCache({ step: 128 });
       queue.length = 0;
       requests.length = 0;
