@@ -6,20 +6,10 @@
  * the model changes, whatever has no vector of the current model is queued again. Searches read
  * in-process indexes (vector-index.ts), loaded per fighter on first use and kept up to date.
  */
-import type { Collection, Logger, ModelSettings, PluginData } from "../../sdk/index.js";
+import type { Collection, EmbeddingsConfig, Logger, ModelSettings, PluginData } from "../../sdk/index.js";
 import { decodeVector, encodeVector, type VectorHit, VectorIndex } from "./vector-index.js";
 
 export type Kind = "memory" | "passage";
-
-/** `[memory.embeddings]`, as config.toml gives it. */
-export interface EmbeddingsConfig {
-  provider: string;
-  model: string;
-  base_url?: string;
-  api_key_env?: string;
-  dimensions?: number;
-  batch_size?: number;
-}
 
 /** One stored vector: `<kind>:<id of what it embeds>`. */
 export type VectorRecord = {

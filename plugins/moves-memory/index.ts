@@ -1,5 +1,5 @@
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
-import { createEmbeddings, type EmbedService, type EmbeddingsConfig, type Embeddings } from "./embeddings.js";
+import { createEmbeddings, type Embeddings } from "./embeddings.js";
 import { flushFacts } from "./flush.js";
 import { createMemories } from "./memories.js";
 import { createPassages } from "./passages.js";
@@ -40,9 +40,9 @@ export default definePlugin({
   apply({ hooks, ring, config, data, log, events }) {
     const decay = config.memory.decay;
     const memories = createMemories(data, ring.fighters);
-    const settings = (config.memory as { embeddings?: EmbeddingsConfig }).embeddings;
+    const settings = config.memory.embeddings;
     const embeddings: Embeddings | undefined = settings
-      ? createEmbeddings({ config: settings, ring: ring as unknown as EmbedService, data, log })
+      ? createEmbeddings({ config: settings, ring, data, log })
       : undefined;
     const passages = createPassages(data, () => embeddings, decay);
 

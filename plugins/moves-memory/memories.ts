@@ -25,14 +25,14 @@ export type MemoryRecord = {
   taint?: TaintSource;
 };
 
-/** How many word matches a recall ranks from. */
-export const MAX_CANDIDATES = 50;
+/** How many candidates each of recall's rankings (words, meaning) gives for `limit` results. */
+export const candidatesFor = (limit: number) => Math.max(20, limit * 4);
 
 export interface Memories {
   /** Stores or replaces the value under `key`; a stored memory starts (or restarts) at score 1. */
   put(fighterId: string, key: string, value: string, taint?: TaintSource): Promise<MemoryRecord>;
-  /** The fighter's memories matching the query's words (key or value), best first. */
-  byWords(fighterId: string, query: string): Promise<MemoryRecord[]>;
+  /** The fighter's `count` memories best matching the query's words (key or value), best first. */
+  byWords(fighterId: string, query: string, count?: number): Promise<MemoryRecord[]>;
   /** The fighter's memories of these ids that still exist. */
   byIds(fighterId: string, ids: readonly string[]): Promise<MemoryRecord[]>;
   /** The fighter's most recently scored memories: what a flush dedupes against. */
@@ -85,8 +85,8 @@ export function createMemories(
         }),
       );
     },
-    async byWords(fighterId, query) {
-      const found = await memories.rank(searchWords(query), { where: { fighter_id: fighterId }, limit: MAX_CANDIDATES });
+    async byWords(fighterId, query, count = candidatesFor(5)) {
+      const found = await memories.rank(searchWords(query), { where: { fighter_id: fighterId }, limit: count });
       return found.map((f) => f.doc);
     },
     async byIds(fighterId, ids) {

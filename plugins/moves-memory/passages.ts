@@ -17,7 +17,7 @@ import type {
 import { decayedScore } from "../../sdk/kits/text.js";
 import type { Embeddings } from "./embeddings.js";
 import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
-import { searchWords } from "./memories.js";
+import { candidatesFor, searchWords } from "./memories.js";
 import { cosine } from "./vector-index.js";
 
 export type PassageRecord = {
@@ -46,7 +46,6 @@ export interface FoundPassage {
 /** The most characters of a passage a result shows (the rest: `fighter_history` or the API). */
 export const SHOWN_CHARS = 2_000;
 const WINDOW = 2;
-const CANDIDATES = 50;
 
 const isSpoken = (role: string): role is "user" | "assistant" => role === "user" || role === "assistant";
 
@@ -154,9 +153,9 @@ export function createPassages(
       const [words, meaning] = await Promise.all([
         passages.rank(searchWords(query), {
           where: { fighter_id: fighterId, ...(since ? { at: { gte: since } } : {}) },
-          limit: CANDIDATES * 4,
+          limit: candidatesFor(limit) * 2,
         }),
-        embeddings()?.search("passage", fighterId, query, CANDIDATES * 4),
+        embeddings()?.search("passage", fighterId, query, candidatesFor(limit) * 2),
       ]);
       const known = new Map<string, PassageRecord>();
       for (const { doc } of words) if (readable(doc)) known.set(doc.id, doc);

@@ -2,7 +2,7 @@ import type { DecayConfig, TaintSource } from "../../sdk/index.js";
 import { decayedScore } from "../../sdk/kits/text.js";
 import type { Embeddings } from "./embeddings.js";
 import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
-import type { Memories, MemoryRecord } from "./memories.js";
+import { candidatesFor, type Memories, type MemoryRecord } from "./memories.js";
 import { cosine } from "./vector-index.js";
 
 export interface RecalledMemory {
@@ -43,9 +43,10 @@ export async function recallMemories(
   decay: DecayConfig,
   now = Date.now(),
 ): Promise<Recall> {
+  const count = candidatesFor(limit);
   const [words, meaning] = await Promise.all([
-    memory.byWords(fighterId, query),
-    embeddings?.search("memory", fighterId, query, 50),
+    memory.byWords(fighterId, query, count),
+    embeddings?.search("memory", fighterId, query, count),
   ]);
   const known = new Map(words.map((m) => [m.id, m]));
   const missing = (meaning ?? []).map((h) => h.id).filter((id) => !known.has(id));
