@@ -5,7 +5,7 @@
 // no network (unless a real embedding model is asked for); bench/recall/ holds the pieces.
 //
 //   node bench/recall.mjs [--users N] [--turns N] [--seed N] [--json]
-//     [--embeddings openai:MODEL [--embeddings-url URL] [--embeddings-key-env NAME]] [--lab FILE]
+//     [--embeddings openai:MODEL [--embeddings-url URL] [--embeddings-key-env NAME]]
 import { parseArgs } from "node:util";
 import { isMain } from "./lib.mjs";
 import { runRecallBench } from "./recall/harness.mjs";
@@ -13,7 +13,7 @@ import { pct, TYPES } from "./recall/metrics.mjs";
 import { openaiEmbedder, parseEmbeddingsFlag } from "./recall/openai-embedder.mjs";
 
 const USAGE =
-  "node bench/recall.mjs [--users N] [--turns N] [--seed N] [--json] [--embeddings openai:MODEL] [--embeddings-url URL] [--embeddings-key-env NAME] [--lab FILE]";
+  "node bench/recall.mjs [--users N] [--turns N] [--seed N] [--json] [--embeddings openai:MODEL] [--embeddings-url URL] [--embeddings-key-env NAME]";
 
 function wholeNumber(name, text, min) {
   const n = Number(text);
@@ -62,7 +62,6 @@ export async function main(argv = process.argv.slice(2)) {
       embeddings: { type: "string" },
       "embeddings-url": { type: "string" },
       "embeddings-key-env": { type: "string" },
-      lab: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -74,7 +73,6 @@ export async function main(argv = process.argv.slice(2)) {
   if (values.users !== undefined) options.users = wholeNumber("users", values.users, 1);
   if (values.turns !== undefined) options.turns = wholeNumber("turns", values.turns, 4);
   if (values.seed !== undefined) options.seed = wholeNumber("seed", values.seed, 0);
-  if (values.lab !== undefined) options.labPath = values.lab;
   if (values.embeddings !== undefined || values["embeddings-url"] !== undefined) {
     options.embedder = await openaiEmbedder({
       model: parseEmbeddingsFlag(values.embeddings ?? "openai:text-embedding-3-small"),

@@ -40,6 +40,8 @@ export interface EmbeddingsConfig {
   dimensions?: number;
   /** Texts per call (1..96); default 64. */
   batch_size: number;
+  /** The cosine similarity a neighbour must pass to count for recall (0..1); default 0.2. */
+  min_similarity: number;
 }
 
 /** An endpoint the operator pairs with a key (or with none), which fighter manifests may then name. */

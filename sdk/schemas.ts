@@ -148,6 +148,7 @@ export const CONFIG_SCHEMA = {
           api_key_env: MODEL_SETTINGS_SCHEMA.properties.api_key_env,
           dimensions: { type: "integer", minimum: 8, maximum: 4096 },
           batch_size: int(1, DEFAULT_EMBED_BATCH, MAX_EMBED_BATCH),
+          min_similarity: num(0.2, { minimum: 0, maximum: 0.99 }),
         },
       },
     }),

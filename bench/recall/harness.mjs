@@ -2,41 +2,15 @@
 // conversation (the same events, in the same order, on the same clock), the questions asked of it,
 // and the figures. A System is `{ name, ingest(user), recall(question, k): Promise<string[]> }`
 // (the texts of its top k results), made fresh for each user.
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { conceptEmbedder } from "./concepts.mjs";
 import { extractFacts, rememberedFacts } from "./extractor.mjs";
 import { generateDataset } from "./generator.mjs";
 import { aggregate, holds, K, scoreQuestion } from "./metrics.mjs";
-import { createReferenceLab } from "./reference.mjs";
+import { closeLabs, createRecallLab } from "./spar-lab.mjs";
 import { createWordsOld } from "./words-old.mjs";
 
-const ROOT = join(import.meta.dirname, "..", "..");
-
-/** Where the moves-memory plugin's recall lab may be, in the build (the first that exports createRecallLab). */
-const LAB_CANDIDATES = ["recall-lab.js", "lab.js", "recall.js"].map((f) =>
-  join(ROOT, "dist", "plugins", "moves-memory", f),
-);
-
-/**
- * The plugin's `createRecallLab` when the build has it (or the module at `path`), else the bench's
- * reference: `{ create, implementation: "spar" | "reference", from }`.
- */
-export async function loadLab(path) {
-  for (const file of path ? [path] : LAB_CANDIDATES) {
-    if (!existsSync(file)) {
-      if (path) throw new Error(`recall bench: no module at ${path}`);
-      continue;
-    }
-    const mod = await import(pathToFileURL(file).href);
-    if (typeof mod.createRecallLab === "function") {
-      return { create: mod.createRecallLab, implementation: "spar", from: file };
-    }
-    if (path) throw new Error(`recall bench: ${path} does not export createRecallLab`);
-  }
-  return { create: createReferenceLab, implementation: "reference", from: "bench/recall/reference.mjs" };
-}
+/** The hybrid systems run Spar's own recall (bench/recall/spar-lab.mjs, over dist/). */
+const LAB = { create: createRecallLab, implementation: "spar", from: "bench/recall/spar-lab.mjs" };
 
 /**
  * Plays a user's events into a lab (`storeMemory`, `addMessage`, `compact`) on the bench's clock:
@@ -145,13 +119,13 @@ export function extractorStats(dataset) {
  * Runs every system on the dataset: `{ seed, sizes, questions, embedder, lab, systems: [{ name,
  * implementation, ms, overall, by_type }], extractor }`.
  */
-export async function runRecallBench({ seed, users, turns, embedder, labPath } = {}) {
+export async function runRecallBench({ seed, users, turns, embedder } = {}) {
   const dataset = generateDataset({
     ...(seed === undefined ? {} : { seed }),
     ...(users === undefined ? {} : { users }),
     ...(turns === undefined ? {} : { turns }),
   });
-  const lab = await loadLab(labPath);
+  const lab = LAB;
   const embed = embedder ?? conceptEmbedder(256);
   const results = [];
   for (const system of systems(lab, embed)) {
@@ -165,6 +139,7 @@ export async function runRecallBench({ seed, users, turns, embedder, labPath } =
         outcomes.push({ type: question.type, ...scoreQuestion(texts, question) });
       }
     }
+    await closeLabs();
     results.push({
       name: system.name,
       implementation: system.implementation,

@@ -9,7 +9,7 @@ import { join } from "node:path";
 
 const DIST = join(import.meta.dirname, "..", "..", "dist");
 const load = (path) => import(join(DIST, path));
-const [{ openSqliteStore }, { createPluginData }, memoriesMod, passagesMod, embeddingsMod, recallMod, flushMod, fusionMod] =
+const [{ openSqliteStore }, { createPluginData }, memoriesMod, passagesMod, embeddingsMod, recallMod, flushMod] =
   await Promise.all([
     load("plugins/store-sqlite/store.js"),
     load("sdk/collection-engine.js"),
@@ -18,7 +18,6 @@ const [{ openSqliteStore }, { createPluginData }, memoriesMod, passagesMod, embe
     load("plugins/moves-memory/embeddings.js"),
     load("plugins/moves-memory/recall.js"),
     load("plugins/moves-memory/flush.js"),
-    load("plugins/moves-memory/fusion.js"),
   ]);
 const manifest = JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8"));
 
@@ -110,15 +109,17 @@ export function createRecallLab({ embedder, flush, now }) {
         recallMod.recallMemories(memories, embeddings, fighter.id, query, k, DECAY, now()),
         passages.search(context, query, { limit: k }),
       ]);
-      const texts = new Map();
-      for (const m of found.memories) texts.set(`m:${m.key}`, `${m.key}: ${m.value}`);
-      for (const p of spoken.results) texts.set(`p:${p.bout_id}:${p.at}:${p.text}`, p.text);
-      const fused = fusionMod.fuse([found.memories.map((m) => `m:${m.key}`), spoken.results.map((p) => `p:${p.bout_id}:${p.at}:${p.text}`)]);
       await found.reinforced;
-      return [...fused]
-        .sort((a, b) => b[1] - a[1])
+      // What the fighter reads from both moves, best first by their fused scores (the same scale:
+      // reciprocal ranks summed, times relevance or recency).
+      const scored = [
+        ...found.memories.map((m, i) => ({ text: `${m.key}: ${m.value}`, score: found.weights[i] })),
+        ...spoken.results.map((p, i) => ({ text: p.text, score: spoken.weights[i] })),
+      ];
+      return scored
+        .sort((a, b) => b.score - a.score)
         .slice(0, k)
-        .map(([id]) => texts.get(id));
+        .map((r) => r.text);
     },
   };
 }

@@ -21,6 +21,8 @@ export type VectorRecord = {
   at: string;
 };
 
+/** What unrelated texts score with common embedding models: a neighbour must be closer to count. */
+export const DEFAULT_MIN_SIMILARITY = 0.2;
 /** How long a search waits for its query's vector before it answers by words alone. */
 export const QUERY_WAIT_MS = 2_000;
 /** Loaded indexes past this many bytes in all: the least recently searched go. */
@@ -40,6 +42,8 @@ export interface EmbeddingStatus {
 
 export interface Embeddings {
   readonly model: string;
+  /** The cosine below which a neighbour counts for nothing (`[memory.embeddings] min_similarity`). */
+  readonly floor: number;
   /** Queues a text to embed (replacing a queued one of the same id). */
   enqueue(kind: Kind, fighterId: string, id: string, text: string): void;
   forget(kind: Kind, ids: readonly string[]): Promise<void>;
@@ -256,6 +260,7 @@ export function createEmbeddings(options: {
 
   return {
     model,
+    floor: config.min_similarity ?? DEFAULT_MIN_SIMILARITY,
     enqueue(kind, fighterId, id, text) {
       if (closed || text.trim() === "") return;
       queue.set(`${kind}:${id}`, { kind, fighterId, id, text });

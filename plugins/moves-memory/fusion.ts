@@ -8,18 +8,36 @@ export const RRF_K = 60;
 /** Relevance against novelty in the pick: 1 is relevance alone. */
 export const MMR_LAMBDA = 0.7;
 
+/** A ranking, best first; `weights` (0 … 1, by position) scale each rank's share when given. */
+export interface Ranking {
+  ids: readonly string[];
+  weights?: readonly number[];
+}
+
 /**
- * Each id's fused score: the sum over the rankings it is in of 1 / (RRF_K + its rank), rank 1 first.
+ * Each id's fused score: the sum over the rankings it is in of weight / (RRF_K + its rank), rank 1
+ * first, weight 1 unless the ranking gives one.
  *
  * @example
- * fuse([["a", "b"], ["b", "c"]]); // b first: it is in both
+ * fuse([{ ids: ["a", "b"] }, { ids: ["b", "c"] }]); // b first: it is in both
  */
-export function fuse(rankings: readonly (readonly string[])[]): Map<string, number> {
+export function fuse(rankings: readonly Ranking[]): Map<string, number> {
   const scores = new Map<string, number>();
-  for (const ranking of rankings) {
-    ranking.forEach((id, i) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + i + 1)));
+  for (const { ids, weights } of rankings) {
+    ids.forEach((id, i) => {
+      const weight = weights?.[i] ?? 1;
+      if (weight > 0) scores.set(id, (scores.get(id) ?? 0) + weight / (RRF_K + i + 1));
+    });
   }
   return scores;
+}
+
+/**
+ * How much a meaning match counts: its cosine similarity above `floor` (what unrelated texts score
+ * with a typical embedding model), scaled to 0 … 1. A nearest neighbour that is not near counts nothing.
+ */
+export function closeness(cosine: number, floor: number): number {
+  return Math.min(1, Math.max(0, (cosine - floor) / (1 - floor)));
 }
 
 /**

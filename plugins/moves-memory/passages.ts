@@ -16,7 +16,7 @@ import type {
 } from "../../sdk/index.js";
 import { decayedScore } from "../../sdk/kits/text.js";
 import type { Embeddings } from "./embeddings.js";
-import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
+import { closeness, diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
 import { candidatesFor, searchWords } from "./memories.js";
 import { cosine } from "./vector-index.js";
 
@@ -97,7 +97,7 @@ export interface Passages {
     context: Pick<MoveContext, "fighter" | "origin" | "grants" | "callers">,
     query: string,
     options: { limit: number; since?: string },
-  ): Promise<{ results: FoundPassage[]; by: "words" | "words+meaning"; taint: TaintSource[] }>;
+  ): Promise<{ results: FoundPassage[]; weights: number[]; by: "words" | "words+meaning"; taint: TaintSource[] }>;
   rows(): AsyncIterable<{ id: string; fighter_id: string; text: string }[]>;
 }
 
@@ -163,9 +163,11 @@ export function createPassages(
       for (const p of await Promise.all(wanted.map((id) => passages.get(id)))) {
         if (p && p.fighter_id === fighterId && readable(p)) known.set(p.id, p);
       }
+      const near = (meaning ?? []).filter((h) => known.has(h.id));
+      const floor = embeddings()?.floor ?? 0;
       const fused = fuse([
-        words.map((w) => w.doc.id).filter((id) => known.has(id)),
-        (meaning ?? []).map((h) => h.id).filter((id) => known.has(id)),
+        { ids: words.map((w) => w.doc.id).filter((id) => known.has(id)) },
+        { ids: near.map((h) => h.id), weights: near.map((h) => closeness(h.score, floor)) },
       ]);
       const at = now();
       const ranked = [...fused].map(([id, rrf]) => {
@@ -206,7 +208,7 @@ export function createPassages(
       );
       const taint: TaintSource[] = [];
       for (const { passage } of picked) if (passage.taint) taint.push(passage.taint);
-      return { results, by: meaning ? "words+meaning" : "words", taint };
+      return { results, weights: picked.map((r) => r.score), by: meaning ? "words+meaning" : "words", taint };
     },
     async *rows() {
       let after: string | undefined;

@@ -54,9 +54,10 @@ function memory(id: string, score0: number, ageDays: number, value = id): Memory
 /** Meaning as a stand-in: the ids in the order given, their vectors by id. */
 function meaning(hits: string[], vectors: Record<string, number[]> = {}) {
   return {
+    floor: 0,
     search: async () => hits.map((id, i) => ({ id, score: 1 - i / 10 })),
     vectorOf: (_k: string, _f: string, id: string) => (vectors[id] ? Float32Array.from(vectors[id]) : undefined),
-  } as unknown as Pick<Embeddings, "search" | "vectorOf">;
+  } as unknown as Pick<Embeddings, "search" | "vectorOf" | "floor">;
 }
 
 describe("recallMemories", () => {
@@ -80,7 +81,10 @@ describe("recallMemories", () => {
     expect(keys(recalled)).toEqual(["dog", "sister_home", "tea"]);
     expect(recalled.by).toBe("words+meaning");
     // When the embeddings do not answer in time, recall is by words, and says so.
-    const late = { search: async () => undefined, vectorOf: () => undefined } as unknown as Pick<Embeddings, "search" | "vectorOf">;
+    const late = { floor: 0, search: async () => undefined, vectorOf: () => undefined } as unknown as Pick<
+      Embeddings,
+      "search" | "vectorOf" | "floor"
+    >;
     expect(await recallMemories(store, late, "f", "x", 3, decay, T0)).toMatchObject({ by: "words" });
   });
 

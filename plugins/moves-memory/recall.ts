@@ -1,7 +1,7 @@
 import type { DecayConfig, TaintSource } from "../../sdk/index.js";
 import { decayedScore } from "../../sdk/kits/text.js";
 import type { Embeddings } from "./embeddings.js";
-import { diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
+import { closeness, diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
 import { candidatesFor, type Memories, type MemoryRecord } from "./memories.js";
 import { cosine } from "./vector-index.js";
 
@@ -17,6 +17,8 @@ export type RecallBy = "words" | "words+meaning";
 
 export interface Recall {
   memories: RecalledMemory[];
+  /** Each memory's fused score (rank fusion × relevance), as `memories` is ordered: not shown to the model. */
+  weights: number[];
   by: RecallBy;
   /** The untrusted sources of what it returns (memories a tainted turn stored). */
   taint: TaintSource[];
@@ -36,7 +38,7 @@ export interface Recall {
  */
 export async function recallMemories(
   memory: Pick<Memories, "byWords" | "byIds" | "rescore">,
-  embeddings: Pick<Embeddings, "search" | "vectorOf"> | undefined,
+  embeddings: Pick<Embeddings, "search" | "vectorOf" | "floor"> | undefined,
   fighterId: string,
   query: string,
   limit: number,
@@ -44,6 +46,7 @@ export async function recallMemories(
   now = Date.now(),
 ): Promise<Recall> {
   const count = candidatesFor(limit);
+  const floor = embeddings?.floor ?? 0;
   const [words, meaning] = await Promise.all([
     memory.byWords(fighterId, query, count),
     embeddings?.search("memory", fighterId, query, count),
@@ -51,7 +54,11 @@ export async function recallMemories(
   const known = new Map(words.map((m) => [m.id, m]));
   const missing = (meaning ?? []).map((h) => h.id).filter((id) => !known.has(id));
   for (const m of await memory.byIds(fighterId, missing)) known.set(m.id, m);
-  const fused = fuse([words.map((m) => m.id), (meaning ?? []).map((h) => h.id).filter((id) => known.has(id))]);
+  const near = (meaning ?? []).filter((h) => known.has(h.id));
+  const fused = fuse([
+    { ids: words.map((m) => m.id) },
+    { ids: near.map((h) => h.id), weights: near.map((h) => closeness(h.score, floor)) },
+  ]);
   const ranked = [...fused]
     .map(([id, rrf]) => {
       const m = known.get(id) as MemoryRecord;
@@ -87,6 +94,7 @@ export async function recallMemories(
       score: Number((r.relevance + decay.reinforce_on_access).toFixed(4)),
       created_at: r.memory.created_at,
     })),
+    weights: picked.map((r) => r.score),
     by: meaning ? "words+meaning" : "words",
     taint,
     reinforced,

@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { connectRedis } from "../../lib/redis.js";
+import { embed } from "../../bench/recall/concepts.mjs";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { serviceUrl } from "../helpers/ci.js";
 import {
@@ -67,7 +68,8 @@ describe.skipIf(SKIP)(
     }
 
     beforeAll(async () => {
-      fake = await startFakeOpenAI();
+      // Embeddings answered with the recall bench's concept embedder: recall by meaning across nodes.
+      fake = await startFakeOpenAI({ embed: (text) => embed(text, 256) });
       // A message marked [slow] keeps the model busy long enough to kill its node mid-turn.
       fake.setDefault((body) => {
         const last = body.messages.at(-1);
@@ -84,6 +86,7 @@ describe.skipIf(SKIP)(
           `\n[plugins]\nstore = "store-postgres"\nbus = "bus-redis"\nscheduler = "scheduler-bullmq"\n\n` +
             `[store.postgres]\nschema = "${SCHEMA}"\npool_max = 8\n\n[redis]\nprefix = "${PREFIX}"\n\n` +
             `[creed]\nreflect = false\n\n[gorillas]\ntimezone = "UTC"\n\n` +
+            `[memory.embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "${fake.url}"\napi_key_env = "OPENAI_API_KEY"\n\n` +
             "[quotas]\nrequests_per_minute = 100000\ntokens_per_minute = 100000000\n",
         );
         // Gorillas are files in each data dir: every node has the same one.
@@ -284,6 +287,42 @@ describe.skipIf(SKIP)(
       figure(
         "a user plugin's note: stored through node 1, listed through node 2, found by a move and its event seen on node 3",
       );
+    });
+
+    it("recalls on node 2 by meaning a memory stored through node 1, and node 3 searches node 1's conversation", async () => {
+      const id = await spawn(node(0), "rememberer", undefined, [{ type: "memory" }]);
+      fake.enqueue(
+        {
+          tool_calls: [
+            { name: "memory_store", arguments: { key: "sister", value: "My sister Ada moved to Lisbon last spring" } },
+          ],
+        },
+        { text: "noted" },
+      );
+      expect((await send(node(0), id, "My sister Ada moved to Lisbon last spring.")).status).toBe(200);
+      await expect
+        .poll(() => fake.embedCalls.some((c) => c.inputs.some((t) => t.includes("sister: My sister Ada"))), {
+          timeout: 10_000,
+        })
+        .toBe(true);
+      // Node 2 loads the fighter's vectors from PostgreSQL; the question shares no word with the fact.
+      let recalled: { memories: { key: string }[]; by: string } = { memories: [], by: "" };
+      for (let i = 0; i < 40 && recalled.memories.length === 0; i++) {
+        fake.enqueue({
+          tool_calls: [{ name: "memory_recall", arguments: { query: "In which city does my sibling reside?" } }],
+        });
+        await send(node(1), id, "what do you remember?");
+        recalled = JSON.parse(String(fake.requests.at(-1)?.body?.messages.at(-1)?.content));
+        if (recalled.memories.length === 0) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(recalled).toMatchObject({ by: "words+meaning", memories: [{ key: "sister" }] });
+      fake.enqueue({ tool_calls: [{ name: "conversation_search", arguments: { query: "Ada Lisbon" } }] });
+      expect((await send(node(2), id, "when did I say that?")).status).toBe(200);
+      const searched = JSON.parse(String(fake.requests.at(-1)?.body?.messages.at(-1)?.content)) as {
+        results: { text: string }[];
+      };
+      expect(searched.results.map((r) => r.text)).toContain("My sister Ada moved to Lisbon last spring.");
+      figure("a memory stored through node 1, recalled by meaning on node 2; its conversation searched on node 3");
     });
 
     it("answers on node 3 an approval a turn on node 1 waits for, announced on node 2's WebSocket", async () => {
