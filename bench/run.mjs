@@ -1,8 +1,8 @@
 // npm run bench [-- part …] [--profile] [--write] [--messages N]
 // Runs the benchmarks of the built daemon (npm run build first) against a fake model server, prints
 // each figure beside its baseline and writes bench/RESULTS.md (after a run of every part, or with
-// --write). Parts: startup overhead throughput ws soak listing prompt sandbox skills; opt-in:
-// openclaw (BENCH_OPENCLAW=1), profile (also --profile) and recall (recall quality, bench/recall.mjs).
+// --write). Parts: startup overhead throughput ws soak listing prompt sandbox skills recall; opt-in:
+// openclaw (BENCH_OPENCLAW=1) and profile (also --profile).
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -45,7 +45,7 @@ const counts = {
   sandbox: { runs: 100 },
   skills: { passes: 5 },
   openclaw: { runs: 5, turns: 30 },
-  recall: { users: 4, turns: 300, seed: 1 },
+  recall: { users: 4, turns: 300, seed: 1, memories: 100_000 },
   profile: { burst: 3000, fighters: 100, clients: 64 },
 };
 const parts = {
@@ -72,6 +72,7 @@ const DEFAULT_PARTS = [
   "prompt",
   "sandbox",
   "skills",
+  "recall",
 ];
 
 if (values.help) {

@@ -116,7 +116,7 @@ describe("which key a model setting may send", () => {
           base_url: `${PROXY}/`,
           api_key_env: "PROXY_KEY",
           batch_size: 64,
-        min_similarity: 0.2,
+          min_similarity: 0.2,
         },
       },
     });
@@ -135,7 +135,13 @@ describe("which key a model setting may send", () => {
     const ollama = config({
       memory: {
         ...base.memory,
-        embeddings: { provider: "ollama", model: "nomic", base_url: "http://10.0.0.7:11434", batch_size: 64, min_similarity: 0.2 },
+        embeddings: {
+          provider: "ollama",
+          model: "nomic",
+          base_url: "http://10.0.0.7:11434",
+          batch_size: 64,
+          min_similarity: 0.2,
+        },
       },
     });
     expect(

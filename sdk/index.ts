@@ -66,8 +66,8 @@ export type {
 export type {
   BudgetRule,
   CompactionInput,
-  FlushedFact,
   CompactionStrategy,
+  FlushedFact,
   ListenRequest,
   MountContext,
   MoveCallInfo,

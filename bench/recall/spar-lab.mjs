@@ -9,16 +9,23 @@ import { join } from "node:path";
 
 const DIST = join(import.meta.dirname, "..", "..", "dist");
 const load = (path) => import(join(DIST, path));
-const [{ openSqliteStore }, { createPluginData }, memoriesMod, passagesMod, embeddingsMod, recallMod, flushMod] =
-  await Promise.all([
-    load("plugins/store-sqlite/store.js"),
-    load("sdk/collection-engine.js"),
-    load("plugins/moves-memory/memories.js"),
-    load("plugins/moves-memory/passages.js"),
-    load("plugins/moves-memory/embeddings.js"),
-    load("plugins/moves-memory/recall.js"),
-    load("plugins/moves-memory/flush.js"),
-  ]);
+const [
+  { openSqliteStore },
+  { createPluginData },
+  memoriesMod,
+  passagesMod,
+  embeddingsMod,
+  recallMod,
+  flushMod,
+] = await Promise.all([
+  load("plugins/store-sqlite/store.js"),
+  load("sdk/collection-engine.js"),
+  load("plugins/moves-memory/memories.js"),
+  load("plugins/moves-memory/passages.js"),
+  load("plugins/moves-memory/embeddings.js"),
+  load("plugins/moves-memory/recall.js"),
+  load("plugins/moves-memory/flush.js"),
+]);
 const manifest = JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8"));
 
 const DECAY = Object.freeze({ rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05 });
@@ -41,7 +48,11 @@ export async function closeLabs() {
  */
 export function createRecallLab({ embedder, flush, now }) {
   const clock = () => new Date(now()).toISOString();
-  const fighter = { id: randomUUID(), name: "lab", manifest: { name: "lab", description: "", system_prompt: "." } };
+  const fighter = {
+    id: randomUUID(),
+    name: "lab",
+    manifest: { name: "lab", description: "", system_prompt: "." },
+  };
   const messages = new Map();
   const compacted = new Map();
   const ready = (async () => {
@@ -49,11 +60,18 @@ export function createRecallLab({ embedder, flush, now }) {
     const store = await openSqliteStore({ home, masterSecret: SECRET });
     opened.push({ store, home });
     await store.fighters.insert({ ...fighter, created_at: clock() });
-    const data = createPluginData({ plugin: manifest.id, data: manifest.data, store: () => store.collections, now });
+    const data = createPluginData({
+      plugin: manifest.id,
+      data: manifest.data,
+      store: () => store.collections,
+      now,
+    });
     const ring = {
       llm: {
         embed: async (_settings, { input, purpose }) => ({ vectors: await embedder.embed(input, purpose) }),
-        complete: async (_model, request) => ({ text: JSON.stringify({ facts: await flush(request.messages[0].content) }) }),
+        complete: async (_model, request) => ({
+          text: JSON.stringify({ facts: await flush(request.messages[0].content) }),
+        }),
       },
     };
     const embeddings = embedder
@@ -96,7 +114,15 @@ export function createRecallLab({ embedder, flush, now }) {
       compacted.set(bout, throughSeq);
       if (!flush) return;
       const folded = (messages.get(bout) ?? []).filter((m) => m.seq > from && m.seq <= throughSeq);
-      const input = { fighter, bout_id: bout, turn_id: randomUUID(), origin: "user", model: {}, messages: folded, summary_budget_tokens: 1000 };
+      const input = {
+        fighter,
+        bout_id: bout,
+        turn_id: randomUUID(),
+        origin: "user",
+        model: {},
+        messages: folded,
+        summary_budget_tokens: 1000,
+      };
       for (const r of await flushMod.flushFacts(ring, memories, input)) {
         embeddings?.enqueue("memory", fighter.id, r.id, `${r.key}: ${r.value}`);
       }

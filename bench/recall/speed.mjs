@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { percentile } from "../lib.mjs";
+import { isMain, percentile } from "../lib.mjs";
 import { conceptEmbedder } from "./concepts.mjs";
 import { OTHERS } from "./distractors.mjs";
 import { prng } from "./generator.mjs";
@@ -25,12 +25,16 @@ const SYLLABLES = "ka lo mi ne ru sa ti vo pe da fi gu ho ja ke li mo nu ri so".
 function zipf(rng, size) {
   const vocabulary = Array.from({ length: size }, (_, i) => {
     let word = "";
-    for (let n = i + 7; word.length < 4 || n > 0; n = Math.floor(n / SYLLABLES.length)) word += SYLLABLES[n % SYLLABLES.length];
+    for (let n = i + 7; word.length < 4 || n > 0; n = Math.floor(n / SYLLABLES.length))
+      word += SYLLABLES[n % SYLLABLES.length];
     return word;
   });
   const cumulative = [];
   let total = 0;
-  for (let r = 1; r <= size; r++) cumulative.push((total += 1 / r));
+  for (let r = 1; r <= size; r++) {
+    total += 1 / r;
+    cumulative.push(total);
+  }
   return {
     vocabulary,
     /** A word by frequency; past `skip` the most common ones (a query's words are not stopwords). */
@@ -67,23 +71,33 @@ const QUERIES = [
 
 /** `{ memories, load_ms, words: {p50, p95}, hybrid: {p50, p95}, index_mib }` over `queries` recalls each. */
 export async function recallSpeed({ memories: count = 100_000, queries = 200 } = {}) {
-  const [{ openSqliteStore }, { createPluginData }, memoriesMod, embeddingsMod, recallMod, vectorMod] = await Promise.all([
-    load("plugins/store-sqlite/store.js"),
-    load("sdk/collection-engine.js"),
-    load("plugins/moves-memory/memories.js"),
-    load("plugins/moves-memory/embeddings.js"),
-    load("plugins/moves-memory/recall.js"),
-    load("plugins/moves-memory/vector-index.js"),
-  ]);
+  const [{ openSqliteStore }, { createPluginData }, memoriesMod, embeddingsMod, recallMod, vectorMod] =
+    await Promise.all([
+      load("plugins/store-sqlite/store.js"),
+      load("sdk/collection-engine.js"),
+      load("plugins/moves-memory/memories.js"),
+      load("plugins/moves-memory/embeddings.js"),
+      load("plugins/moves-memory/recall.js"),
+      load("plugins/moves-memory/vector-index.js"),
+    ]);
   const manifest = JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8"));
   const home = mkdtempSync(join(tmpdir(), "spar-recall-speed-"));
   const store = await openSqliteStore({ home, masterSecret: SECRET });
   try {
     const embedder = conceptEmbedder(256);
     const at = new Date().toISOString();
-    const fighter = { id: randomUUID(), name: "keeper", manifest: { name: "keeper", description: "", system_prompt: "." }, created_at: at };
+    const fighter = {
+      id: randomUUID(),
+      name: "keeper",
+      manifest: { name: "keeper", description: "", system_prompt: "." },
+      created_at: at,
+    };
     await store.fighters.insert(fighter);
-    const data = createPluginData({ plugin: manifest.id, data: manifest.data, store: () => store.collections });
+    const data = createPluginData({
+      plugin: manifest.id,
+      data: manifest.data,
+      store: () => store.collections,
+    });
     const config = { provider: "bench", model: "concepts-256" };
     const model = embeddingsMod.modelKey(config);
     const rng = prng(7);
@@ -95,15 +109,36 @@ export async function recallSpeed({ memories: count = 100_000, queries = 200 } =
         const who = OTHERS.name[j % OTHERS.name.length];
         batch.push({ id: randomUUID(), key: `note_${j}`, value: `${who} ${sentence(8 + (j % 7))}` });
       }
-      const vectors = await embedder.embed(batch.map((m) => `${m.key}: ${m.value}`), "document");
+      const vectors = await embedder.embed(
+        batch.map((m) => `${m.key}: ${m.value}`),
+        "document",
+      );
       await data.transaction(async (tx) => {
         batch.forEach((m, k) => {
-          tx.memories.put({ id: m.id, fighter_id: fighter.id, key: m.key, value: m.value, score0: 1, scored_at: at, created_at: at, written_at: at });
-          tx.vectors.put({ id: `memory:${m.id}`, fighter_id: fighter.id, kind: "memory", model, vector: vectorMod.encodeVector(vectors[k]), at });
+          tx.memories.put({
+            id: m.id,
+            fighter_id: fighter.id,
+            key: m.key,
+            value: m.value,
+            score0: 1,
+            scored_at: at,
+            created_at: at,
+            written_at: at,
+          });
+          tx.vectors.put({
+            id: `memory:${m.id}`,
+            fighter_id: fighter.id,
+            kind: "memory",
+            model,
+            vector: vectorMod.encodeVector(vectors[k]),
+            at,
+          });
         });
       });
     }
-    const ring = { llm: { embed: async (_s, { input, purpose }) => ({ vectors: await embedder.embed(input, purpose) }) } };
+    const ring = {
+      llm: { embed: async (_s, { input, purpose }) => ({ vectors: await embedder.embed(input, purpose) }) },
+    };
     const embeddings = embeddingsMod.createEmbeddings({ config, ring, data, log: quiet });
     const memories = memoriesMod.createMemories(data, { get: async () => fighter });
     // The first search loads the fighter's index: timed apart, as a daemon pays it once.
@@ -116,35 +151,21 @@ export async function recallSpeed({ memories: count = 100_000, queries = 200 } =
         // A question, a name and two words of the corpus: some common, most rare, as people ask.
         const query = `${QUERIES[i % QUERIES.length]} ${OTHERS.name[i % OTHERS.name.length]} ${words.pick(COMMON)} ${words.pick(COMMON)}`;
         started = performance.now();
-        const found = await recallMod.recallMemories(memories, withMeaning ? embeddings : undefined, fighter.id, query, 5, DECAY);
+        const found = await recallMod.recallMemories(
+          memories,
+          withMeaning ? embeddings : undefined,
+          fighter.id,
+          query,
+          5,
+          DECAY,
+        );
         took.push(performance.now() - started);
         await found.reinforced;
-        if (withMeaning && found.by !== "words+meaning") throw new Error("recall speed: the embeddings did not answer");
+        if (withMeaning && found.by !== "words+meaning")
+          throw new Error("recall speed: the embeddings did not answer");
       }
       return { p50: percentile(took, 50), p95: percentile(took, 95) };
     };
-    if (process.env.RECALL_PROFILE) {
-      const t = {};
-      const tick = async (name, fn) => { const s = performance.now(); const r = await fn(); t[name] = (t[name] ?? 0) + performance.now() - s; return r; };
-      for (let i = 0; i < 50; i++) {
-        const query = `${QUERIES[i % QUERIES.length]} ${OTHERS.name[i % OTHERS.name.length]} ${words.pick(COMMON)} ${words.pick(COMMON)}`;
-        const found = await tick("byWords", () => memories.byWords(fighter.id, query));
-        await tick("search", () => embeddings.search("memory", fighter.id, query, 50));
-        await tick("byIds", () => memories.byIds(fighter.id, found.slice(0, 20).map((m) => m.id)));
-        await tick("rescore", () => memories.rescore(found.slice(0, 5).map((m) => ({ id: m.id, score0: 1.2 })), new Date().toISOString()));
-      }
-      for (let i = 0; i < 3; i++) {
-        const query = `${QUERIES[i % QUERIES.length]} ${OTHERS.name[i % OTHERS.name.length]} ${words.pick(COMMON)} ${words.pick(COMMON)}`;
-        const { searchWords } = memoriesMod;
-        let s = performance.now();
-        const r = await data.memories.rank(searchWords(query), { where: { fighter_id: fighter.id }, limit: 50 });
-        console.log(JSON.stringify(searchWords(query)), r.length, (performance.now() - s).toFixed(1), "ms");
-        s = performance.now();
-        const r2 = await data.memories.rank(searchWords(query), { limit: 50 });
-        console.log("no where", r2.length, (performance.now() - s).toFixed(1), "ms");
-      }
-      console.log(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, (v / 50).toFixed(1)])));
-    }
     const byWords = await time(false);
     const hybrid = await time(true);
     embeddings.close();
@@ -153,4 +174,13 @@ export async function recallSpeed({ memories: count = 100_000, queries = 200 } =
     await store.close();
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+if (isMain(import.meta)) {
+  const count = Number(process.argv[2] ?? 100_000);
+  const r = await recallSpeed({ memories: count });
+  console.log(
+    `recall at ${r.memories} memories: by words p50 ${r.words.p50.toFixed(1)} ms, p95 ${r.words.p95.toFixed(1)} ms; ` +
+      `words + meaning p50 ${r.hybrid.p50.toFixed(1)} ms, p95 ${r.hybrid.p95.toFixed(1)} ms; index loaded in ${Math.round(r.load_ms)} ms`,
+  );
 }

@@ -45,6 +45,7 @@ export async function doctor(options: GlobalOptions): Promise<void> {
   if (pluginChoices) checks.push(pluginChoices);
   checks.push(await sandboxCheck(home, config, env));
   checks.push(approvalsCheck(config));
+  checks.push(recallCheck(config));
 
   // The models the file names only when it can be read; the running daemon's fighters' in any case.
   const models = valid ? configuredModels(config) : [];
@@ -117,6 +118,26 @@ function approvalsCheck(config: SparConfig): Check {
     ok: true,
     detail: `risky calls wait for an operator's answer (spar approvals list); ${rules} rule${rules === 1 ? "" : "s"} in config.toml`,
   };
+}
+
+/** How memory recall finds things: by words only, unless `[memory.embeddings]` names a model (not a failure). */
+function recallCheck(config: SparConfig): Check {
+  const embeddings = config.memory.embeddings;
+  if (config.plugins.disable.includes("moves-memory")) {
+    return { name: "memory", ok: true, detail: "moves-memory is disabled: fighters have no memory moves" };
+  }
+  return embeddings
+    ? {
+        name: "memory",
+        ok: true,
+        detail: `recall by words and by meaning (${embeddings.provider}/${embeddings.model}); the model is checked below`,
+      }
+    : {
+        name: "memory",
+        ok: true,
+        detail:
+          "recall by words only: memories and past conversations are not found by meaning until [memory.embeddings] names an embedding model (README: Recall)",
+      };
 }
 
 /**

@@ -2,7 +2,7 @@ import { preparePrompt, systemText } from "../../lib/prompt-prepare.js";
 import type { SparConfig } from "../../sdk/config.js";
 import { SparError } from "../../sdk/errors.js";
 import type { EventBus } from "../../sdk/events.js";
-import type { CompactionInput, RingHooks, TurnSummary } from "../../sdk/hooks.js";
+import type { RingHooks, TurnSummary } from "../../sdk/hooks.js";
 import type { Logger } from "../../sdk/index.js";
 import type { Store } from "../../sdk/store-types.js";
 import { contextTokens, estimateTokens } from "../../sdk/tokens.js";
@@ -38,16 +38,14 @@ export function createAftercare(deps: AftercareDeps) {
     return summary ? { ...prompt, volatile: `${prompt.volatile ?? ""}${added}` } : prompt;
   });
 
+  /** Logs a failure of `what` for the fighter named, instead of throwing it. */
+  const warn = (what: string, fighter: string) => (err: unknown) =>
+    deps.log.warn(`${what} failed`, { fighter, error: (err as Error).message });
+
   /** Queued after the reply. Failures are logged, never thrown. */
   async function later(turn: TurnSummary): Promise<void> {
-    await deps.hooks.turn.after
-      .promise(turn)
-      .catch((err: unknown) =>
-        deps.log.warn("turn.after failed", { fighter: turn.fighter.name, error: (err as Error).message }),
-      );
-    await compact(turn).catch((err: unknown) =>
-      deps.log.warn("compaction failed", { fighter: turn.fighter.name, error: (err as Error).message }),
-    );
+    await deps.hooks.turn.after.promise(turn).catch(warn("turn.after", turn.fighter.name));
+    await compact(turn).catch(warn("compaction", turn.fighter.name));
   }
 
   async function compact(turn: TurnSummary): Promise<void> {
@@ -84,8 +82,11 @@ export function createAftercare(deps: AftercareDeps) {
       previous_summary: previous,
       summary_budget_tokens: Math.floor(window / 4),
     };
-    // The facts go to memory beside the summary (not after it): the reply's queue waits on neither twice.
-    const [{ summary }] = await Promise.all([strategy.compact(input), flush(input)]);
+    // The facts go to memory (`flush_facts`) beside the summary, not after it; a failed flush is logged.
+    const flushed = config.memory.compaction.flush_facts
+      ? deps.hooks.compaction.flush.promise([], input).catch(warn("memory flush", turn.fighter.name))
+      : undefined;
+    const [{ summary }] = await Promise.all([strategy.compact(input), flushed]);
     const compacted = await store.messages.compact(turn.bout_id, through, summary);
     deps.histories.drop(turn.bout_id);
     events.publish({
@@ -96,16 +97,6 @@ export function createAftercare(deps: AftercareDeps) {
       compacted,
       through_seq: through,
     });
-  }
-
-  /** `compaction.flush`, when on: never fails the compaction. */
-  async function flush(input: CompactionInput): Promise<void> {
-    if (!config.memory.compaction.flush_facts) return;
-    await deps.hooks.compaction.flush
-      .promise([], input)
-      .catch((err: unknown) =>
-        deps.log.warn("memory flush failed", { fighter: input.fighter.name, error: (err as Error).message }),
-      );
   }
 
   return { later };

@@ -105,7 +105,10 @@ export default definePlugin<{ creed: CreedConfig }>({
       (facts, input) => {
         if (facts.length === 0) return facts;
         const held = flushed.get(input.fighter.id) ?? [];
-        flushed.set(input.fighter.id, [...held, ...facts.map((f) => `${f.key}: ${f.value}`)].slice(-MAX_FLUSHED));
+        flushed.set(
+          input.fighter.id,
+          [...held, ...facts.map((f) => `${f.key}: ${f.value}`)].slice(-MAX_FLUSHED),
+        );
         return facts;
       },
       { phase: "late" },

@@ -52,7 +52,10 @@ export interface Embeddings {
   /** A stored vector of the current model, for diversity (MMR). */
   vectorOf(kind: Kind, fighterId: string, id: string): Float32Array | undefined;
   /** Queues everything of `kind` that has no vector of the current model. */
-  catchUp(kind: Kind, rows: AsyncIterable<{ id: string; fighter_id: string; text: string }[]>): Promise<number>;
+  catchUp(
+    kind: Kind,
+    rows: AsyncIterable<{ id: string; fighter_id: string; text: string }[]>,
+  ): Promise<number>;
   status(): EmbeddingStatus;
   /** Resolves once the queue is empty (or failing): for tests and the recall bench. */
   idle(): Promise<void>;
@@ -270,7 +273,8 @@ export function createEmbeddings(options: {
       if (ids.length === 0) return;
       for (const id of ids) queue.delete(`${kind}:${id}`);
       await vectors.deleteWhere({ id: { in: ids.map((id) => `${kind}:${id}`) } });
-      for (const [key, held] of loaded) if (key.endsWith(`:${kind}`)) for (const id of ids) held.index?.remove(id);
+      for (const [key, held] of loaded)
+        if (key.endsWith(`:${kind}`)) for (const id of ids) held.index?.remove(id);
     },
     async search(kind, fighterId, query, k) {
       const held = slot(fighterId, kind);

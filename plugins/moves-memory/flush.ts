@@ -24,7 +24,10 @@ const CLIP = 2_000;
 const clip = (text: string) => (text.length > CLIP ? `${text.slice(0, CLIP)} […]` : text);
 
 /** The excerpt the model reads: spoken messages only. */
-export function flushTranscript(input: Pick<CompactionInput, "messages">, known: readonly MemoryRecord[]): string {
+export function flushTranscript(
+  input: Pick<CompactionInput, "messages">,
+  known: readonly MemoryRecord[],
+): string {
   const lines = input.messages
     .filter((m) => (m.role === "user" || m.role === "assistant") && m.content.trim() !== "")
     .map((m) => `${m.role === "user" ? "User" : "Assistant"}: ${clip(m.content)}`);
@@ -68,7 +71,9 @@ export async function flushFacts(
   input: CompactionInput,
   taint?: TaintSource,
 ): Promise<MemoryRecord[]> {
-  const spoken = input.messages.some((m) => (m.role === "user" || m.role === "assistant") && m.content.trim());
+  const spoken = input.messages.some(
+    (m) => (m.role === "user" || m.role === "assistant") && m.content.trim(),
+  );
   if (!spoken) return [];
   const known = await memories.recent(input.fighter.id, SHOWN_MEMORIES);
   const reply = await ring.llm.complete(

@@ -30,13 +30,21 @@ describe("diverse", () => {
       { id: "lisbon-again", score: 0.95, text: "Ada moved to Lisbon!" },
       { id: "peanuts", score: 0.8, text: "allergic to peanuts" },
     ];
-    const picked = diverse(items, 2, (i) => i.score, (a, b) => wordOverlap(a.text, b.text));
+    const picked = diverse(
+      items,
+      2,
+      (i) => i.score,
+      (a, b) => wordOverlap(a.text, b.text),
+    );
     expect(picked.map((i) => i.id)).toEqual(["lisbon", "peanuts"]);
-    expect(diverse(items, 5, (i) => i.score, () => 0).map((i) => i.id)).toEqual([
-      "lisbon",
-      "lisbon-again",
-      "peanuts",
-    ]);
+    expect(
+      diverse(
+        items,
+        5,
+        (i) => i.score,
+        () => 0,
+      ).map((i) => i.id),
+    ).toEqual(["lisbon", "lisbon-again", "peanuts"]);
   });
 
   it("wordOverlap is Jaccard over words, any case", () => {

@@ -18,7 +18,10 @@ declare module "../../sdk/index.js" {
 function sinceTime(since: string): string {
   const at = Date.parse(since);
   if (Number.isNaN(at)) {
-    throw new SparError("VALIDATION_FAILED", `since must be an ISO 8601 date or time, like 2026-11-01 (got ${JSON.stringify(since.slice(0, 40))})`);
+    throw new SparError(
+      "VALIDATION_FAILED",
+      `since must be an ISO 8601 date or time, like 2026-11-01 (got ${JSON.stringify(since.slice(0, 40))})`,
+    );
   }
   return new Date(at).toISOString();
 }
@@ -59,7 +62,14 @@ export default definePlugin({
         name: "memory_recall",
         async run(input, { fighter, untrusted }) {
           const limit = typeof input.limit === "number" ? input.limit : 5;
-          const found = await recallMemories(memories, embeddings, fighter.id, String(input.query), limit, decay);
+          const found = await recallMemories(
+            memories,
+            embeddings,
+            fighter.id,
+            String(input.query),
+            limit,
+            decay,
+          );
           found.reinforced.catch((err: unknown) =>
             log.warn("reinforcing recalled memories failed", { error: (err as Error).message }),
           );
@@ -109,12 +119,17 @@ export default definePlugin({
       catchUp = setTimeout(() => {
         void (async () => {
           const copied = await passages.backfill(ring);
-          if (copied.length > 0) log.info("past conversations indexed for conversation_search", { passages: copied.length });
+          if (copied.length > 0)
+            log.info("past conversations indexed for conversation_search", { passages: copied.length });
           if (!embeddings) return;
           const queued =
-            (await embeddings.catchUp("memory", memories.rows())) + (await embeddings.catchUp("passage", passages.rows()));
+            (await embeddings.catchUp("memory", memories.rows())) +
+            (await embeddings.catchUp("passage", passages.rows()));
           if (queued === 0) return;
-          log.info("embedding memories and past messages in the background", { model: embeddings.model, queued });
+          log.info("embedding memories and past messages in the background", {
+            model: embeddings.model,
+            queued,
+          });
           events.publish({ kind: "memory.reindexing", model: embeddings.model, queued });
         })().catch((err: unknown) => log.warn("memory catch-up failed", { error: (err as Error).message }));
       }, CATCH_UP_DELAY_MS);

@@ -4,8 +4,7 @@
  * ranks; this finds candidates by words (the store's full-text index) and keeps scores.
  */
 import { randomUUID } from "node:crypto";
-import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
-import type { TaintSource } from "../../sdk/index.js";
+import type { Collection, PluginData, RingServices, TaintSource, TxCollection } from "../../sdk/index.js";
 import { isSparError } from "../../sdk/index.js";
 import { queryWords } from "../../sdk/kits/text.js";
 
@@ -86,7 +85,10 @@ export function createMemories(
       );
     },
     async byWords(fighterId, query, count = candidatesFor(5)) {
-      const found = await memories.rank(searchWords(query), { where: { fighter_id: fighterId }, limit: count });
+      const found = await memories.rank(searchWords(query), {
+        where: { fighter_id: fighterId },
+        limit: count,
+      });
       return found.map((f) => f.doc);
     },
     async byIds(fighterId, ids) {

@@ -62,7 +62,8 @@ export function turnPassages(turn: TurnSummary, at: string): PassageRecord[] {
   turn.new_messages.forEach((m, i) => {
     if (!isSpoken(m.role) || m.content.trim() === "") return;
     const seq = turn.first_seq + i;
-    const taint = m.role === "user" ? originTaint(turn.origin) : (turn.taint?.[0] ?? originTaint(turn.origin));
+    const taint =
+      m.role === "user" ? originTaint(turn.origin) : (turn.taint?.[0] ?? originTaint(turn.origin));
     out.push({
       id: `${turn.bout_id}:${seq}`,
       fighter_id: turn.fighter.id,
@@ -79,7 +80,10 @@ export function turnPassages(turn: TurnSummary, at: string): PassageRecord[] {
 }
 
 /** Whether a search from `context` may read a bout of `origin`: its own origin, or one every grant set's `memory` scope names. */
-export function mayRead(context: Pick<MoveContext, "origin" | "grants" | "callers">, origin: string): boolean {
+export function mayRead(
+  context: Pick<MoveContext, "origin" | "grants" | "callers">,
+  origin: string,
+): boolean {
   if (origin === context.origin) return true;
   const sets = [context.grants, ...context.callers.map((c) => c.grants)];
   return sets.every((grants) => grants.some((g) => scopes(g).some((s) => s === "*" || matches(origin, s))));
@@ -97,7 +101,12 @@ export interface Passages {
     context: Pick<MoveContext, "fighter" | "origin" | "grants" | "callers">,
     query: string,
     options: { limit: number; since?: string },
-  ): Promise<{ results: FoundPassage[]; weights: number[]; by: "words" | "words+meaning"; taint: TaintSource[] }>;
+  ): Promise<{
+    results: FoundPassage[];
+    weights: number[];
+    by: "words" | "words+meaning";
+    taint: TaintSource[];
+  }>;
   rows(): AsyncIterable<{ id: string; fighter_id: string; text: string }[]>;
 }
 

@@ -56,7 +56,8 @@ function meaning(hits: string[], vectors: Record<string, number[]> = {}) {
   return {
     floor: 0,
     search: async () => hits.map((id, i) => ({ id, score: 1 - i / 10 })),
-    vectorOf: (_k: string, _f: string, id: string) => (vectors[id] ? Float32Array.from(vectors[id]) : undefined),
+    vectorOf: (_k: string, _f: string, id: string) =>
+      vectors[id] ? Float32Array.from(vectors[id]) : undefined,
   } as unknown as Pick<Embeddings, "search" | "vectorOf" | "floor">;
 }
 
@@ -77,7 +78,15 @@ describe("recallMemories", () => {
     const tea = memory("tea", 1, 2, "Drinks green tea");
     const dog = memory("dog", 1, 1, "A dog called Rex");
     const { store } = fakeStore([tea, dog], [tea, dog, lisbon]);
-    const recalled = await recallMemories(store, meaning(["sister_home", "dog"]), "f", "where does my sister live", 3, decay, T0);
+    const recalled = await recallMemories(
+      store,
+      meaning(["sister_home", "dog"]),
+      "f",
+      "where does my sister live",
+      3,
+      decay,
+      T0,
+    );
     expect(keys(recalled)).toEqual(["dog", "sister_home", "tea"]);
     expect(recalled.by).toBe("words+meaning");
     // When the embeddings do not answer in time, recall is by words, and says so.
@@ -93,7 +102,15 @@ describe("recallMemories", () => {
     const updated = memory("ada_new_city", 1, 0, "Ada moved again, to Porto");
     const { store } = fakeStore([old, updated]);
     const vectors = { ada_city: [1, 0.1, 0], ada_new_city: [1, 0.2, 0] };
-    const recalled = await recallMemories(store, meaning(["ada_city", "ada_new_city"], vectors), "f", "ada", 5, decay, T0);
+    const recalled = await recallMemories(
+      store,
+      meaning(["ada_city", "ada_new_city"], vectors),
+      "f",
+      "ada",
+      5,
+      decay,
+      T0,
+    );
     expect(keys(recalled)).toEqual(["ada_new_city", "ada_city"]);
   });
 

@@ -198,7 +198,8 @@ export class VectorIndex {
     for (let at = 0; at < n; at++) {
       let d = 0;
       const base = at * words;
-      for (let w = 0; w < words; w++) d += popcount(((this.sketches[base + w] as number) ^ (mine[w] as number)) >>> 0);
+      for (let w = 0; w < words; w++)
+        d += popcount(((this.sketches[base + w] as number) ^ (mine[w] as number)) >>> 0);
       distances[at] = d;
       histogram[d] = (histogram[d] as number) + 1;
     }

@@ -16,8 +16,8 @@ import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { connectRedis } from "../../lib/redis.js";
 import { embed } from "../../bench/recall/concepts.mjs";
+import { connectRedis } from "../../lib/redis.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { serviceUrl } from "../helpers/ci.js";
 import {
@@ -294,7 +294,10 @@ describe.skipIf(SKIP)(
       fake.enqueue(
         {
           tool_calls: [
-            { name: "memory_store", arguments: { key: "sister", value: "My sister Ada moved to Lisbon last spring" } },
+            {
+              name: "memory_store",
+              arguments: { key: "sister", value: "My sister Ada moved to Lisbon last spring" },
+            },
           ],
         },
         { text: "noted" },
@@ -309,7 +312,9 @@ describe.skipIf(SKIP)(
       let recalled: { memories: { key: string }[]; by: string } = { memories: [], by: "" };
       for (let i = 0; i < 40 && recalled.memories.length === 0; i++) {
         fake.enqueue({
-          tool_calls: [{ name: "memory_recall", arguments: { query: "In which city does my sibling reside?" } }],
+          tool_calls: [
+            { name: "memory_recall", arguments: { query: "In which city does my sibling reside?" } },
+          ],
         });
         await send(node(1), id, "what do you remember?");
         recalled = JSON.parse(String(fake.requests.at(-1)?.body?.messages.at(-1)?.content));
@@ -322,7 +327,9 @@ describe.skipIf(SKIP)(
         results: { text: string }[];
       };
       expect(searched.results.map((r) => r.text)).toContain("My sister Ada moved to Lisbon last spring.");
-      figure("a memory stored through node 1, recalled by meaning on node 2; its conversation searched on node 3");
+      figure(
+        "a memory stored through node 1, recalled by meaning on node 2; its conversation searched on node 3",
+      );
     });
 
     it("answers on node 3 an approval a turn on node 1 waits for, announced on node 2's WebSocket", async () => {

@@ -209,6 +209,17 @@ describe("identity and memory end to end", () => {
     expect(found.memories[0]?.score).toBeGreaterThan(1);
   });
 
+  it("says in spar doctor that recall is by words only without an embedding model", async () => {
+    const doctor = await daemon.cli(["doctor", "--json"]);
+    expect(JSON.parse(doctor.stdout).checks).toContainEqual(
+      expect.objectContaining({
+        name: "memory",
+        ok: true,
+        detail: expect.stringMatching(/^recall by words only/),
+      }),
+    );
+  });
+
   it("adds to and queries the knowledge graph, and refuses without the grant", async () => {
     await spawn({
       name: "cartographer",

@@ -11,7 +11,14 @@ import { embed } from "../../bench/recall/concepts.mjs";
 import { extractFacts } from "../../bench/recall/extractor.mjs";
 import type { FighterMessageResult } from "../../sdk/index.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import { freePort, removeHome, startDaemon, type TestDaemon, tempHome, writeConfig } from "../helpers/daemon.js";
+import {
+  freePort,
+  removeHome,
+  startDaemon,
+  type TestDaemon,
+  tempHome,
+  writeConfig,
+} from "../helpers/daemon.js";
 
 const FLUSH = "You keep an assistant's long-term memory";
 
@@ -55,7 +62,8 @@ describe("memory that lasts, end to end", () => {
       const system = body.messages.find((m) => m.role === "system")?.content;
       const text = typeof system === "string" ? system : "";
       if (text.startsWith(FLUSH)) {
-        const transcript = String(body.messages.at(-1)?.content ?? "").split("Conversation excerpt:\n")[1] ?? "";
+        const transcript =
+          String(body.messages.at(-1)?.content ?? "").split("Conversation excerpt:\n")[1] ?? "";
         return { text: JSON.stringify({ facts: extractFacts(transcript) }) };
       }
       if (text.startsWith("You summarize")) return { text: "SUMMARY" };
@@ -114,16 +122,28 @@ describe("memory that lasts, end to end", () => {
     }
     await embedded("Lisbon");
     // No word of the question is in the fact: only its meaning finds it.
-    const found = await recall("keeper", "In which city does my sibling reside?", (r) => r.memories.length > 0);
+    const found = await recall(
+      "keeper",
+      "In which city does my sibling reside?",
+      (r) => r.memories.length > 0,
+    );
     expect(found.by).toBe("words+meaning");
-    expect(found.memories[0]).toMatchObject({ key: "sister", value: "My sister Ada moved to Lisbon last spring" });
+    expect(found.memories[0]).toMatchObject({
+      key: "sister",
+      value: "My sister Ada moved to Lisbon last spring",
+    });
     // The query went to the embedding model as a query, with the configured model.
-    expect(fake.embedCalls.at(-1)).toMatchObject({ model: "fake-embed", inputs: ["In which city does my sibling reside?"] });
+    expect(fake.embedCalls.at(-1)).toMatchObject({
+      model: "fake-embed",
+      inputs: ["In which city does my sibling reside?"],
+    });
   });
 
   it("keeps a fact given before a compaction and recalls it after, with the Creed told what was saved", async () => {
     scriptModel();
-    await spawn("chatty", { model: { provider: "openai", model: "fake-model", base_url: fake.url, context_window: 400 } });
+    await spawn("chatty", {
+      model: { provider: "openai", model: "fake-model", base_url: fake.url, context_window: 400 },
+    });
     expect((await send("chatty", "My dentist is Dr. Okafor on Elm Street, remember that.")).status).toBe(200);
     for (let turn = 1; turn <= 10; turn++) {
       await send("chatty", `Turn ${turn}: tell me one more thing about the history of Lisbon's trams.`);
@@ -138,15 +158,34 @@ describe("memory that lasts, end to end", () => {
     expect(found.memories.map((m) => m.value).join("\n")).toContain("Dr. Okafor");
     // The Creed's next reflection read what the flush saved.
     const reflections = fake.requests.filter((r) => JSON.stringify(r.body).includes("You keep the Creed"));
-    expect(JSON.stringify(reflections.map((r) => r.body))).toContain("Saved to memory from earlier in the conversation");
+    expect(JSON.stringify(reflections.map((r) => r.body))).toContain(
+      "Saved to memory from earlier in the conversation",
+    );
   });
 
   it("lets an updated fact win over the old one, in memory and in past conversations", async () => {
     scriptModel();
     await spawn("updater");
-    fake.enqueue({ tool_calls: [{ name: "memory_store", arguments: { key: "sister", value: "My sister Ada moved to Lisbon" } }] }, { text: "ok" });
+    fake.enqueue(
+      {
+        tool_calls: [
+          { name: "memory_store", arguments: { key: "sister", value: "My sister Ada moved to Lisbon" } },
+        ],
+      },
+      { text: "ok" },
+    );
     await send("updater", "My sister Ada moved to Lisbon.");
-    fake.enqueue({ tool_calls: [{ name: "memory_store", arguments: { key: "sister", value: "My sister Ada moved again, to Porto" } }] }, { text: "ok" });
+    fake.enqueue(
+      {
+        tool_calls: [
+          {
+            name: "memory_store",
+            arguments: { key: "sister", value: "My sister Ada moved again, to Porto" },
+          },
+        ],
+      },
+      { text: "ok" },
+    );
     await send("updater", "My sister Ada moved again, to Porto.", "new");
     await embedded("Porto");
     const found = await recall("updater", "Where does my sister live now?", (r) => r.memories.length > 0);
@@ -154,7 +193,9 @@ describe("memory that lasts, end to end", () => {
     expect(found.memories.map((m) => m.value).join()).not.toContain("Lisbon");
 
     // Both statements are in past conversations; the newer one comes first.
-    fake.enqueue({ tool_calls: [{ name: "conversation_search", arguments: { query: "where does my sister live" } }] });
+    fake.enqueue({
+      tool_calls: [{ name: "conversation_search", arguments: { query: "where does my sister live" } }],
+    });
     const searched = toolResult<Searched>(await send("updater", "search", "new"));
     const said = searched.results.filter((r) => r.role === "user").map((r) => r.text);
     expect(said[0]).toContain("Porto");
@@ -175,7 +216,9 @@ describe("memory that lasts, end to end", () => {
       messages: [{ role: "user", content: "The tram to Belém is my secret meeting place." }],
     });
     expect(stranger.status).toBe(200);
-    fake.enqueue({ tool_calls: [{ name: "conversation_search", arguments: { query: "tram to Belém", limit: 10 } }] });
+    fake.enqueue({
+      tool_calls: [{ name: "conversation_search", arguments: { query: "tram to Belém", limit: 10 } }],
+    });
     const searched = toolResult<Searched>(await send("scribe", "when was that tram?", "new"));
     const texts = searched.results.map((r) => r.text);
     expect(texts).toContain("The tram to Belém leaves from Praça da Figueira at noon.");
@@ -183,7 +226,9 @@ describe("memory that lasts, end to end", () => {
     expect(texts.join("\n")).not.toContain("secret meeting place");
     const hit = searched.results.find((r) => r.text.includes("Figueira"));
     expect(hit).toMatchObject({ origin: "user", role: "user" });
-    expect(hit?.context.map((c) => c.text)).toContain("echo: The tram to Belém leaves from Praça da Figueira at noon.");
+    expect(hit?.context.map((c) => c.text)).toContain(
+      "echo: The tram to Belém leaves from Praça da Figueira at noon.",
+    );
 
     // A grant whose scope names the channel reads it, and the turn is marked untrusted for it.
     await spawn("reader", { capabilities: [{ type: "memory", scope: ["user", "channel"] }] });
@@ -198,9 +243,20 @@ describe("memory that lasts, end to end", () => {
     expect(read.body.taint?.[0]).toMatchObject({ kind: "channel", move: "conversation_search" });
   });
 
+  it("says in spar doctor how recall finds things: here by words and by meaning", async () => {
+    const doctor = await daemon.cli(["doctor", "--json"]);
+    expect(JSON.parse(doctor.stdout).checks).toContainEqual({
+      name: "memory",
+      ok: true,
+      detail: "recall by words and by meaning (openai/fake-embed); the model is checked below",
+    });
+  });
+
   it("refuses a bad since with a stable code", async () => {
     scriptModel();
-    fake.enqueue({ tool_calls: [{ name: "conversation_search", arguments: { query: "x", since: "last tuesday" } }] });
+    fake.enqueue({
+      tool_calls: [{ name: "conversation_search", arguments: { query: "x", since: "last tuesday" } }],
+    });
     const refused = await send("scribe", "search", "new");
     expect(refused.body.tool_calls).toEqual([{ name: "conversation_search", ok: false }]);
     expect(String(fake.requests[1]?.body?.messages.at(-1)?.content)).toContain("VALIDATION_FAILED");
