@@ -220,6 +220,7 @@ describe("spar daemon end to end", () => {
     // skill moves every fighter has, and got the tool result back with its call id.
     const firstRequest = fake.requests[0]?.body;
     expect(firstRequest?.tools?.map((t) => t.function.name).sort()).toEqual([
+      "conversation_search",
       "memory_recall",
       "memory_store",
       "skill_load",

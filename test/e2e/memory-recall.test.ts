@@ -36,16 +36,20 @@ describe("memory that lasts, end to end", () => {
   let home: string;
   let daemon: TestDaemon;
 
-  beforeAll(async () => {
-    fake = await startFakeOpenAI({ embed: (text) => embed(text, 256) });
-    home = tempHome();
-    const port = await freePort();
+  let port: number;
+  const configure = (model: string) =>
     writeConfig(
       home,
       port,
       fake.url,
-      `\n[memory.compaction]\nkeep_recent = 4\n\n[memory.embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "${fake.url}"\napi_key_env = "OPENAI_API_KEY"\n`,
+      `\n[memory.compaction]\nkeep_recent = 4\n\n[memory.embeddings]\nprovider = "openai"\nmodel = "${model}"\nbase_url = "${fake.url}"\napi_key_env = "OPENAI_API_KEY"\n`,
     );
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI({ embed: (text) => embed(text, 256) });
+    home = tempHome();
+    port = await freePort();
+    configure("fake-embed");
     daemon = await startDaemon(home, port);
   });
 
@@ -98,7 +102,7 @@ describe("memory that lasts, end to end", () => {
   /** memory_recall as the model would call it, retried while the vectors are being stored. */
   async function recall(fighter: string, query: string, until: (r: Recalled) => boolean): Promise<Recalled> {
     let last: Recalled | undefined;
-    for (let i = 0; i < 40; i++) {
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
       fake.enqueue({ tool_calls: [{ name: "memory_recall", arguments: { query } }] });
       last = toolResult<Recalled>(await send(fighter, "what do you remember?", "new"));
       if (until(last)) return last;
@@ -252,6 +256,72 @@ describe("memory that lasts, end to end", () => {
     });
   });
 
+  it("answers while the embedding model hangs or fails, by words, and by meaning again once it is back", async () => {
+    scriptModel();
+    await spawn("steady");
+    fake.enqueue(
+      {
+        tool_calls: [
+          { name: "memory_store", arguments: { key: "bike", value: "The blue bicycle is in the shed" } },
+        ],
+      },
+      { text: "noted" },
+    );
+    expect((await send("steady", "remember the bike")).status).toBe(200);
+    // Everything queued so far is embedded (the turn's words are queued after its memory).
+    await embedded("bicycle");
+    await embedded("remember the bike");
+    // The query's own vector never comes: recall waits 2 s for it at most, then answers by words.
+    fake.failEmbeddings(1, { hang: true });
+    fake.enqueue({ tool_calls: [{ name: "memory_recall", arguments: { query: "where is the bicycle" } }] });
+    const started = Date.now();
+    const hung = toolResult<Recalled>(await send("steady", "where is it?", "new"));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(hung).toMatchObject({ by: "words", memories: [{ key: "bike" }] });
+
+    // The model fails (500) while a new memory waits to be embedded: the reply does not, and the
+    // memory is found by meaning once the retries get through.
+    fake.failEmbeddings(4, { status: 500 });
+    fake.enqueue(
+      {
+        tool_calls: [
+          { name: "memory_store", arguments: { key: "helmet", value: "The helmet hangs by the front door" } },
+        ],
+      },
+      { text: "noted" },
+    );
+    expect((await send("steady", "remember the helmet", "new")).status).toBe(200);
+    const back = await recall(
+      "steady",
+      "Where is my helmet kept?",
+      (r) => r.by === "words+meaning" && r.memories[0]?.key === "helmet",
+    );
+    expect(back).toMatchObject({ by: "words+meaning", memories: [{ key: "helmet" }] });
+  });
+
+  it("refuses a memory over the limit with the limit, and takes any query text as words", async () => {
+    scriptModel();
+    fake.enqueue({
+      tool_calls: [{ name: "memory_store", arguments: { key: "huge", value: "x".repeat(20_001) } }],
+    });
+    const refused = await send("steady", "store this", "new");
+    expect(refused.body.tool_calls).toEqual([{ name: "memory_store", ok: false }]);
+    const error = String(fake.requests[1]?.body?.messages.at(-1)?.content);
+    expect(error).toContain("VALIDATION_FAILED");
+    expect(error).toContain("20000");
+    fake.enqueue({
+      tool_calls: [
+        {
+          name: "memory_recall",
+          arguments: { query: '" OR * NEAR(bike shed) AND -x ^y : {value} 自行车 🚲' },
+        },
+      ],
+    });
+    const odd = await send("steady", "recall", "new");
+    expect(odd.body.tool_calls).toEqual([{ name: "memory_recall", ok: true }]);
+    expect(toolResult<Recalled>(odd).memories[0]?.key).toBe("bike");
+  });
+
   it("refuses a bad since with a stable code", async () => {
     scriptModel();
     fake.enqueue({
@@ -260,5 +330,32 @@ describe("memory that lasts, end to end", () => {
     const refused = await send("scribe", "search", "new");
     expect(refused.body.tool_calls).toEqual([{ name: "conversation_search", ok: false }]);
     expect(String(fake.requests[1]?.body?.messages.at(-1)?.content)).toContain("VALIDATION_FAILED");
+  });
+
+  it("embeds everything again in the background when the model changes, and says so", async () => {
+    await daemon.stop();
+    configure("fake-embed-2");
+    daemon = await startDaemon(home, port);
+    await expect
+      .poll(() => daemon.output(), { timeout: 15_000 })
+      .toContain("embedding memories and past messages in the background");
+    await expect
+      .poll(
+        () =>
+          fake.embedCalls.some(
+            (c) =>
+              c.model === "fake-embed-2" &&
+              c.inputs.includes("sister: My sister Ada moved to Lisbon last spring"),
+          ),
+        { timeout: 15_000 },
+      )
+      .toBe(true);
+    scriptModel();
+    const found = await recall(
+      "keeper",
+      "In which city does my sibling reside?",
+      (r) => r.by === "words+meaning",
+    );
+    expect(found.memories[0]?.key).toBe("sister");
   });
 });

@@ -129,6 +129,7 @@ describe("providers end to end", () => {
       expect(tool.body.iterations).toBe(2);
       expect(tool.body.response).toContain('{"stored":"provider"}');
       expect(fake.calls()[0]?.tools.sort()).toEqual([
+        "conversation_search",
         "memory_recall",
         "memory_store",
         "skill_load",

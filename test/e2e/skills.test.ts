@@ -153,7 +153,13 @@ describe("skills and deferred moves through the real daemon", () => {
     );
     await send("narrow", "what can you do");
     // A fighter with few moves sees them all, and no move_search.
-    expect(toolsOf(0).sort()).toEqual(["memory_recall", "memory_store", "skill_load", "skill_search"]);
+    expect(toolsOf(0).sort()).toEqual([
+      "conversation_search",
+      "memory_recall",
+      "memory_store",
+      "skill_load",
+      "skill_search",
+    ]);
     const found = result(1).results.map((r: { name: string }) => r.name);
     expect(found.every((n: string) => ["write-commit-message", "summarize-nda"].includes(n))).toBe(true);
     expect(result(2).error).toMatchObject({ code: "NOT_FOUND" });
