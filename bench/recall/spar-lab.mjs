@@ -9,24 +9,29 @@ import { join } from "node:path";
 
 const DIST = join(import.meta.dirname, "..", "..", "dist");
 const load = (path) => import(join(DIST, path));
-const [
-  { openSqliteStore },
-  { createPluginData },
-  memoriesMod,
-  passagesMod,
-  embeddingsMod,
-  recallMod,
-  flushMod,
-] = await Promise.all([
-  load("plugins/store-sqlite/store.js"),
-  load("sdk/collection-engine.js"),
-  load("plugins/moves-memory/memories.js"),
-  load("plugins/moves-memory/passages.js"),
-  load("plugins/moves-memory/embeddings.js"),
-  load("plugins/moves-memory/recall.js"),
-  load("plugins/moves-memory/flush.js"),
-]);
-const manifest = JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8"));
+/** Spar's modules from dist/, imported by the first lab (so importing this file needs no build). */
+let loaded;
+const modules = () => {
+  loaded ??= Promise.all([
+    load("plugins/store-sqlite/store.js"),
+    load("sdk/collection-engine.js"),
+    load("plugins/moves-memory/memories.js"),
+    load("plugins/moves-memory/passages.js"),
+    load("lib/recall/embeddings.js"),
+    load("plugins/moves-memory/recall.js"),
+    load("plugins/moves-memory/flush.js"),
+  ]).then(([store, engine, memoriesMod, passagesMod, embeddingsMod, recallMod, flushMod]) => ({
+    openSqliteStore: store.openSqliteStore,
+    createPluginData: engine.createPluginData,
+    memoriesMod,
+    passagesMod,
+    embeddingsMod,
+    recallMod,
+    flushMod,
+    manifest: JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8")),
+  }));
+  return loaded;
+};
 
 const DECAY = Object.freeze({ rate_per_day: 0.05, reinforce_on_access: 0.2, forget_below: 0.05 });
 const SECRET = Buffer.from("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
@@ -56,6 +61,16 @@ export function createRecallLab({ embedder, flush, now }) {
   const messages = new Map();
   const compacted = new Map();
   const ready = (async () => {
+    const {
+      openSqliteStore,
+      createPluginData,
+      memoriesMod,
+      passagesMod,
+      embeddingsMod,
+      recallMod,
+      flushMod,
+      manifest,
+    } = await modules();
     const home = mkdtempSync(join(tmpdir(), "spar-recall-lab-"));
     const store = await openSqliteStore({ home, masterSecret: SECRET });
     opened.push({ store, home });
@@ -85,7 +100,7 @@ export function createRecallLab({ embedder, flush, now }) {
       : undefined;
     const memories = memoriesMod.createMemories(data, { get: async () => fighter }, clock);
     const passages = passagesMod.createPassages(data, () => embeddings, DECAY, now);
-    return { ring, data, memories, passages, embeddings };
+    return { ring, data, memories, passages, embeddings, recallMod, flushMod };
   })();
 
   return {
@@ -109,7 +124,7 @@ export function createRecallLab({ embedder, flush, now }) {
       });
     },
     async compact(bout, throughSeq) {
-      const { ring, memories, embeddings } = await ready;
+      const { ring, memories, embeddings, flushMod } = await ready;
       const from = compacted.get(bout) ?? 0;
       compacted.set(bout, throughSeq);
       if (!flush) return;
@@ -128,7 +143,7 @@ export function createRecallLab({ embedder, flush, now }) {
       }
     },
     async recall(query, k) {
-      const { memories, passages, embeddings } = await ready;
+      const { memories, passages, embeddings, recallMod } = await ready;
       await embeddings?.idle();
       const context = { fighter, origin: "user", grants: [], callers: [] };
       const [found, spoken] = await Promise.all([

@@ -76,9 +76,9 @@ export async function recallSpeed({ memories: count = 100_000, queries = 200 } =
       load("plugins/store-sqlite/store.js"),
       load("sdk/collection-engine.js"),
       load("plugins/moves-memory/memories.js"),
-      load("plugins/moves-memory/embeddings.js"),
+      load("lib/recall/embeddings.js"),
       load("plugins/moves-memory/recall.js"),
-      load("plugins/moves-memory/vector-index.js"),
+      load("lib/recall/vector-index.js"),
     ]);
   const manifest = JSON.parse(readFileSync(join(DIST, "plugins", "moves-memory", "plugin.json"), "utf8"));
   const home = mkdtempSync(join(tmpdir(), "spar-recall-speed-"));

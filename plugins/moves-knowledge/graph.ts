@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, PluginData, RingServices, TxCollection } from "../../sdk/index.js";
 import { isSparError, MAX_RANK_ROWS } from "../../sdk/index.js";
+import { fuse } from "../../sdk/kits/recall.js";
 
 export type KgEntity = {
   name: string;
@@ -52,16 +53,27 @@ export const MAX_SCANNED = 10_000;
 const TRIES = 3;
 
 export interface KnowledgeGraph {
-  /** Adds entities and relations; an entity with the same name and type (any case) is merged. */
-  add(fighterId: string, entities: KgEntity[], relations: KgRelation[]): Promise<AddCounts>;
+  /**
+   * Adds entities and relations; an entity with the same name and type (any case) is merged.
+   * `made` is told the entities it stored, once they are.
+   */
+  add(
+    fighterId: string,
+    entities: KgEntity[],
+    relations: KgRelation[],
+    made?: (entities: EntityDoc[]) => void,
+  ): Promise<AddCounts>;
   /**
    * Entities whose name or type holds any of `words` (a word, a word it begins, a form of it), best
-   * first, each with every relation it takes part in; no words: the newest entities.
+   * first, each with every relation it takes part in; no words: the newest entities. With `meaning`
+   * (the ids of the entities nearest the query by meaning, best first, each with its weight), the
+   * two rankings are fused.
    */
   query(
     fighterId: string,
     words: readonly string[],
     limit: number,
+    meaning?: { ids: string[]; weights: number[] },
   ): Promise<(KgEntity & { relations: KgRelation[] })[]>;
 }
 
@@ -94,7 +106,11 @@ export function createKnowledgeGraph(
     return new Date(last).toISOString();
   };
 
-  function addOnce(fighterId: string, wanted: KgEntity[], links: KgRelation[]): Promise<AddCounts> {
+  function addOnce(
+    fighterId: string,
+    wanted: KgEntity[],
+    links: KgRelation[],
+  ): Promise<AddCounts & { added: EntityDoc[] }> {
     return data.transaction(async (tx) => {
       const held = {
         entities: tx.entities as TxCollection<EntityDoc>,
@@ -164,7 +180,7 @@ export function createKnowledgeGraph(
         });
         counts.relations_added += 1;
       }
-      return counts;
+      return { ...counts, added: made };
     });
   }
 
@@ -182,25 +198,27 @@ export function createKnowledgeGraph(
   }
 
   return {
-    async add(fighterId, wanted, links) {
+    async add(fighterId, wanted, links, made) {
       await fighters.get(fighterId);
       // Another node adding the same new entity or relation at once makes this CONFLICT: again, it finds theirs.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await addOnce(fighterId, wanted, links);
+          const { added, ...counts } = await addOnce(fighterId, wanted, links);
+          made?.(added);
+          return counts;
         } catch (err) {
           if (attempt >= TRIES || !isSparError(err) || err.code !== "CONFLICT") throw err;
         }
       }
     },
-    async query(fighterId, words, limit) {
+    async query(fighterId, words, limit, meaning) {
       const max = Math.min(Math.floor(limit), MAX_SCANNED);
       if (!Number.isSafeInteger(max) || max < 1) return [];
       const where = { fighter_id: fighterId };
       // The word index ranks (Collection.rank); rows that score alike keep the order by name, then the oldest.
-      const chosen =
+      const byWords =
         words.length === 0
-          ? await entities.find({ where, order: { by: ["created_at"], desc: true }, limit: max })
+          ? []
           : (await entities.rank(words.join(" "), { where, limit: Math.min(max, MAX_RANK_ROWS) }))
               .map((hit, i) => ({ ...hit, i }))
               .sort(
@@ -211,6 +229,26 @@ export function createKnowledgeGraph(
                   a.i - b.i,
               )
               .map((hit) => hit.doc);
+      let chosen = byWords;
+      if (meaning && meaning.ids.length > 0) {
+        const known = new Map(byWords.map((e) => [e.id, e]));
+        for (const id of meaning.ids.filter((id) => !known.has(id))) {
+          const doc = await entities.get(id);
+          if (doc?.fighter_id === fighterId) known.set(id, doc);
+        }
+        const fused = fuse([
+          { ids: byWords.map((e) => e.id) },
+          { ids: meaning.ids, weights: meaning.weights },
+        ]);
+        chosen = [...fused]
+          .filter(([id]) => known.has(id))
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, max)
+          .map(([id]) => known.get(id) as EntityDoc);
+      }
+      if (words.length === 0 && chosen.length === 0) {
+        chosen = await entities.find({ where, order: { by: ["created_at"], desc: true }, limit: max });
+      }
       return Promise.all(
         chosen.map(async (e) => ({ name: e.name, type: e.type, relations: await relationsOf(e.id) })),
       );

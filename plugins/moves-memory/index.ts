@@ -1,5 +1,5 @@
 import { definePlugin, type MoveHandler, SparError } from "../../sdk/index.js";
-import { createEmbeddings, type Embeddings } from "./embeddings.js";
+import { createEmbeddings, type Embeddings } from "../../sdk/kits/recall.js";
 import { flushFacts } from "./flush.js";
 import { createMemories } from "./memories.js";
 import { createPassages } from "./passages.js";
@@ -91,9 +91,13 @@ export default definePlugin({
     };
     hooks.move.resolve.tap((name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined));
 
-    // After the reply, off its path: the turn's words become searchable.
-    hooks.turn.after.tap(async (turn) => {
-      await passages.index(turn);
+    // After the reply, off its path and off the fighter's queue: the turn's words become searchable.
+    hooks.turn.after.tap((turn) => {
+      passages
+        .index(turn)
+        .catch((err: unknown) =>
+          log.warn("copying a turn's words for search failed", { error: (err as Error).message }),
+        );
     });
 
     hooks.compaction.flush.tap(async (facts, input) => {

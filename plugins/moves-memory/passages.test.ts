@@ -10,7 +10,7 @@ function turn(origin: string, taint?: TurnSummary["taint"]): TurnSummary {
       id: "f",
       name: "ada",
       created_at: AT,
-      manifest: { name: "ada", description: "", system_prompt: "" },
+      manifest: { name: "ada", description: "", system_prompt: "", capabilities: [{ type: "memory" }] },
     },
     bout_id: "b",
     turn_id: "t",
@@ -32,6 +32,19 @@ function turn(origin: string, taint?: TurnSummary["taint"]): TurnSummary {
 }
 
 describe("turnPassages", () => {
+  it("copies nothing of a fighter without memory: it could not search it", () => {
+    const plain = turn("user");
+    expect(
+      turnPassages(
+        {
+          ...plain,
+          fighter: { ...plain.fighter, manifest: { ...plain.fighter.manifest, capabilities: [] } },
+        },
+        AT,
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps what was said, each at its seq, not tool results nor empty messages", () => {
     const passages = turnPassages(turn("user"), AT);
     expect(passages.map((p) => [p.id, p.role, p.text])).toEqual([

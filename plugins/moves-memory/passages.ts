@@ -1,6 +1,6 @@
 /**
- * Past conversations as memory: what the user and the fighter said in each turn (not tool results),
- * copied after the turn into the plugin's `passages` collection, where the store's full-text index
+ * Past conversations as memory: what the user and a fighter holding `memory` said in each turn (not
+ * tool results), copied after the turn into the plugin's `passages` collection, where the store's full-text index
  * and the embeddings find it. `conversation_search` reads only the fighter's own bouts, and of those
  * only its current bout's origin unless a `memory` grant's `scope` names more.
  */
@@ -8,17 +8,18 @@ import type {
   Capability,
   Collection,
   DecayConfig,
+  FighterRow,
   MoveContext,
   PluginData,
   RingServices,
   TaintSource,
   TurnSummary,
+  TxCollection,
 } from "../../sdk/index.js";
+import type { Embeddings } from "../../sdk/kits/recall.js";
+import { closeness, cosine, diverse, fuse, newestFirst, wordOverlap } from "../../sdk/kits/recall.js";
 import { decayedScore } from "../../sdk/kits/text.js";
-import type { Embeddings } from "./embeddings.js";
-import { closeness, diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
 import { candidatesFor, searchWords } from "./memories.js";
-import { cosine } from "./vector-index.js";
 
 export type PassageRecord = {
   /** `<bout id>:<seq>`. */
@@ -46,6 +47,11 @@ export interface FoundPassage {
 /** The most characters of a passage a result shows (the rest: `fighter_history` or the API). */
 export const SHOWN_CHARS = 2_000;
 const WINDOW = 2;
+/** `state` records: the first start's copy done; the newest passage copied. */
+const BACKFILLED = "passages-backfilled";
+const THROUGH = "passages-through";
+/** How far before the newest copied passage a start looks again for messages a crash left uncopied. */
+const CATCH_UP_MARGIN_MS = 60_000;
 
 const isSpoken = (role: string): role is "user" | "assistant" => role === "user" || role === "assistant";
 
@@ -56,9 +62,15 @@ function originTaint(origin: string): TaintSource | undefined {
   return undefined;
 }
 
+/** Whether a fighter's conversations are copied: it holds `memory` (or `full_access`), so it can search them. */
+export function remembers(fighter: Pick<FighterRow, "manifest">): boolean {
+  return (fighter.manifest.capabilities ?? []).some((c) => c.type === "memory" || c.type === "full_access");
+}
+
 /** The passages of a finished turn: its spoken messages, each with the seq it has in the bout. */
 export function turnPassages(turn: TurnSummary, at: string): PassageRecord[] {
   const out: PassageRecord[] = [];
+  if (!remembers(turn.fighter)) return out;
   turn.new_messages.forEach((m, i) => {
     if (!isSpoken(m.role) || m.content.trim() === "") return;
     const seq = turn.first_seq + i;
@@ -94,8 +106,16 @@ const scopes = (grant: Capability): string[] =>
 const matches = (origin: string, filter: string) => origin === filter || origin.startsWith(`${filter}:`);
 
 export interface Passages {
+  /**
+   * Copies a finished turn's words. Turns that end together are written in one transaction, on the
+   * next turn of the event loop: the caller need not wait (a turn.after tap does not, so the
+   * fighter's next turn never queues behind this write); the promise says when they are stored.
+   */
   index(turn: TurnSummary): Promise<PassageRecord[]>;
-  /** Copies the messages of every live fighter's bouts not copied yet; how many. */
+  /**
+   * Copies the messages not copied yet: every live fighter's bouts at the first start, then those
+   * written since a minute before the newest copied (what a crash may have left uncopied).
+   */
   backfill(ring: Pick<RingServices, "fighters" | "bouts">): Promise<PassageRecord[]>;
   search(
     context: Pick<MoveContext, "fighter" | "origin" | "grants" | "callers">,
@@ -119,42 +139,80 @@ export function createPassages(
   const passages = data.passages as Collection<PassageRecord>;
   const state = data.state as Collection<{ id: string; value: string }>;
 
+  /** Writes the records not written yet, and the newest time copied, in one transaction. */
   async function store(records: PassageRecord[]): Promise<PassageRecord[]> {
-    const added: PassageRecord[] = [];
-    for (const r of records) if (await passages.add(r)) added.push(r);
+    if (records.length === 0) return [];
+    const added = await data.transaction(async (tx) => {
+      const held = tx.passages as TxCollection<PassageRecord>;
+      const found = await Promise.all(records.map((r) => held.get(r.id)));
+      const fresh = records.filter((r, i) => !found[i] && records.findIndex((o) => o.id === r.id) === i);
+      for (const r of fresh) held.put(r);
+      const newest = records.reduce((m, r) => (r.at > m ? r.at : m), "");
+      const mark = (await tx.state?.get(THROUGH)) as { value: string } | undefined;
+      if (!mark || newest > mark.value) tx.state?.put({ id: THROUGH, value: newest });
+      return fresh;
+    });
     for (const r of added) embeddings()?.enqueue("passage", r.fighter_id, r.id, r.text);
     return added;
   }
 
-  return {
-    index: (turn) => store(turnPassages(turn, new Date(now()).toISOString())),
-    async backfill(ring) {
-      if (await state.get("passages-backfilled")) return [];
-      const added: PassageRecord[] = [];
-      for (const fighter of await ring.fighters.list()) {
-        for (const bout of await ring.fighters.bouts(fighter.id)) {
-          const origin = bout.origin ?? "user";
-          const records: PassageRecord[] = [];
-          for (const m of await ring.bouts.messages(bout.id)) {
-            if (!isSpoken(m.role) || m.content.trim() === "") continue;
-            const taint = originTaint(origin);
-            records.push({
-              id: `${bout.id}:${m.seq}`,
-              fighter_id: fighter.id,
-              bout_id: bout.id,
-              origin,
-              seq: m.seq,
-              role: m.role,
-              text: m.content,
-              at: m.created_at,
-              ...(taint ? { taint } : {}),
-            });
-          }
-          added.push(...(await store(records)));
+  let pending: PassageRecord[] = [];
+  let batch: Promise<PassageRecord[]> | undefined;
+
+  /** A fighter's messages in its bouts updated since `since` (all when absent), as passages. */
+  async function copy(
+    ring: Pick<RingServices, "fighters" | "bouts">,
+    since?: string,
+  ): Promise<PassageRecord[]> {
+    const added: PassageRecord[] = [];
+    for (const fighter of await ring.fighters.list()) {
+      if (!remembers({ manifest: await ring.fighters.manifest(fighter.id) })) continue;
+      for (const bout of await ring.fighters.bouts(fighter.id)) {
+        if (since && bout.updated_at < since) continue;
+        const origin = bout.origin ?? "user";
+        const records: PassageRecord[] = [];
+        for (const m of await ring.bouts.messages(bout.id)) {
+          if (!isSpoken(m.role) || m.content.trim() === "" || (since && m.created_at < since)) continue;
+          const taint = originTaint(origin);
+          records.push({
+            id: `${bout.id}:${m.seq}`,
+            fighter_id: fighter.id,
+            bout_id: bout.id,
+            origin,
+            seq: m.seq,
+            role: m.role,
+            text: m.content,
+            at: m.created_at,
+            ...(taint ? { taint } : {}),
+          });
         }
+        added.push(...(await store(records)));
       }
-      await state.put({ id: "passages-backfilled", value: new Date(now()).toISOString() });
-      return added;
+    }
+    return added;
+  }
+
+  return {
+    index(turn) {
+      pending.push(...turnPassages(turn, new Date(now()).toISOString()));
+      batch ??= new Promise<void>((done) => setImmediate(done)).then(() => {
+        const records = pending;
+        pending = [];
+        batch = undefined;
+        return store(records);
+      });
+      const mine = new Set(turnPassages(turn, "").map((p) => p.id));
+      return batch.then((added) => added.filter((p) => mine.has(p.id)));
+    },
+    async backfill(ring) {
+      if (!(await state.get(BACKFILLED))) {
+        const added = await copy(ring);
+        await state.put({ id: BACKFILLED, value: new Date(now()).toISOString() });
+        return added;
+      }
+      const through = (await state.get(THROUGH))?.value;
+      if (!through) return [];
+      return copy(ring, new Date(Date.parse(through) - CATCH_UP_MARGIN_MS).toISOString());
     },
     async search(context, query, { limit, since }) {
       const fighterId = context.fighter.id;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { Embeddings } from "../../sdk/kits/recall.js";
 import { decayedScore, queryWords } from "../../sdk/kits/text.js";
-import type { Embeddings } from "./embeddings.js";
 import type { Memories, MemoryRecord } from "./memories.js";
 import { recallMemories } from "./recall.js";
 

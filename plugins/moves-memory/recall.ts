@@ -1,9 +1,8 @@
 import type { DecayConfig, TaintSource } from "../../sdk/index.js";
+import type { Embeddings } from "../../sdk/kits/recall.js";
+import { closeness, cosine, diverse, fuse, newestFirst, wordOverlap } from "../../sdk/kits/recall.js";
 import { decayedScore } from "../../sdk/kits/text.js";
-import type { Embeddings } from "./embeddings.js";
-import { closeness, diverse, fuse, newestFirst, wordOverlap } from "./fusion.js";
 import { candidatesFor, type Memories, type MemoryRecord } from "./memories.js";
-import { cosine } from "./vector-index.js";
 
 export interface RecalledMemory {
   key: string;

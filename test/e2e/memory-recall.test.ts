@@ -247,6 +247,39 @@ describe("memory that lasts, end to end", () => {
     expect(read.body.taint?.[0]).toMatchObject({ kind: "channel", move: "conversation_search" });
   });
 
+  it("finds knowledge-graph entities by meaning as well as by words", async () => {
+    scriptModel();
+    await spawn("cartographer", { capabilities: [{ type: "knowledge_graph" }] });
+    fake.enqueue(
+      {
+        tool_calls: [
+          {
+            name: "kg_add",
+            arguments: {
+              entities: [
+                { name: "Lisbon", type: "city" },
+                { name: "Rex", type: "dog" },
+                { name: "Acme", type: "company" },
+              ],
+              relations: [{ from: "Rex", to: "Lisbon", type: "lives_in" }],
+            },
+          },
+        ],
+      },
+      { text: "added" },
+    );
+    expect((await send("cartographer", "map it")).status).toBe(200);
+    await embedded("Acme (company)");
+    fake.enqueue({ tool_calls: [{ name: "kg_query", arguments: { query: "what pet do I have" } }] });
+    const found = toolResult<{ entities: { name: string; relations: { to: string }[] }[] }>(
+      await send("cartographer", "who?", "new"),
+    );
+    expect(found.entities[0]).toMatchObject({ name: "Rex", relations: [{ to: "Lisbon" }] });
+    fake.enqueue({ tool_calls: [{ name: "kg_query", arguments: { query: "Acme" } }] });
+    const byWord = toolResult<{ entities: { name: string }[] }>(await send("cartographer", "and?", "new"));
+    expect(byWord.entities[0]?.name).toBe("Acme");
+  });
+
   it("says in spar doctor how recall finds things: here by words and by meaning", async () => {
     const doctor = await daemon.cli(["doctor", "--json"]);
     expect(JSON.parse(doctor.stdout).checks).toContainEqual({

@@ -1,15 +1,19 @@
 /**
- * Meaning for recall: texts embedded by the `[memory.embeddings]` model through the provider plugins
- * (`ring.llm.embed`), always off the reply's path. Memories and passages queue here when written; a
+ * Meaning for recall (`spar/sdk/recall`): texts embedded by the `[memory.embeddings]` model through
+ * the provider plugins (`ring.llm.embed`), always off the reply's path. What a plugin keeps (memories,
+ * passages, knowledge-graph entities) queues here when written; a
  * worker embeds them in batches, retrying with backoff while the provider fails, and stores the
  * vectors in the plugin's `vectors` collection (encrypted like every collection). At start, and when
  * the model changes, whatever has no vector of the current model is queued again. Searches read
  * in-process indexes (vector-index.ts), loaded per fighter on first use and kept up to date.
  */
-import type { Collection, EmbeddingsConfig, Logger, ModelSettings, PluginData } from "../../sdk/index.js";
+import type { Collection, PluginData } from "../../sdk/collections.js";
+import type { EmbeddingsConfig } from "../../sdk/config.js";
+import type { ModelSettings } from "../../sdk/types.js";
 import { decodeVector, encodeVector, type VectorHit, VectorIndex } from "./vector-index.js";
 
-export type Kind = "memory" | "passage";
+/** What a vector embeds, in its owner's words: `memory`, `passage`, `entity` … (its id is `<kind>:<id>`). */
+export type Kind = string;
 
 /** One stored vector: `<kind>:<id of what it embeds>`. */
 export type VectorRecord = {
@@ -32,14 +36,6 @@ const MAX_BACKOFF_MS = 300_000;
 /** The most characters of one text sent to be embedded (models take ~8k tokens). */
 const MAX_TEXT = 8_000;
 
-export interface EmbeddingStatus {
-  model: string;
-  pending: number;
-  indexed: number;
-  /** The provider's last failure, while the queue is retrying. */
-  failing?: string;
-}
-
 export interface Embeddings {
   readonly model: string;
   /** The cosine below which a neighbour counts for nothing (`[memory.embeddings] min_similarity`). */
@@ -56,7 +52,6 @@ export interface Embeddings {
     kind: Kind,
     rows: AsyncIterable<{ id: string; fighter_id: string; text: string }[]>,
   ): Promise<number>;
-  status(): EmbeddingStatus;
   /** Resolves once the queue is empty (or failing): for tests and the recall bench. */
   idle(): Promise<void>;
   close(): void;
@@ -102,11 +97,17 @@ export interface EmbedService {
   };
 }
 
+/** What the embeddings log: a failing provider, while it retries. */
+interface Warner {
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
 export function createEmbeddings(options: {
   config: EmbeddingsConfig;
   ring: EmbedService;
+  /** The plugin's data: its `vectors` collection (id, fighter_id, kind, model, vector, at) holds them. */
   data: PluginData;
-  log: Logger;
+  log: Warner;
   now?: () => string;
 }): Embeddings {
   const { config, ring, log } = options;
@@ -118,7 +119,6 @@ export function createEmbeddings(options: {
   const queue = new Map<string, Item>();
   const loaded = new Map<string, Loaded>();
   const queryCache = new Map<string, Float32Array>();
-  let indexed = 0;
   let failing: string | undefined;
   let backoff = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -188,7 +188,6 @@ export function createEmbeddings(options: {
           const vector = got[i];
           if (held?.index && vector && vector.length === held.index.dims) held.index.upsert(item.id, vector);
         });
-        indexed += batch.length;
       }
     } catch (err) {
       failing = (err as Error).message;
@@ -311,9 +310,6 @@ export function createEmbeddings(options: {
       }
       schedule(0);
       return queued;
-    },
-    status() {
-      return { model, pending: queue.size, indexed, ...(failing ? { failing } : {}) };
     },
     async idle() {
       while ((queue.size > 0 || running || timer) && !failing && !closed) {
