@@ -112,7 +112,14 @@ describe("flushFacts", () => {
 
   it("makes no call when nothing was said", async () => {
     let calls = 0;
-    const ring = { llm: { complete: async () => ((calls += 1), { text: "{}" }) } };
+    const ring = {
+      llm: {
+        complete: async () => {
+          calls += 1;
+          return { text: "{}" };
+        },
+      },
+    };
     const memories = { recent: async () => [], put: async () => memory("x", "y") };
     expect(
       await flushFacts(ring as never, memories, input([message(1, { role: "user", content: "  " })])),
