@@ -56,7 +56,7 @@ export function createRecallLab({ embedder, flush, now }) {
   const fighter = {
     id: randomUUID(),
     name: "lab",
-    manifest: { name: "lab", description: "", system_prompt: "." },
+    manifest: { name: "lab", description: "", system_prompt: ".", capabilities: [{ type: "memory" }] },
   };
   const messages = new Map();
   const compacted = new Map();
