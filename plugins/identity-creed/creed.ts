@@ -1,5 +1,6 @@
 import type { FighterManifest } from "../../sdk/index.js";
 import { decayedScore } from "../../sdk/kits/text.js";
+import { wordOverlap } from "../../sdk/kits/recall.js";
 import type { CreedDocument, CreedObservation, Relationship } from "./records.js";
 
 export interface CreedConfig {
@@ -75,7 +76,7 @@ export function mergeObservations(
     last_seen: now,
   }));
   for (const text of texts) {
-    const same = observations.find((o) => similarity(o.text, text) >= SAME_OBSERVATION);
+    const same = observations.find((o) => wordOverlap(o.text, text) >= SAME_OBSERVATION);
     if (same) {
       same.confidence += (1 - same.confidence) * REINFORCEMENT;
       same.seen += 1;
@@ -89,17 +90,6 @@ export function mergeObservations(
     .slice(0, max)
     .map((o) => ({ ...o, confidence: Number(o.confidence.toFixed(4)) }));
   return { ...creed, observations: kept, updated_at: now };
-}
-
-/** Jaccard similarity of the two texts' word sets. */
-function similarity(a: string, b: string): number {
-  const words = (s: string) => new Set(s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
-  const wa = words(a);
-  const wb = words(b);
-  if (wa.size === 0 || wb.size === 0) return 0;
-  let shared = 0;
-  for (const w of wa) if (wb.has(w)) shared += 1;
-  return shared / (wa.size + wb.size - shared);
 }
 
 /** The Creed as a compact block for the system prompt; empty sections are left out. */
