@@ -1,6 +1,6 @@
 import type { FighterManifest } from "../../sdk/index.js";
-import { decayedScore } from "../../sdk/kits/text.js";
 import { wordOverlap } from "../../sdk/kits/recall.js";
+import { decayedScore } from "../../sdk/kits/text.js";
 import type { CreedDocument, CreedObservation, Relationship } from "./records.js";
 
 export interface CreedConfig {
