@@ -47,6 +47,7 @@ describe("config", () => {
       provider: "ollama",
       model: "nomic-embed-text",
       batch_size: 64,
+      min_similarity: 0.2,
     });
     const full =
       'provider = "openai"\nmodel = "text-embedding-3-small"\nbase_url = "http://127.0.0.1:8080/v1"';
@@ -60,6 +61,7 @@ describe("config", () => {
       api_key_env: "EMB_KEY",
       dimensions: 256,
       batch_size: 96,
+      min_similarity: 0.2,
     });
     // The decay and compaction tables keep their defaults beside it.
     expect(loadConfig(table('provider = "ollama"\nmodel = "m"'), {}).memory.decay.rate_per_day).toBe(0.05);

@@ -88,6 +88,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
           user,
           ...(request.idempotency ? { idempotency: request.idempotency } : {}),
         });
+    origin = bout.origin; // A bout named by id keeps its origin: a chat's turn never acts as the user's.
     const ids = { fighter_id: live.row.id, bout_id: bout.id, turn_id: turn.id };
     request.started({ turn_id: turn.id, bout_id: bout.id });
     if (bout_created) events.publish({ kind: "bout.started", fighter_id: live.row.id, bout_id: bout.id });
@@ -101,7 +102,7 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
     let history: ChatMessage[] = [];
     try {
       const resumed = request.resume && (await resumable(bout, turn));
-      if (resumed) ({ user, origin } = { user: resumed.user, origin: bout.origin });
+      if (resumed) user = resumed.user;
       history = deps.histories.take(bout.id, bout.message_count) ?? (await boutHistory(db, bout.id, turn.id));
       const moves = await turnMoves(hooks, deps.declaredMoves, live.row);
       output = await runTurn(

@@ -36,6 +36,7 @@ const MAX_BACKOFF_MS = 300_000;
 /** The most characters of one text sent to be embedded (models take ~8k tokens). */
 const MAX_TEXT = 8_000;
 
+/** A plugin's embeddings: its texts queued to be embedded, and its fighters' vectors searched. */
 export interface Embeddings {
   readonly model: string;
   /** The cosine below which a neighbour counts for nothing (`[memory.embeddings] min_similarity`). */
@@ -102,6 +103,11 @@ interface Warner {
   warn(message: string, fields?: Record<string, unknown>): void;
 }
 
+/**
+ * The embeddings of one plugin's data under `[memory.embeddings]`: a worker that embeds what is
+ * queued (retrying with backoff while the provider fails) into the plugin's `vectors` collection, and
+ * per fighter and kind an index loaded on its first search. Call `close()` when the daemon stops.
+ */
 export function createEmbeddings(options: {
   config: EmbeddingsConfig;
   ring: EmbedService;

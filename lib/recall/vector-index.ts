@@ -11,6 +11,7 @@ export const EXACT_LIMIT = 4_000_000;
 export const MIN_CANDIDATES = 400;
 const SKETCH_BITS = 512;
 
+/** A vector found by a search: its id and how close it is. */
 export interface VectorHit {
   id: string;
   /** Cosine similarity with the query, −1 … 1. */
@@ -45,6 +46,7 @@ export function encodeVector(vector: ArrayLike<number>): string {
   return out.toString("base64");
 }
 
+/** A stored vector (`encodeVector`) back as numbers: unit length, within 1% of what was stored. */
 export function decodeVector(text: string): Float32Array {
   const raw = Buffer.from(text, "base64");
   const scale = raw.readFloatLE(0);
