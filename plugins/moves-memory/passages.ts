@@ -52,6 +52,8 @@ const BACKFILLED = "passages-backfilled";
 const THROUGH = "passages-through";
 /** How far before the newest copied passage a start looks again for messages a crash left uncopied. */
 const CATCH_UP_MARGIN_MS = 60_000;
+/** Messages copied per write when a start copies a bout. */
+const COPY_BATCH = 500;
 
 const isSpoken = (role: string): role is "user" | "assistant" => role === "user" || role === "assistant";
 
@@ -145,7 +147,8 @@ export function createPassages(
     const added = await data.transaction(async (tx) => {
       const held = tx.passages as TxCollection<PassageRecord>;
       const found = await Promise.all(records.map((r) => held.get(r.id)));
-      const fresh = records.filter((r, i) => !found[i] && records.findIndex((o) => o.id === r.id) === i);
+      const seen = new Set<string>();
+      const fresh = records.filter((r, i) => !found[i] && !seen.has(r.id) && seen.add(r.id));
       for (const r of fresh) held.put(r);
       const newest = records.reduce((m, r) => (r.at > m ? r.at : m), "");
       const mark = (await tx.state?.get(THROUGH)) as { value: string } | undefined;
@@ -186,7 +189,9 @@ export function createPassages(
             ...(taint ? { taint } : {}),
           });
         }
-        added.push(...(await store(records)));
+        // A long bout in several writes: each transaction stays well within its time limit.
+        for (let i = 0; i < records.length; i += COPY_BATCH)
+          added.push(...(await store(records.slice(i, i + COPY_BATCH))));
       }
     }
     return added;
