@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeness, diverse, fuse, RRF_K, wordOverlap } from "./fusion.js";
+import { closeness, diverse, fuse, pick, RRF_K, wordOverlap } from "./fusion.js";
 
 describe("fuse", () => {
   it("sums 1 / (K + rank) over the rankings", () => {
@@ -51,5 +51,29 @@ describe("diverse", () => {
     expect(wordOverlap("Tea time", "tea TIME")).toBe(1);
     expect(wordOverlap("tea", "")).toBe(0);
     expect(wordOverlap("a b", "b c")).toBeCloseTo(1 / 3, 12);
+  });
+});
+
+describe("pick", () => {
+  it("puts the newer of two results about the same thing first, looking each vector up once", () => {
+    const items = [
+      { id: "old", score: 1, text: "Ada moved to Lisbon", at: "2026-01-01" },
+      { id: "new", score: 0.9, text: "Ada moved again, to Porto", at: "2026-02-01" },
+      { id: "tea", score: 0.3, text: "green tea", at: "2026-03-01" },
+    ];
+    const vectors: Record<string, number[]> = { old: [1, 0], new: [1, 0.05], tea: [0, 1] };
+    const looked: string[] = [];
+    const picked = pick(items, 2, {
+      score: (i) => i.score,
+      id: (i) => i.id,
+      vector: (id) => {
+        looked.push(id);
+        return Float32Array.from(vectors[id] ?? []);
+      },
+      text: (i) => i.text,
+      writtenAt: (i) => i.at,
+    });
+    expect(picked.map((i) => i.id)).toEqual(["new", "old"]);
+    expect(looked.length).toBe(new Set(looked).size);
   });
 });

@@ -2,6 +2,7 @@
  * Putting the two searches together: reciprocal rank fusion of the word and meaning rankings, then a
  * diverse pick (maximal marginal relevance) so five near-copies of one fact do not fill the answer.
  */
+import { cosine } from "./vector-index.js";
 
 /** The usual constant of reciprocal rank fusion: a rank's weight is 1 / (K + rank). */
 export const RRF_K = 60;
@@ -106,4 +107,32 @@ export function newestFirst<T>(
     }
   }
   return out;
+}
+
+/** How `pick` reads a candidate: its score, id, vector (when embedded), text and when it was written. */
+export interface PickOptions<T> {
+  score: (item: T) => number;
+  id: (item: T) => string;
+  vector: (id: string) => Float32Array | undefined;
+  text: (item: T) => string;
+  writtenAt: (item: T) => string;
+}
+
+/**
+ * Up to `k` of `candidates` for an answer: picked for diversity (`diverse`), similarity the cosine
+ * of their vectors (each looked up once) or, without them, their words in common; then, of two
+ * about the same thing, the newer first (`newestFirst`).
+ */
+export function pick<T>(candidates: readonly T[], k: number, options: PickOptions<T>): T[] {
+  const vectors = new Map<string, Float32Array | undefined>();
+  const vectorOf = (item: T) => {
+    const id = options.id(item);
+    if (!vectors.has(id)) vectors.set(id, options.vector(id));
+    return vectors.get(id);
+  };
+  const similarity = (a: T, b: T) => {
+    const [x, y] = [vectorOf(a), vectorOf(b)];
+    return x && y ? cosine(x, y) : wordOverlap(options.text(a), options.text(b));
+  };
+  return newestFirst(diverse(candidates, k, options.score, similarity), options.writtenAt, similarity);
 }

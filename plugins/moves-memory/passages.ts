@@ -17,7 +17,7 @@ import type {
   TxCollection,
 } from "../../sdk/index.js";
 import type { Embeddings } from "../../sdk/kits/recall.js";
-import { closeness, cosine, diverse, fuse, newestFirst, wordOverlap } from "../../sdk/kits/recall.js";
+import { closeness, fuse, pick } from "../../sdk/kits/recall.js";
 import { decayedScore } from "../../sdk/kits/text.js";
 import { candidatesFor, searchWords } from "./memories.js";
 
@@ -248,20 +248,13 @@ export function createPassages(
         // let any recent passage outrank the best old match (bench/recall).
         return { passage: p, score: rrf * (0.5 + 0.5 * decayedScore(1, p.at, at, decay.rate_per_day)) };
       });
-      const vectors = new Map<string, Float32Array | undefined>();
-      const vectorOf = (p: PassageRecord) => {
-        if (!vectors.has(p.id)) vectors.set(p.id, embeddings()?.vectorOf("passage", fighterId, p.id));
-        return vectors.get(p.id);
-      };
-      const similarity = (a: { passage: PassageRecord }, b: { passage: PassageRecord }) => {
-        const [x, y] = [vectorOf(a.passage), vectorOf(b.passage)];
-        return x && y ? cosine(x, y) : wordOverlap(a.passage.text, b.passage.text);
-      };
-      const picked = newestFirst(
-        diverse(ranked, limit, (r) => r.score, similarity),
-        (r) => r.passage.at,
-        similarity,
-      );
+      const picked = pick(ranked, limit, {
+        score: (r) => r.score,
+        id: (r) => r.passage.id,
+        vector: (id) => embeddings()?.vectorOf("passage", fighterId, id),
+        text: (r) => r.passage.text,
+        writtenAt: (r) => r.passage.at,
+      });
       const results = await Promise.all(
         picked.map(async ({ passage: p }): Promise<FoundPassage> => {
           const around = await passages.find({

@@ -1,6 +1,6 @@
 import type { DecayConfig, TaintSource } from "../../sdk/index.js";
 import type { Embeddings } from "../../sdk/kits/recall.js";
-import { closeness, cosine, diverse, fuse, newestFirst, wordOverlap } from "../../sdk/kits/recall.js";
+import { closeness, fuse, pick } from "../../sdk/kits/recall.js";
 import { decayedScore } from "../../sdk/kits/text.js";
 import { candidatesFor, type Memories, type MemoryRecord } from "./memories.js";
 
@@ -65,20 +65,13 @@ export async function recallMemories(
       return { memory: m, relevance, score: rrf * relevance };
     })
     .filter((r) => r.relevance >= decay.forget_below);
-  const vectors = new Map<string, Float32Array | undefined>();
-  const vectorOf = (m: MemoryRecord) => {
-    if (!vectors.has(m.id)) vectors.set(m.id, embeddings?.vectorOf("memory", fighterId, m.id));
-    return vectors.get(m.id);
-  };
-  const similarity = (a: { memory: MemoryRecord }, b: { memory: MemoryRecord }) => {
-    const [x, y] = [vectorOf(a.memory), vectorOf(b.memory)];
-    return x && y ? cosine(x, y) : wordOverlap(text(a.memory), text(b.memory));
-  };
-  const picked = newestFirst(
-    diverse(ranked, limit, (r) => r.score, similarity),
-    (r) => r.memory.written_at ?? r.memory.created_at,
-    similarity,
-  );
+  const picked = pick(ranked, limit, {
+    score: (r) => r.score,
+    id: (r) => r.memory.id,
+    vector: (id) => embeddings?.vectorOf("memory", fighterId, id),
+    text: (r) => text(r.memory),
+    writtenAt: (r) => r.memory.written_at ?? r.memory.created_at,
+  });
   const at = new Date(now).toISOString();
   const reinforced = memory.rescore(
     picked.map((r) => ({ id: r.memory.id, score0: r.relevance + decay.reinforce_on_access })),

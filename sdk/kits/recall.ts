@@ -28,6 +28,8 @@ export {
   fuse,
   MMR_LAMBDA,
   newestFirst,
+  type PickOptions,
+  pick,
   type Ranking,
   RRF_K,
   SAME_SUBJECT,
