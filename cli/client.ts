@@ -1,10 +1,14 @@
+import { errorFromBody } from "../lib/client/errors.js";
+import { readEvents, type StreamEvent } from "../lib/client/sse.js";
 import { resolveHome, withDotEnv } from "../lib/home.js";
 import { CLI_KEY_ID, cliPublicKeyPath, loadCliKey } from "../lib/keys.js";
 import { isLoopbackHost } from "../lib/loopback.js";
 import { signedHeaders } from "../lib/sign.js";
 import { readApiListen } from "../lib/toml-file.js";
 import { parseListen } from "../sdk/config.js";
-import { type ErrorCode, type ErrorExtra, SparError } from "../sdk/errors.js";
+import { SparError } from "../sdk/errors.js";
+
+export type { StreamEvent };
 
 /**
  * Where the daemon listens, from `SPAR_API_LISTEN` or the data dir's config.toml: only `api_listen`
@@ -129,19 +133,7 @@ function replay(response: Response, text: string): Response {
 }
 
 async function failure(response: Response): Promise<SparError> {
-  const text = await response.text();
-  let error: { code?: string; message?: string; [key: string]: unknown } | undefined;
-  try {
-    error = (JSON.parse(text) as { error?: typeof error }).error;
-  } catch {
-    // Not our error shape: report the status.
-  }
-  const { code, message, ...extra } = error ?? {};
-  return new SparError(
-    (code as ErrorCode | undefined) ?? "INTERNAL",
-    message ?? `the daemon answered ${response.status}`,
-    extra as ErrorExtra,
-  );
+  return errorFromBody(response.status, await response.text());
 }
 
 /**
@@ -153,12 +145,6 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   if (!response.ok) throw await failure(response);
   const text = await response.text();
   return (text ? JSON.parse(text) : undefined) as T;
-}
-
-/** One server-sent event: its name and parsed data. */
-export interface StreamEvent {
-  event: string;
-  data: unknown;
 }
 
 /**
@@ -177,37 +163,13 @@ export async function* apiStream(
   });
   if (!response.ok) throw await failure(response);
   if (!response.body) return;
-  yield* readEvents(response.body as unknown as AsyncIterable<Uint8Array>, extras);
+  yield* streamOf(response.body as unknown as AsyncIterable<Uint8Array>, extras);
 }
 
 /** The events of a server-sent stream; a daemon gone mid-stream is the call's `lost` error. */
-async function* readEvents(
-  body: AsyncIterable<Uint8Array>,
-  extras: RequestExtras,
-): AsyncGenerator<StreamEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  const chunks = body[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const next = await chunks.next().catch((err: unknown) => {
-        if (extras.signal?.aborted || !isConnectionLost(err)) throw err;
-        throw lostError(daemonUrl(), extras);
-      });
-      if (next.done) return;
-      buffer += decoder.decode(next.value, { stream: true });
-      let end = buffer.indexOf("\n\n");
-      while (end >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (data !== undefined) yield { event, data: JSON.parse(data) as unknown };
-        end = buffer.indexOf("\n\n");
-      }
-    }
-  } finally {
-    // A caller that stops at the reply leaves the rest unread: close the body, as for await would.
-    await chunks.return?.().catch(() => undefined);
-  }
+function streamOf(body: AsyncIterable<Uint8Array>, extras: RequestExtras): AsyncGenerator<StreamEvent> {
+  return readEvents(body, (err) => {
+    if (extras.signal?.aborted || !isConnectionLost(err)) throw err;
+    throw lostError(daemonUrl(), extras);
+  });
 }
