@@ -7,6 +7,7 @@
  */
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
+import type { Logger } from "./index.js";
 import type { RingServices } from "./services.js";
 
 /** RingServices' plain values, which every plugin gets without declaring them. */
@@ -95,5 +96,21 @@ export function scopeEvents(events: EventBus, plugin: string, kinds: readonly st
       return events.lastSeq;
     },
     delivered: () => events.delivered(),
+  };
+}
+
+/**
+ * A plugin's logger: the daemon's, each entry carrying the plugin's id as `plugin` (a field the
+ * entry sets itself wins), so `spar logs --json` and the log file say which plugin wrote a line.
+ *
+ * @example
+ * scopeLog(log, "channel-telegram").warn("poll failed", { error }); // … plugin="channel-telegram"
+ */
+export function scopeLog(log: Logger, plugin: string): Logger {
+  const tag = (fields?: Record<string, unknown>) => ({ plugin, ...fields });
+  return {
+    info: (message, fields) => log.info(message, tag(fields)),
+    warn: (message, fields) => log.warn(message, tag(fields)),
+    error: (message, fields) => log.error(message, tag(fields)),
   };
 }

@@ -44,7 +44,7 @@ export function registerMiddleware(app: FastifyInstance, log: Logger): void {
 
   app.addHook("onResponse", async (request, reply) => {
     log.info("request", {
-      id: request.id,
+      req_id: request.id,
       method: request.method,
       path: request.originalUrl.split("?")[0],
       status: reply.statusCode,
