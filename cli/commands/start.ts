@@ -51,9 +51,9 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));
-  // Set by `spar start --detach` for the daemon it starts: stderr is a file then, and the log is
-  // logs/spar.log already, so entries are not echoed there a second time.
-  const echo = process.env.SPAR_DETACHED !== "1";
+  // SPAR_LOG_STDERR=0 (set by `spar start --detach` and the launchd agent, whose stderr is a file):
+  // the log is logs/spar.log already, so entries are not copied to stderr as readable lines too.
+  const echo = process.env.SPAR_LOG_STDERR !== "0";
   daemon = await startDaemon(home, process.env, { echo }).catch((err: unknown) => {
     tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
     throw err;
@@ -117,7 +117,7 @@ async function detach(home: string, json: boolean): Promise<void> {
   const child = spawn(process.execPath, [bin, "start"], {
     detached: true,
     stdio: ["ignore", log, log, "ipc"],
-    env: { ...process.env, SPAR_DETACHED: "1" },
+    env: { ...process.env, SPAR_LOG_STDERR: "0" },
   });
   closeSync(log);
   const outcome = await startOutcome(child, 30_000);
