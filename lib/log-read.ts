@@ -203,18 +203,23 @@ export async function follow(
         current = undefined;
       }
       if (current !== undefined && current !== ino) {
-        // Rotated: finish the old file (now spar.log.1), then take the new one from its start.
-        offset = drain(offset);
+        // Rotated: finish the old file (now spar.log.<n>), read the files rotated since it whole
+        // (several rotations may pass between two polls), then take the new one from its start.
+        drain(offset);
         if (fd !== undefined) closeSync(fd);
         fd = undefined;
         partial = "";
         const next = open();
+        for (const file of rotatedSince(path, ino, next?.ino)) {
+          for (const raw of readFileSync(file, "utf8").split("\n")) if (raw !== "") onLine(parseLine(raw));
+        }
         if (next) {
           fd = next.fd;
           ino = next.ino;
           offset = 0;
           continue;
         }
+        ino = 0;
       } else if (fd !== undefined && fstatSync(fd).size < offset) {
         // Truncated in place (by hand): start again from its beginning.
         offset = 0;
@@ -231,6 +236,28 @@ export async function follow(
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * The rotated files newer than the one with inode `oldIno`, oldest first, leaving out the one with
+ * inode `currentIno` (the live file, read through its own descriptor). None when the old file is
+ * gone (past the kept count): what was in between cannot be told apart then.
+ */
+function rotatedSince(path: string, oldIno: number, currentIno: number | undefined): string[] {
+  const rotated = logFiles(path).slice(1);
+  const inode = (file: string) => {
+    try {
+      return statSync(file).ino;
+    } catch {
+      return -1;
+    }
+  };
+  const at = rotated.findIndex((file) => inode(file) === oldIno);
+  if (at <= 0) return [];
+  return rotated
+    .slice(0, at)
+    .reverse()
+    .filter((file) => inode(file) !== currentIno);
 }
 
 const COLOURS: Record<string, string> = {

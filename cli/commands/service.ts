@@ -138,6 +138,11 @@ async function install(target: Target, options: ServiceOptions): Promise<void> {
     return report("install", target, steps, options, true);
   }
   run(plan.before, target.live, steps);
+  if (target.kind === "launchd") {
+    // launchd opens StandardOutPath itself but makes no folder for it.
+    mkdirSync(join(target.home, "logs"), { recursive: true, mode: 0o700 });
+    steps.push({ command: `mkdir -p ${join(target.home, "logs")}`, outcome: "done" });
+  }
   if (!steps.some((s) => s.outcome === "failed")) {
     mkdirSync(dirname(target.path), { recursive: true });
     writeFileSync(target.path, target.text, { mode: 0o644 });
@@ -152,7 +157,7 @@ function installCommands(target: Target): { before: string[][]; after: string[][
   if (target.kind === "launchd") {
     const domain = `gui/${process.getuid?.() ?? 501}`;
     return {
-      before: [["mkdir", "-p", join(target.home, "logs")]],
+      before: [],
       after: [
         ["launchctl", "bootout", `${domain}/${LAUNCHD_LABEL}`],
         ["launchctl", "bootstrap", domain, target.path],
