@@ -31,13 +31,13 @@ describe("spar logs: the daemon's JSON log, read back", () => {
     const port = await freePort();
     writeConfig(home, port, fake.url);
     daemon = await startDaemon(home, port, { OPENAI_API_KEY: PROVIDER_KEY });
-    fake.enqueue({ content: "Hello from spar." });
+    fake.enqueue({ text: "Hello from spar." });
     const chat = await daemon.cli(["chat", "hi there"]);
     expect(chat.code, chat.stderr).toBe(0);
     const spawned = await daemon.cli(["fighter", "spawn", "oracle", "--name", "oracle-logs", "--json"]);
     expect(spawned.code, spawned.stderr).toBe(0);
     other = JSON.parse(spawned.stdout) as { id: string; name: string };
-    fake.enqueue({ content: "Oracle speaks." });
+    fake.enqueue({ text: "Oracle speaks." });
     expect((await daemon.cli(["chat", "--fighter", "oracle-logs", "and you?"])).code).toBe(0);
     // A refused request: a warning.
     expect((await daemon.request("GET", "/api/v1/fighters/no-such-fighter")).status).toBe(404);
@@ -106,7 +106,7 @@ describe("spar logs: the daemon's JSON log, read back", () => {
     expect(spar.stdout).toContain("path=/api/v1/fighters/spar/message");
     expect(spar.stdout).not.toContain("oracle-logs");
     // A client addressing the fighter by id: its lines are found by the id.
-    fake.enqueue({ content: "By id." });
+    fake.enqueue({ text: "By id." });
     const byIdTurn = await daemon.request("POST", `/api/v1/fighters/${other.id}/message`, { message: "id?" });
     expect(byIdTurn.status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 200));
