@@ -25,6 +25,8 @@ export interface StartOptions {
    * journald under systemd). A detached daemon's stderr is a file; its log is logs/spar.log already.
    */
   echo?: boolean;
+  /** Warnings found before the start (a weak master secret), logged first. */
+  warnings?: readonly string[];
 }
 
 /**
@@ -48,6 +50,7 @@ export async function startDaemon(
     ...(options.echo === false ? { echo: false as const } : {}),
   });
   log.file.info("starting", { version: KERNEL_VERSION, home, listen: config.api_listen });
+  for (const warning of options.warnings ?? []) log.warn(warning);
   let ring: Ring;
   try {
     const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);

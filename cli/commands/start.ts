@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { inspectMasterSecret, resolveHome, weakSecretFix, withDotEnv } from "../../lib/home.js";
 import { LOGS_DIR, logFilePath } from "../../lib/log-file.js";
-import { createLogger } from "../../lib/logger.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { ERROR_CATALOG, type ErrorCode, type ErrorExtra, isSparError, SparError } from "../../sdk/errors.js";
 import { daemonUrl } from "../client.js";
@@ -21,7 +20,6 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   if (options.detach) return detach(home, options.json === true);
 
   const { startDaemon } = await import("../daemon.js");
-  warnOfWeakSecret(home);
   // Before the daemon starts: it answers health checks before its start is over (gorillas load after
   // it listens), and a supervisor may signal as soon as it does. A first signal in the meantime stops
   // the daemon cleanly once it has started; a second one (a start that hangs) quits at once.
@@ -54,10 +52,12 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   // SPAR_LOG_STDERR=0 (set by `spar start --detach` and the launchd agent, whose stderr is a file):
   // the log is logs/spar.log already, so entries are not copied to stderr as readable lines too.
   const echo = process.env.SPAR_LOG_STDERR !== "0";
-  daemon = await startDaemon(home, process.env, { echo }).catch((err: unknown) => {
-    tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
-    throw err;
-  });
+  daemon = await startDaemon(home, process.env, { echo, warnings: weakSecretWarning(home) }).catch(
+    (err: unknown) => {
+      tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
+      throw err;
+    },
+  );
   const fighters = (await daemon.ring.services.fighters.list()).length;
   const { version } = daemon.ring.services;
   // With --json, one JSON object per line: this one, then {"stopping": signal}.
@@ -90,11 +90,11 @@ function tellParent(outcome: StartOutcome): void {
  * A weak secret is refused for a new database (readMasterSecret), but one an older Spar made with it
  * still opens, since refusing would lock the data away: it only earns a warning here.
  */
-function warnOfWeakSecret(home: string): void {
+function weakSecretWarning(home: string): string[] {
   const facts = inspectMasterSecret(home, withDotEnv(home));
   const weakness = facts?.database_exists ? secretWeakness(facts.strength) : undefined;
-  if (!facts || !weakness) return;
-  createLogger().warn(`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`);
+  if (!facts || !weakness) return [];
+  return [`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`];
 }
 
 /**
