@@ -1,7 +1,9 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../kernel/host/config.js";
+import { scopeLog } from "../sdk/plugin-scope.js";
 import { createDaemonLog, logFilePath, scrub, secretValues } from "./log-file.js";
 import { follow, type LogLine, parseSince, pretty, readTail } from "./log-read.js";
 
@@ -140,5 +142,43 @@ describe("reading the log", () => {
     expect(pretty(line, false)).toBe("2026-01-01 10:00:00.000 WARN  slow fighter=ada ms=12");
     expect(pretty(line, true)).toContain("\x1b[33mWARN ");
     expect(pretty({ raw: "an older text line" }, false)).toBe("an older text line");
+  });
+});
+
+describe("[logs] in config.toml", () => {
+  const withConfig = (toml: string) => {
+    const dir = home();
+    writeFileSync(join(dir, "config.toml"), toml);
+    return dir;
+  };
+
+  it("defaults to info, 10M and five files, and takes the user's values", () => {
+    expect(loadConfig(withConfig(""), {}).logs).toEqual({ level: "info", max_size: "10M", files: 5 });
+    const set = loadConfig(withConfig('[logs]\nlevel = "warn"\nmax_size = "512K"\nfiles = 2\n'), {});
+    expect(set.logs).toEqual({ level: "warn", max_size: "512K", files: 2 });
+  });
+
+  it("refuses a size without its unit, an unknown level and an unknown key, naming the key", () => {
+    expect(() => loadConfig(withConfig('[logs]\nmax_size = "10"\n'), {})).toThrow(/logs\.max_size|max_size/);
+    expect(() => loadConfig(withConfig('[logs]\nlevel = "debug"\n'), {})).toThrow(/level/);
+    expect(() => loadConfig(withConfig("[logs]\ncolour = true\n"), {})).toThrow(/colour/);
+  });
+});
+
+describe("a plugin's logger", () => {
+  it("tags every entry with the plugin's id", () => {
+    const seen: [string, Record<string, unknown> | undefined][] = [];
+    const log = {
+      info: (m: string, f?: Record<string, unknown>) => seen.push([m, f]),
+      warn: (m: string, f?: Record<string, unknown>) => seen.push([m, f]),
+      error: (m: string, f?: Record<string, unknown>) => seen.push([m, f]),
+    };
+    const scoped = scopeLog(log, "channel-telegram");
+    scoped.warn("poll failed", { error: "timeout" });
+    scoped.info("up");
+    expect(seen).toEqual([
+      ["poll failed", { plugin: "channel-telegram", error: "timeout" }],
+      ["up", { plugin: "channel-telegram" }],
+    ]);
   });
 });

@@ -270,7 +270,7 @@ const RESET = "\x1b[0m";
 const DIM = "\x1b[2m";
 
 /**
- * One line for a reader: local-free UTC time, level (coloured on a terminal), message, then the
+ * One line for a reader: the UTC time, level (coloured on a terminal), message, then the
  * fields as `key=value` (strings JSON-quoted when they hold a space or a quote).
  *
  * @example

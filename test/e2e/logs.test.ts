@@ -8,6 +8,7 @@ import {
   cleanEnv,
   freePort,
   removeHome,
+  runCli,
   SPAR_BIN,
   startDaemon,
   type TestDaemon,
@@ -171,6 +172,21 @@ describe("spar logs: the daemon's JSON log, read back", () => {
     }
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(0);
+  });
+});
+
+describe("spar logs before any daemon ran", () => {
+  it("says there is no log yet, and where it will be", async () => {
+    const home = tempHome();
+    try {
+      const result = await runCli(home, ["logs"]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toBe(
+        `spar: no log at ${join(home, "logs", "spar.log")} yet: the daemon writes it once it starts (NOT_FOUND)\n`,
+      );
+    } finally {
+      removeHome(home);
+    }
   });
 });
 
