@@ -191,7 +191,7 @@ describe("a plugin's logger", () => {
     scoped.warn("poll failed", { error: "timeout" });
     scoped.info("up");
     expect(seen).toEqual([
-      ["poll failed", { plugin: "channel-telegram", error: "timeout" }],
+      ["poll failed", { error: "timeout", plugin: "channel-telegram" }],
       ["up", { plugin: "channel-telegram" }],
     ]);
   });

@@ -107,7 +107,9 @@ export function scopeEvents(events: EventBus, plugin: string, kinds: readonly st
  * scopeLog(log, "channel-telegram").warn("poll failed", { error }); // … plugin="channel-telegram"
  */
 export function scopeLog(log: Logger, plugin: string): Logger {
-  const tag = (fields?: Record<string, unknown>) => ({ plugin, ...fields });
+  // Last, so the readable line still starts with the entry's own fields.
+  const tag = (fields?: Record<string, unknown>) =>
+    fields && "plugin" in fields ? fields : { ...fields, plugin };
   return {
     info: (message, fields) => log.info(message, tag(fields)),
     warn: (message, fields) => log.warn(message, tag(fields)),
