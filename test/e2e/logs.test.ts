@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCliKey } from "../../lib/keys.js";
@@ -172,6 +172,63 @@ describe("spar logs: the daemon's JSON log, read back", () => {
     }
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(0);
+  });
+});
+
+describe("a small [logs] max_size: the daemon rotates, keeps the count, and -f follows across", () => {
+  let fake: FakeOpenAI;
+  let home: string;
+  let daemon: TestDaemon;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    home = tempHome();
+    const port = await freePort();
+    writeConfig(home, port, fake.url, '\n[logs]\nmax_size = "2K"\nfiles = 2\n');
+    daemon = await startDaemon(home, port);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await fake?.close();
+    if (home) removeHome(home);
+  });
+
+  it("prints every request's line once, in order, while spar.log is rotated under it", async () => {
+    const child = spawn(process.execPath, [SPAR_BIN, "logs", "-f", "--json", "-n", "1"], {
+      env: { ...cleanEnv(), SPAR_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const probes = Array.from({ length: 40 }, (_, i) => `/api/v1/fighters/rotation-probe-${i}`);
+    try {
+      // The last line printed: what follows is read from where that read ended.
+      await waitFor(() => out.length > 0, () => out);
+      // Each request's line is ~300 bytes: 40 of them rotate a 2 KiB file several times.
+      for (const probe of probes) {
+        expect((await daemon.request("GET", probe)).status).toBe(404);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await waitFor(
+        () => out.includes(`${probes.at(-1)}"`),
+        () => out,
+      );
+    } finally {
+      child.kill("SIGINT");
+    }
+    const seen = out
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { path?: string }).path)
+      .filter((p) => p?.includes("rotation-probe"));
+    expect(seen).toEqual(probes);
+    const files = readdirSync(join(home, "logs"))
+      .filter((f) => f.startsWith("spar.log"))
+      .sort();
+    expect(files).toEqual(["spar.log", "spar.log.1", "spar.log.2"]);
   });
 });
 
