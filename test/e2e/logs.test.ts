@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCliKey } from "../../lib/keys.js";
@@ -206,7 +206,10 @@ describe("a small [logs] max_size: the daemon rotates, keeps the count, and -f f
     const probes = Array.from({ length: 40 }, (_, i) => `/api/v1/fighters/rotation-probe-${i}`);
     try {
       // The last line printed: what follows is read from where that read ended.
-      await waitFor(() => out.length > 0, () => out);
+      await waitFor(
+        () => out.length > 0,
+        () => out,
+      );
       // Each request's line is ~300 bytes: 40 of them rotate a 2 KiB file several times.
       for (const probe of probes) {
         expect((await daemon.request("GET", probe)).status).toBe(404);
@@ -229,6 +232,35 @@ describe("a small [logs] max_size: the daemon rotates, keeps the count, and -f f
       .filter((f) => f.startsWith("spar.log"))
       .sort();
     expect(files).toEqual(["spar.log", "spar.log.1", "spar.log.2"]);
+  });
+});
+
+describe("spar start --detach and the log", () => {
+  it("moves an older Spar's <home>/spar.log to logs/spar.out, and logs to logs/spar.log", async () => {
+    const fake = await startFakeOpenAI();
+    const home = tempHome();
+    try {
+      const port = await freePort();
+      writeConfig(home, port, fake.url);
+      writeFileSync(
+        join(home, "spar.log"),
+        "Spar 0.0.9 listening on http://127.0.0.1:1 (an older Spar's output)\n",
+      );
+      const started = await runCli(home, ["start", "--detach", "--json"], { OPENAI_API_KEY: PROVIDER_KEY });
+      expect(started.code, started.stderr).toBe(0);
+      expect(JSON.parse(started.stdout).log).toBe(join(home, "logs", "spar.log"));
+      expect(existsSync(join(home, "spar.log"))).toBe(false);
+      const out = readFileSync(join(home, "logs", "spar.out"), "utf8");
+      expect(out).toMatch(/^Spar 0\.0\.9 listening .*\nSpar \S+ listening on http:\/\/127\.0\.0\.1:/);
+      // The detached daemon's stderr gets no readable copy of its log.
+      expect(out).not.toContain(" info ");
+      const logged = await runCli(home, ["logs", "--json"]);
+      expect(logged.stdout).toContain('"msg":"listening"');
+    } finally {
+      await runCli(home, ["stop"]);
+      await fake.close();
+      removeHome(home);
+    }
   });
 });
 
