@@ -16,6 +16,8 @@ export interface OptionSpec {
    * (`--bout` is `bout_id`), so a field the daemon refuses is reported under the option typed.
    */
   field?: string;
+  /** A one-letter form (`-f` for `--follow`); the parser refuses it for commands that do not declare it. */
+  short?: string;
   /** May be given more than once (`--skill a --skill b`): the values reach the command joined by ",". */
   repeatable?: boolean;
 }

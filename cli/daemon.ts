@@ -4,7 +4,7 @@ import { loadConfig } from "../kernel/host/config.js";
 import { discoverPlugins, pluginRoots } from "../kernel/host/plugin-manifest.js";
 import { createRing, type Ring } from "../kernel/ring.js";
 import { readMasterSecret, withDotEnv } from "../lib/home.js";
-import { createLogger } from "../lib/logger.js";
+import { createDaemonLog, secretValues } from "../lib/log-file.js";
 import { isProcessAlive } from "../lib/process-alive.js";
 import { parseListen } from "../sdk/config.js";
 import { SparError } from "../sdk/errors.js";
@@ -19,6 +19,16 @@ export interface RunningDaemon {
 
 export const PID_FILE = "spar.pid";
 
+export interface StartOptions {
+  /**
+   * Echo log entries on stderr as readable lines (default true: the foreground `spar start`, and
+   * journald under systemd). A detached daemon's stderr is a file; its log is logs/spar.log already.
+   */
+  echo?: boolean;
+  /** Warnings found before the start (a weak master secret), logged first. */
+  warnings?: readonly string[];
+}
+
 /**
  * Starts the daemon in this process: config, plugins, store, default fighter, then the Arena. Any
  * failure leaves nothing half-started: what was opened is closed again and the pid file removed.
@@ -26,14 +36,31 @@ export const PID_FILE = "spar.pid";
  * (`PluginApi.env`): process.env is left as the daemon was started with it, so .env's keys reach no
  * child process.
  */
-export async function startDaemon(home: string, startEnv = process.env): Promise<RunningDaemon> {
+export async function startDaemon(
+  home: string,
+  startEnv = process.env,
+  options: StartOptions = {},
+): Promise<RunningDaemon> {
   const env = withDotEnv(home, startEnv);
   const config = loadConfig(home, env);
   const listen = parseListen(config.api_listen);
-  const log = createLogger();
-  const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
-  const ring = createRing({ config, home, env, version: KERNEL_VERSION, plugins, log });
-  claimDataDir(home, "daemon");
+  const log = createDaemonLog(home, {
+    settings: config.logs,
+    secrets: secretValues(env),
+    ...(options.echo === false ? { echo: false as const } : {}),
+  });
+  log.file.info("starting", { version: KERNEL_VERSION, home, listen: config.api_listen });
+  for (const warning of options.warnings ?? []) log.warn(warning);
+  let ring: Ring;
+  try {
+    const plugins = discoverPlugins(pluginRoots(home, config.plugins.dirs), KERNEL_VERSION);
+    ring = createRing({ config, home, env, version: KERNEL_VERSION, plugins, log });
+    claimDataDir(home, "daemon");
+  } catch (err) {
+    log.file.error("start failed", { error: err instanceof Error ? err.message : String(err) });
+    await log.close();
+    throw err;
+  }
   try {
     const secret = readMasterSecret(home, env);
     try {
@@ -47,17 +74,27 @@ export async function startDaemon(home: string, startEnv = process.env): Promise
     await ring.hooks.arena.routes.promise({ add: (route) => void routes.push(route) });
     await ring.hooks.daemon.ready.promise({ ...listen, routes });
   } catch (err) {
+    log.file.error("start failed", { error: err instanceof Error ? err.message : String(err) });
     await ring.close().catch(() => undefined);
     releasePidFile(home);
+    await log.close();
     throw err;
   }
   const host = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  // In the file only: the foreground `spar start` prints its own line for these.
+  log.file.info("listening", { url: `http://${host}:${listen.port}` });
   let stopping: Promise<void> | undefined;
   return {
     ring,
     url: `http://${host}:${listen.port}`,
     stop() {
-      stopping ??= ring.close().finally(() => releasePidFile(home));
+      stopping ??= Promise.resolve(log.file.info("stopping"))
+        .then(() => ring.close())
+        .finally(() => releasePidFile(home))
+        .finally(() => {
+          log.file.info("stopped");
+          return log.close();
+        });
       return stopping;
     },
   };

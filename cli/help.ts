@@ -61,7 +61,14 @@ async function commandHelp(command: CommandSpec): Promise<string> {
 }
 
 function optionLine(o: OptionSpec): string[] {
-  const shown = o.flag === "--help" ? "-h, --help" : o.flag === "--version" ? "-v, --version" : o.flag;
+  const shown =
+    o.flag === "--help"
+      ? "-h, --help"
+      : o.flag === "--version"
+        ? "-v, --version"
+        : o.short
+          ? `-${o.short}, ${o.flag}`
+          : o.flag;
   const head = o.value ? `${shown} <${o.value}>` : shown;
   return [head, o.default === undefined ? o.summary : `${o.summary} (default: ${o.default})`];
 }

@@ -71,6 +71,7 @@ describe("the command registry", () => {
       "cli/specs/conversations.js",
       "cli/specs/lifecycle.js",
       "cli/specs/moves.js",
+      "cli/specs/operations.js",
       "cli/specs/shared.js",
       "sdk/errors.js",
       "sdk/version.js",

@@ -62,7 +62,12 @@ function allOptions(commands: CommandSpec[]): OptionSpec[] {
 
 export function parseCommandLine(argv: string[], commands: CommandSpec[] = COMMANDS): CommandLine {
   const config: Record<string, { type: "string" | "boolean"; short?: string }> = {};
-  for (const o of allOptions(commands)) config[o.flag.slice(2)] = { type: o.value ? "string" : "boolean" };
+  for (const o of allOptions(commands)) {
+    config[o.flag.slice(2)] = {
+      type: o.value ? "string" : "boolean",
+      ...(o.short ? { short: o.short } : {}),
+    };
+  }
   for (const [short, long] of Object.entries(SHORT_OPTIONS)) config[long] = { type: "boolean", short };
   const { tokens } = parseArgs({
     args: argv,

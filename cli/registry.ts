@@ -14,6 +14,7 @@ import { CHANNELS } from "./specs/channels.js";
 import { CONVERSATIONS, OVERSIGHT } from "./specs/conversations.js";
 import { LIFECYCLE, MAINTENANCE, SECURITY } from "./specs/lifecycle.js";
 import { MOVES } from "./specs/moves.js";
+import { OPERATIONS } from "./specs/operations.js";
 
 /** In the order `spar --help` lists them. */
 export const COMMANDS: CommandSpec[] = [
@@ -25,6 +26,7 @@ export const COMMANDS: CommandSpec[] = [
   ...CHANNELS,
   ...KEYS,
   ...MAINTENANCE,
+  ...OPERATIONS,
   ...MOVES,
   ...SECURITY,
 ];

@@ -94,11 +94,13 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
 
   return (call, turn) => {
     let kept: UsageRecord[] = [];
+    // Turn-related lines name the fighter, so `spar logs --fighter` finds them.
+    const who = () => ({ fighter: turn?.fighter.name, fighter_id: call().fighter_id, turn: call().turn_id });
     const failed = (err: unknown) =>
-      deps.log.warn("usage ledger write failed", { turn: call().turn_id, error: String(err) });
+      deps.log.warn("usage ledger write failed", { ...who(), error: String(err) });
     // The reply the call paid for stands whatever happens to the budget's bookkeeping.
     const warnOf = (message: string) => (err: unknown) =>
-      deps.log.warn(message, { turn: call().turn_id, error: String(err) });
+      deps.log.warn(message, { ...who(), error: String(err) });
     return {
       wrap(driver, settings) {
         const price = deps.prices.price(settings);

@@ -76,6 +76,8 @@ export interface SparConfig {
    * pass, and the operator's exceptions to the egress address rules.
    */
   sandbox: SandboxConfig;
+  /** `[logs]`: the daemon's JSON log in `<data dir>/logs/` (lib/log-file.ts). */
+  logs: LogsConfig;
   plugins: {
     enable: string[];
     disable: string[];
@@ -123,6 +125,16 @@ export interface PricingOverride {
   output_per_mtok: number;
   cached_input_per_mtok?: number;
   cache_write_per_mtok?: number;
+}
+
+/** `[logs]` in config.toml. */
+export interface LogsConfig {
+  /** The least severe level written to the file (and echoed on the terminal). */
+  level: "info" | "warn" | "error";
+  /** Rotate spar.log once it reaches this size: a number and B, K, M or G (`"10M"`). */
+  max_size: string;
+  /** Rotated files kept beside spar.log (spar.log.1 … spar.log.<files>); older ones are deleted. */
+  files: number;
 }
 
 /** `[sandbox]` in config.toml. */

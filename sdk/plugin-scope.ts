@@ -7,6 +7,7 @@
  */
 import { SparError } from "./errors.js";
 import type { EventBus } from "./events.js";
+import type { Logger } from "./index.js";
 import type { RingServices } from "./services.js";
 
 /** RingServices' plain values, which every plugin gets without declaring them. */
@@ -95,5 +96,23 @@ export function scopeEvents(events: EventBus, plugin: string, kinds: readonly st
       return events.lastSeq;
     },
     delivered: () => events.delivered(),
+  };
+}
+
+/**
+ * A plugin's logger: the daemon's, each entry carrying the plugin's id as `plugin` (a field the
+ * entry sets itself wins), so `spar logs --json` and the log file say which plugin wrote a line.
+ *
+ * @example
+ * scopeLog(log, "channel-telegram").warn("poll failed", { error }); // … plugin="channel-telegram"
+ */
+export function scopeLog(log: Logger, plugin: string): Logger {
+  // Last, so the readable line still starts with the entry's own fields.
+  const tag = (fields?: Record<string, unknown>) =>
+    fields && "plugin" in fields ? fields : { ...fields, plugin };
+  return {
+    info: (message, fields) => log.info(message, tag(fields)),
+    warn: (message, fields) => log.warn(message, tag(fields)),
+    error: (message, fields) => log.error(message, tag(fields)),
   };
 }

@@ -204,6 +204,21 @@ export const CONFIG_SCHEMA = {
       open_files: int(16, 1024, 1_048_576),
       allow_private: strings(),
     }),
+    // The daemon's JSON log, <data dir>/logs/spar.log (lib/log-file.ts): what it keeps, how much.
+    logs: table({
+      level: {
+        enum: ["info", "warn", "error"],
+        description: "the least severe level written",
+        default: "info",
+      },
+      max_size: {
+        type: "string",
+        pattern: "^[1-9][0-9]*[BKMG]$",
+        description: "the size at which spar.log is rotated: a number and B, K, M or G (10M)",
+        default: "10M",
+      },
+      files: int(1, 5, 100),
+    }),
     plugins: table({
       enable: strings(),
       disable: strings(),

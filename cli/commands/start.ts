@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { inspectMasterSecret, resolveHome, weakSecretFix, withDotEnv } from "../../lib/home.js";
-import { createLogger } from "../../lib/logger.js";
+import { LOGS_DIR, logFilePath } from "../../lib/log-file.js";
 import { secretWeakness } from "../../lib/secret-strength.js";
 import { ERROR_CATALOG, type ErrorCode, type ErrorExtra, isSparError, SparError } from "../../sdk/errors.js";
 import { daemonUrl } from "../client.js";
@@ -20,7 +20,6 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   if (options.detach) return detach(home, options.json === true);
 
   const { startDaemon } = await import("../daemon.js");
-  warnOfWeakSecret(home);
   // Before the daemon starts: it answers health checks before its start is over (gorillas load after
   // it listens), and a supervisor may signal as soon as it does. A first signal in the meantime stops
   // the daemon cleanly once it has started; a second one (a start that hangs) quits at once.
@@ -50,10 +49,15 @@ export async function start(options: GlobalOptions & { detach?: boolean }): Prom
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));
-  daemon = await startDaemon(home).catch((err: unknown) => {
-    tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
-    throw err;
-  });
+  // SPAR_LOG_STDERR=0 (set by `spar start --detach` and the launchd agent, whose stderr is a file):
+  // the log is logs/spar.log already, so entries are not copied to stderr as readable lines too.
+  const echo = process.env.SPAR_LOG_STDERR !== "0";
+  daemon = await startDaemon(home, process.env, { echo, warnings: weakSecretWarning(home) }).catch(
+    (err: unknown) => {
+      tellParent(isSparError(err) ? err.toJSON() : { error: { code: "INTERNAL", message: String(err) } });
+      throw err;
+    },
+  );
   const fighters = (await daemon.ring.services.fighters.list()).length;
   const { version } = daemon.ring.services;
   // With --json, one JSON object per line: this one, then {"stopping": signal}.
@@ -86,17 +90,19 @@ function tellParent(outcome: StartOutcome): void {
  * A weak secret is refused for a new database (readMasterSecret), but one an older Spar made with it
  * still opens, since refusing would lock the data away: it only earns a warning here.
  */
-function warnOfWeakSecret(home: string): void {
+function weakSecretWarning(home: string): string[] {
   const facts = inspectMasterSecret(home, withDotEnv(home));
   const weakness = facts?.database_exists ? secretWeakness(facts.strength) : undefined;
-  if (!facts || !weakness) return;
-  createLogger().warn(`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`);
+  if (!facts || !weakness) return [];
+  return [`weak master secret: ${facts.source} ${weakness}. Fix: ${weakSecretFix(home, facts)}`];
 }
 
 /**
- * Starts `spar start` as a background process logging to `<home>/spar.log`, and waits for that
- * process itself to say it listens (over an IPC channel), or why it could not: a health answer on
- * the port proves nothing, since another daemon may hold it (PORT_IN_USE, naming the holder).
+ * Starts `spar start` as a background process and waits for that process itself to say it listens
+ * (over an IPC channel), or why it could not: a health answer on the port proves nothing, since
+ * another daemon may hold it (PORT_IN_USE, naming the holder). The daemon logs to logs/spar.log;
+ * its stdout and stderr (its start line, and anything it prints should it crash) go to
+ * logs/spar.out.
  */
 async function detach(home: string, json: boolean): Promise<void> {
   const { assertDataDirFree, readPidFile } = await import("../daemon.js");
@@ -104,23 +110,25 @@ async function detach(home: string, json: boolean): Promise<void> {
   if (running) throw new SparError("CONFLICT", `Spar is already running (pid ${running})`);
   // A rekey or restore holding the data dir: say so here, not only in the log.
   assertDataDirFree(home, "daemon");
-  const logPath = join(home, "spar.log");
-  const log = openSync(logPath, "a", 0o600);
+  const logPath = logFilePath(home);
+  const outPath = detachedOutput(home);
+  const log = openSync(outPath, "a", 0o600);
   const bin = fileURLToPath(new URL("../../../bin/spar.js", import.meta.url));
   const child = spawn(process.execPath, [bin, "start"], {
     detached: true,
     stdio: ["ignore", log, log, "ipc"],
+    env: { ...process.env, SPAR_LOG_STDERR: "0" },
   });
   closeSync(log);
   const outcome = await startOutcome(child, 30_000);
   if (child.connected) child.disconnect();
   child.unref();
   if (outcome === "timeout")
-    throw new SparError("DAEMON_UNREACHABLE", `Spar did not come up in 30 s; see ${logPath}`);
+    throw new SparError("DAEMON_UNREACHABLE", `Spar did not come up in 30 s; see ${logPath} and ${outPath}`);
   if (outcome === "exited") {
     throw new SparError(
       "DAEMON_UNREACHABLE",
-      `Spar exited (code ${child.exitCode}) before it listened; see ${logPath}`,
+      `Spar exited (code ${child.exitCode}) before it listened; see ${outPath}`,
     );
   }
   if ("error" in outcome) {
@@ -141,6 +149,20 @@ async function detach(home: string, json: boolean): Promise<void> {
   }
   if (json) return printJson({ started: true, pid: child.pid, url, log: logPath });
   process.stdout.write(`Spar started in the background (pid ${child.pid}) on ${url}; log: ${logPath}\n`);
+}
+
+/**
+ * `<home>/logs/spar.out`, where a detached daemon's stdout and stderr go. Before the JSON log,
+ * `spar start --detach` wrote them to `<home>/spar.log`: such a file is moved here (once, when
+ * there is no spar.out yet), so what it holds stays beside the rest of the daemon's output.
+ */
+function detachedOutput(home: string): string {
+  const dir = join(home, LOGS_DIR);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const out = join(dir, "spar.out");
+  const old = join(home, "spar.log");
+  if (existsSync(old) && !existsSync(out)) renameSync(old, out);
+  return out;
 }
 
 /** The child's word on its start, or that it exited without one, or that none came in time. */

@@ -12,7 +12,7 @@ import type { EventBus } from "../../sdk/events.js";
 import type { RingHooks } from "../../sdk/hooks.js";
 import type { Logger, PluginApi, PluginHooks, SparPlugin, TapOptions } from "../../sdk/index.js";
 import type { PluginManifest } from "../../sdk/plugin-manifest.js";
-import { scopeEvents } from "../../sdk/plugin-scope.js";
+import { scopeEvents, scopeLog } from "../../sdk/plugin-scope.js";
 import { validatorWithDefaults } from "../../sdk/schema.js";
 import type { RingServices } from "../../sdk/services.js";
 import { checkSections } from "./config-sections.js";
@@ -132,7 +132,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       env: options.env,
       dir,
       kernelVersion: options.kernelVersion,
-      log: options.log,
+      log: scopeLog(options.log, manifest.id),
       data: createPluginData({
         plugin: manifest.id,
         data: manifest.data ?? { collections: {} },

@@ -39,13 +39,13 @@ export function createAftercare(deps: AftercareDeps) {
   });
 
   /** Logs a failure of `what` for the fighter named, instead of throwing it. */
-  const warn = (what: string, fighter: string) => (err: unknown) =>
-    deps.log.warn(`${what} failed`, { fighter, error: (err as Error).message });
+  const warn = (what: string, f: TurnSummary["fighter"]) => (err: unknown) =>
+    deps.log.warn(`${what} failed`, { fighter: f.name, fighter_id: f.id, error: (err as Error).message });
 
   /** Queued after the reply. Failures are logged, never thrown. */
   async function later(turn: TurnSummary): Promise<void> {
-    await deps.hooks.turn.after.promise(turn).catch(warn("turn.after", turn.fighter.name));
-    await compact(turn).catch(warn("compaction", turn.fighter.name));
+    await deps.hooks.turn.after.promise(turn).catch(warn("turn.after", turn.fighter));
+    await compact(turn).catch(warn("compaction", turn.fighter));
   }
 
   async function compact(turn: TurnSummary): Promise<void> {
@@ -84,7 +84,7 @@ export function createAftercare(deps: AftercareDeps) {
     };
     // The facts go to memory (`flush_facts`) beside the summary, not after it; a failed flush is logged.
     const flushed = config.memory.compaction.flush_facts
-      ? deps.hooks.compaction.flush.promise([], input).catch(warn("memory flush", turn.fighter.name))
+      ? deps.hooks.compaction.flush.promise([], input).catch(warn("memory flush", turn.fighter))
       : undefined;
     const [{ summary }] = await Promise.all([strategy.compact(input), flushed]);
     const compacted = await store.messages.compact(turn.bout_id, through, summary);

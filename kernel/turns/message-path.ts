@@ -163,6 +163,8 @@ export function createMessagePath(deps: MessagePathDeps) {
     // The fighter is idle again the moment its turn is cancelled, whatever is still winding down.
     const idleOnCancel = () => quotas.settleStatus(live);
     let lease: TurnLease | undefined;
+    const warnOf = (what: string) => (err: unknown) =>
+      deps.log.warn(what, { fighter: live.row.name, fighter_id: live.row.id, error: String(err) });
     const work = live.queue.then(async () => {
       try {
         // A caller who gave up while this waited in the queue: the turn never starts.
@@ -200,9 +202,7 @@ export function createMessagePath(deps: MessagePathDeps) {
           progress,
         );
       } finally {
-        await lease
-          ?.release()
-          .catch((err: unknown) => deps.log.warn("turn lease release failed", { error: String(err) }));
+        await lease?.release().catch(warnOf("turn lease release failed"));
         controller.signal.removeEventListener("abort", idleOnCancel);
         if (running.get(live.row.id) === active) running.delete(live.row.id);
         turns.delete(active);
@@ -210,7 +210,7 @@ export function createMessagePath(deps: MessagePathDeps) {
         // The reply stands whatever happens to the bookkeeping (a cluster bus that went away).
         await quotas
           .settle(live, reservation, progress.usage.input_tokens + progress.usage.output_tokens)
-          .catch((err: unknown) => deps.log.warn("quota settle failed", { error: String(err) }));
+          .catch(warnOf("quota settle failed"));
       }
     });
     pending.add(work);

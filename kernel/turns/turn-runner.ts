@@ -196,9 +196,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
   }
 
   /**
-   * A turn that waited for an approval, as it stood: a user's or a channel's only (a fighter or a
-   * troop that started one is gone, and with it the limits its grants put on the turn).
-   */
+   * A turn that waited for an approval, as it stood: a user's or a channel's only (a fighter or troop
+   * that started one is gone, and with it the limits its grants put on the turn). */
   async function resumable(bout: BoutRecord, turn: TurnRecord) {
     const state = resumedTurn(await deps.store().messages.tail(bout.id), turn.id);
     if (state && !/^(fighter|troop)/.test(bout.origin ?? "")) return state;
@@ -220,9 +219,9 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       : isSparError(err)
         ? err
         : new SparError("INTERNAL", "internal error", {}, { cause: err });
-    if (!isSparError(err) && !cancelled) deps.log.error("turn failed", { turn: turnId, error: String(err) });
-    // Stopped while a call waited for an approval: it stays waiting (its steps refused since), and
-    // the next start takes it up from them.
+    const who = { fighter: request.live.row.name, ...ids };
+    if (!isSparError(err) && !cancelled) deps.log.error("turn failed", { ...who, error: String(err) });
+    // Stopped while a call waited for an approval: it stays waiting, for the next start to take up.
     if (
       isShutdown(request.signal.reason) &&
       (await deps.store().turns.get(turnId))?.status === "awaiting_approval"
@@ -255,7 +254,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       await hooks.turn.end.promise(summary);
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      deps.log.error("after a committed turn", { hook: "turn.end", turn: turnId, error });
+      const who = { fighter: summary.fighter.name, fighter_id: summary.fighter.id, turn: turnId };
+      deps.log.error("after a committed turn", { hook: "turn.end", ...who, error });
       events.publish({
         kind: "turn.hook_failed",
         fighter_id: summary.fighter.id,

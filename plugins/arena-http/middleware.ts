@@ -43,8 +43,10 @@ export function registerMiddleware(app: FastifyInstance, log: Logger): void {
   });
 
   app.addHook("onResponse", async (request, reply) => {
-    log.info("request", {
-      id: request.id,
+    // A refused request is a warning and a failed one an error, so `spar logs --level warn` finds them.
+    const level = reply.statusCode >= 500 ? "error" : reply.statusCode >= 400 ? "warn" : "info";
+    log[level]("request", {
+      req_id: request.id,
       method: request.method,
       path: request.originalUrl.split("?")[0],
       status: reply.statusCode,

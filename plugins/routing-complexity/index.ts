@@ -14,7 +14,14 @@ export default definePlugin({
       const routed = routeModel(text, config.model_routing, model);
       if (routed.classification) {
         const { tier, score, reasons } = routed.classification;
-        log.info("routed", { fighter: fighter.name, tier, score, reasons, model: routed.model.model });
+        log.info("routed", {
+          fighter: fighter.name,
+          tier,
+          score,
+          reasons,
+          model: routed.model.model,
+          fighter_id: fighter.id,
+        });
       }
       return routed.model;
     });

@@ -266,7 +266,7 @@ describe("--json for init, start --detach and stop", () => {
       started: true,
       pid: expect.any(Number),
       url: `http://127.0.0.1:${port}`,
-      log: join(home, "spar.log"),
+      log: join(home, "logs", "spar.log"),
     });
 
     const twice = await runCli(home, ["start", "--detach", "--json"], env);

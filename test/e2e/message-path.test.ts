@@ -300,6 +300,22 @@ describe("the message path: durable steps, retries, cancellation and call chains
     const reply = await send("spar", "please break the end");
     expect(reply.status).toBe(200);
     expect(daemon.output()).toMatch(/after a committed turn.*bookkeeping exploded/);
+    // In the log file too, naming the fighter, so `spar logs --fighter` finds it.
+    const logged = await daemon.cli(["logs", "--fighter", "spar", "--level", "error", "--json"]);
+    expect(
+      logged.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        msg: "after a committed turn",
+        fighter: "spar",
+        fighter_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        error: expect.stringContaining("bookkeeping exploded"),
+      }),
+    );
     await expect.poll(() => events[0]).toMatchObject({ kind: "turn.hook_failed", hook: "turn.end" });
     expect(events[0]?.error).toContain("bookkeeping exploded");
     ws.close();

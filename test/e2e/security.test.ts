@@ -275,7 +275,7 @@ describe("API security: the default loopback trust", () => {
     );
     await new Promise((r) => setTimeout(r, 100));
     expect(daemon.output()).toMatch(
-      /info request id="[0-9a-f-]{36}" method="POST" path="\/api\/v1\/fighters\/spar\/message" status=200/,
+      /info request req_id="[0-9a-f-]{36}" method="POST" path="\/api\/v1\/fighters\/spar\/message" status=200/,
     );
     expect(daemon.output()).not.toContain(secret);
   });
