@@ -137,6 +137,10 @@ export function createRecords(data: PluginData) {
     /** The stored record as it is (the waiting turn reads it, never the shown view). */
     read: (id: string) => requests.get(id),
 
+    /** Requests waiting for an answer now (not past their expiry): the `approvals_pending` gauge. */
+    pending: () =>
+      requests.count({ status: "pending", expires_at: { gt: new Date().toISOString() } }),
+
     async list(filter: {
       status?: RequestStatus;
       limit: number;
