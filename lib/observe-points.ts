@@ -59,7 +59,13 @@ export function observeTurns<L extends { row: { name: string } }, K, R, T>(
 }
 
 /** Refusals by policy (a grant, a rule, an operator) are `denied`; calls that never ran are `refused`. */
-const DENIED = new Set(["CAPABILITY_DENIED", "FORBIDDEN", "APPROVAL_DENIED", "APPROVAL_EXPIRED", "APPROVAL_STALE"]);
+const DENIED = new Set([
+  "CAPABILITY_DENIED",
+  "FORBIDDEN",
+  "APPROVAL_DENIED",
+  "APPROVAL_EXPIRED",
+  "APPROVAL_STALE",
+]);
 const REFUSED = new Set(["VALIDATION_FAILED", "MOVE_NOT_FOUND", "APPROVAL_REQUIRED"]);
 
 /** A move call's outcome label: `ok`, `denied`, `refused` or `error`. */

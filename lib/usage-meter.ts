@@ -8,12 +8,12 @@
  */
 import type { RingHooks, SpendContext, SpendFigures, SpendHold } from "../sdk/hooks.js";
 import type { Logger } from "../sdk/index.js";
+import { observing } from "../sdk/observe.js";
 import type { ApprovalNotice } from "../sdk/services.js";
 import type { UsageRecord } from "../sdk/store-rows.js";
 import type { Store } from "../sdk/store-types.js";
 import { promptTokens } from "../sdk/tokens.js";
 import type { FighterRow, LlmDriver, LlmRequest, ModelSettings } from "../sdk/types.js";
-import { observing } from "../sdk/observe.js";
 import { observeModelCall } from "./observe-points.js";
 import { costMicros, type Price, type PriceBook } from "./pricing.js";
 

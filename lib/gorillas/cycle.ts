@@ -141,7 +141,9 @@ export function startCycle(
             kind: "gorilla_run",
             gorilla: gorilla.name,
             trigger,
-            lateness_s: scheduledAt ? Math.max(0, Date.parse(run.started_at) - scheduledAt.getTime()) / 1000 : 0,
+            lateness_s: scheduledAt
+              ? Math.max(0, Date.parse(run.started_at) - scheduledAt.getTime()) / 1000
+              : 0,
           },
           () => runCycle(gorilla, cycle, run, deps),
           (value) => ({ outcome: value?.outcome ?? "failed" }),

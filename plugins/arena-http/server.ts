@@ -15,9 +15,9 @@ import { limitBody, MAX_ROUTE_BODY_BYTES, type PluginRoutes, runPluginRoute } fr
 import { notFound, serveAsset, servesAsset } from "./public-assets.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { fighterRoutes } from "./routes.js";
-import { acceptTraceContext } from "./trace-context.js";
 import { registerSecurity } from "./security.js";
 import type { ArenaSettings } from "./settings.js";
+import { acceptTraceContext } from "./trace-context.js";
 import { usageRoutes } from "./usage-route.js";
 import { registerWebSocket } from "./ws.js";
 import { createTicketBook } from "./ws-tickets.js";

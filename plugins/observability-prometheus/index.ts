@@ -36,7 +36,10 @@ export default definePlugin<{ metrics: MetricsSettings }>({
     if (plan) {
       hooks.daemon.ready.tap(async () => {
         server = await startListener(plan, metrics);
-        log.info("metrics listener started", { listen: `${plan.host}:${plan.port}`, token: Boolean(plan.token) });
+        log.info("metrics listener started", {
+          listen: `${plan.host}:${plan.port}`,
+          token: Boolean(plan.token),
+        });
       });
     }
     hooks.daemon.close.tap(async () => {

@@ -44,7 +44,9 @@ export async function startListener(
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (path !== "/metrics") {
-      response.writeHead(404, { "content-type": "text/plain" }).end("not found: this listener serves /metrics\n");
+      response
+        .writeHead(404, { "content-type": "text/plain" })
+        .end("not found: this listener serves /metrics\n");
       return;
     }
     if (request.method !== "GET" && request.method !== "HEAD") {

@@ -117,7 +117,8 @@ export function createMetrics(settings: MetricsSettings, ring: Pick<RingServices
   let inFlight = 0;
   const fighterStatus = async () => {
     const counts: Record<string, number> = { idle: 0, fighting: 0, resting: 0, awaiting_approval: 0 };
-    for (const fighter of await ring.fighters.list()) counts[fighter.status] = (counts[fighter.status] ?? 0) + 1;
+    for (const fighter of await ring.fighters.list())
+      counts[fighter.status] = (counts[fighter.status] ?? 0) + 1;
     return counts;
   };
   new client.Gauge({
@@ -178,7 +179,8 @@ export function createMetrics(settings: MetricsSettings, ring: Pick<RingServices
         return;
       case "gorilla_run":
         gorillaRuns.inc({ gorilla: operation.gorilla, trigger: operation.trigger, outcome: end.outcome });
-        if (operation.trigger === "schedule") lateness.observe({ gorilla: operation.gorilla }, operation.lateness_s);
+        if (operation.trigger === "schedule")
+          lateness.observe({ gorilla: operation.gorilla }, operation.lateness_s);
         return;
     }
   }

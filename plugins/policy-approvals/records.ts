@@ -138,8 +138,7 @@ export function createRecords(data: PluginData) {
     read: (id: string) => requests.get(id),
 
     /** Requests waiting for an answer now (not past their expiry): the `approvals_pending` gauge. */
-    pending: () =>
-      requests.count({ status: "pending", expires_at: { gt: new Date().toISOString() } }),
+    pending: () => requests.count({ status: "pending", expires_at: { gt: new Date().toISOString() } }),
 
     async list(filter: {
       status?: RequestStatus;

@@ -141,16 +141,16 @@ export function createOpenAiDriver(
 }
 
 /** The call's signal, and the trace context headers when traces are on (README "Metrics and traces"). */
-function requestOptions(request: { signal?: AbortSignal }): { signal?: AbortSignal; headers?: Record<string, string> } {
+function requestOptions(request: { signal?: AbortSignal }): {
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+} {
   const headers = outgoingHeaders();
   return headers ? { signal: request.signal, headers } : { signal: request.signal };
 }
 
 async function unary(api: OpenAI, body: Body, request: LlmRequest): Promise<LlmResponse> {
-  const completion = await api.chat.completions.create(
-    { ...body, stream: false },
-    requestOptions(request),
-  );
+  const completion = await api.chat.completions.create({ ...body, stream: false }, requestOptions(request));
   const choice = completion.choices[0];
   if (!choice) throw new IncompleteReply("the reply had no choices");
   const calls = (choice.message.tool_calls ?? []).filter(isFunctionCall);
