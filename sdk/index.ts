@@ -41,24 +41,6 @@ export type {
   SparConfig,
 } from "./config.js";
 export { parseListen } from "./config.js";
-export type {
-  GaugeName,
-  HeaderCarrier,
-  Observation,
-  ObservedEnd,
-  ObservedKind,
-  ObservedOperation,
-  Observer,
-} from "./observe.js";
-export {
-  addObserver,
-  observe,
-  observing,
-  outgoingHeaders,
-  provideGauge,
-  readGauge,
-  withIncoming,
-} from "./observe.js";
 export type { ErrorCode, ErrorExtra } from "./errors.js";
 export { ERROR_CATALOG, isSparError, SparError } from "./errors.js";
 export type {
@@ -107,6 +89,24 @@ export type {
   TurnContext,
   TurnSummary,
 } from "./hooks.js";
+export type {
+  GaugeName,
+  HeaderCarrier,
+  Observation,
+  ObservedEnd,
+  ObservedKind,
+  ObservedOperation,
+  Observer,
+} from "./observe.js";
+export {
+  addObserver,
+  observe,
+  observing,
+  outgoingHeaders,
+  provideGauge,
+  readGauge,
+  withIncoming,
+} from "./observe.js";
 export type {
   ApprovalAnswerer,
   ApprovalPress,

@@ -35,7 +35,9 @@ export default definePlugin<{ metrics: MetricsSettings }>({
     let server: Server | undefined;
     if (plan) {
       hooks.daemon.ready.tap(async () => {
-        server = await startListener(plan, metrics);
+        server = await startListener(plan, metrics, (err) =>
+          log.warn("metrics could not be read", { error: String(err) }),
+        );
         log.info("metrics listener started", {
           listen: `${plan.host}:${plan.port}`,
           token: Boolean(plan.token),

@@ -40,6 +40,7 @@ function authorized(header: string | undefined, token: string): boolean {
 export async function startListener(
   plan: { host: string; port: number; token?: string },
   metrics: Metrics,
+  failed: (err: unknown) => void,
 ): Promise<Server> {
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
@@ -61,7 +62,10 @@ export async function startListener(
     }
     metrics.text().then(
       (text) => response.writeHead(200, { "content-type": metrics.contentType }).end(text),
-      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics could not be read\n"),
+      (err: unknown) => {
+        failed(err);
+        response.writeHead(500, { "content-type": "text/plain" }).end("metrics could not be read\n");
+      },
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -138,7 +138,11 @@ export function createRecords(data: PluginData) {
     read: (id: string) => requests.get(id),
 
     /** Requests waiting for an answer now (not past their expiry): the `approvals_pending` gauge. */
-    pending: () => requests.count({ status: "pending", expires_at: { gt: new Date().toISOString() } }),
+    pending: async () => {
+      const now = Date.now();
+      const waiting = await requests.find({ where: { status: "pending" } });
+      return waiting.filter((r) => Date.parse(r.expires_at) > now).length;
+    },
 
     async list(filter: {
       status?: RequestStatus;
