@@ -5,8 +5,8 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { isLoopbackHost } from "../../lib/loopback.js";
 import { parseListen, SparError } from "../../sdk/index.js";
+import { isLoopbackHost } from "../../sdk/kits/http.js";
 import type { Metrics, MetricsSettings } from "./metrics.js";
 
 /** Where the listener binds and the token it requires; CONFIG_INVALID for an open non-loopback one. */
