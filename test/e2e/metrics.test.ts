@@ -19,6 +19,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
 
 const PROMTOOL = "/usr/bin/promtool";
 
@@ -59,7 +60,14 @@ describe("metrics", () => {
       port,
       fake.url,
       `\n[creed]\nreflect = false\n\n[metrics]\nenabled = true\nlisten = "127.0.0.1:${metricsPort}"\n\n` +
-        `[[pricing]]\nprovider = "openai"\nmodel = "fake-model"\ninput_per_mtok = 1\noutput_per_mtok = 2\n`,
+        `[[pricing]]\nprovider = "openai"\nmodel = "fake-model"\ninput_per_mtok = 1\noutput_per_mtok = 2\n\n` +
+        `[[providers.endpoints]]\nprovider = "openai"\nbase_url = "${fake.url}"\n`,
+    );
+    // A gorilla on its own model (so the conversation's model counts stay exact), fired every second.
+    writeGorilla(
+      home,
+      "tick",
+      `${gorillaToml("tick", "every 1s", "timeout_s = 60")}\n[model]\nprovider = "openai"\nmodel = "gorilla-model"\nbase_url = "${fake.url}"\n`,
     );
     daemon = await startDaemon(home, port);
     const spawned = await daemon.request("POST", "/api/v1/fighters", {
@@ -100,6 +108,18 @@ describe("metrics", () => {
     });
     expect(refused.status).toBe(404);
 
+    // 5: the gorilla, unleashed until one scheduled run has ended ok, then caged.
+    expect((await daemon.request("POST", "/api/v1/gorillas/tick/unleash")).status).toBe(200);
+    for (let tries = 0; ; tries++) {
+      const runs = (
+        await daemon.request<{ runs: { outcome?: string }[] }>("GET", "/api/v1/gorillas/tick/runs")
+      ).body.runs;
+      if (runs.some((run) => run.outcome === "ok")) break;
+      if (tries > 300) throw new Error(`no gorilla run ended: ${JSON.stringify(runs)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect((await daemon.request("POST", "/api/v1/gorillas/tick/cage")).status).toBe(200);
+
     const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/plain");
@@ -115,7 +135,9 @@ describe("metrics", () => {
   it("counts turns by outcome and origin, and times them", () => {
     expect(sample(text, "spar_turns_total", { outcome: "completed", origin: "user" })).toBe(2);
     expect(sample(text, "spar_turns_total", { outcome: "failed", origin: "user" })).toBe(1);
-    expect(sample(text, "spar_turn_duration_seconds_count", { outcome: "completed" })).toBe(2);
+    // The histogram has no origin label: the gorilla's turns are in it too.
+    const gorilla = sample(text, "spar_turns_total", { outcome: "completed", origin: "gorilla" }) ?? 0;
+    expect(sample(text, "spar_turn_duration_seconds_count", { outcome: "completed" })).toBe(2 + gorilla);
     expect(sample(text, "spar_turn_duration_seconds_count", { outcome: "failed" })).toBe(1);
     // No fighter names unless [metrics] fighter_labels is on.
     expect(text).not.toContain('fighter="meter"');
@@ -152,6 +174,21 @@ describe("metrics", () => {
     expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(0);
     expect(sample(text, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
     expect(sample(text, "nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);
+  });
+
+  it("counts gorilla runs by outcome and times how late a scheduled one started", () => {
+    expect(
+      sample(text, "spar_gorilla_runs_total", { gorilla: "tick", trigger: "schedule", outcome: "ok" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, "spar_gorilla_run_lateness_seconds_count", { gorilla: "tick" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, "spar_turns_total", { outcome: "completed", origin: "gorilla" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, "spar_model_calls_total", { provider: "openai", model: "gorilla-model", outcome: "ok" }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it("counts a turn refused at the door", () => {
