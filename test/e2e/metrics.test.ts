@@ -6,10 +6,11 @@
  * Prometheus's own `promtool check metrics`.
  */
 import { spawnSync } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { startFakeTelegram, textUpdate } from "../fakes/telegram-server.js";
 import { underCi } from "../helpers/ci.js";
 import {
   freePort,
@@ -268,4 +269,56 @@ describe("metrics", () => {
       removeHome(other);
     }
   });
+});
+
+describe("metrics of a channel", () => {
+  it("counts a reply delivered to Telegram by platform and outcome", async () => {
+    const [fake, telegram] = await Promise.all([startFakeOpenAI(), startFakeTelegram()]);
+    const home = tempHome();
+    const port = await freePort();
+    const webhookPort = await freePort();
+    const metricsPort = await freePort();
+    writeConfig(
+      home,
+      port,
+      fake.url,
+      `\n[creed]\nreflect = false\n\n[metrics]\nenabled = true\nlisten = "127.0.0.1:${metricsPort}"\n\n` +
+        `[channels]\nwebhook_listen = "127.0.0.1:${webhookPort}"\n\n` +
+        `[channels.telegram]\napi_root = "${telegram.url}"\nallowlist = [424242]\n\n` +
+        `[tunnel]\nmode = "manual"\nurl = "http://127.0.0.1:${webhookPort}"\n`,
+    );
+    const daemon = await startDaemon(home, port, {
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_WEBHOOK_SECRET: randomBytes(24).toString("base64url"),
+    });
+    try {
+      for (let tries = 0; telegram.webhook()?.url === undefined; tries++) {
+        if (tries > 300) throw new Error("no setWebhook");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(
+        await telegram.deliver(textUpdate({ update_id: 1, from: 424242, chat: 424242, text: "hi there" })),
+      ).toBe(200);
+      for (let tries = 0; telegram.sent().length === 0; tries++) {
+        if (tries > 300) throw new Error("no reply sent");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // The delivery is counted once its post has returned: read until it shows.
+      let text = "";
+      for (let tries = 0; tries < 100; tries++) {
+        text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        if (
+          sample(text, "spar_channel_deliveries_total", { platform: "telegram", outcome: "ok" }) !== undefined
+        )
+          break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(sample(text, "spar_channel_deliveries_total", { platform: "telegram", outcome: "ok" })).toBe(1);
+      expect(sample(text, "spar_turns_total", { outcome: "completed", origin: "channel" })).toBe(1);
+    } finally {
+      await daemon.stop();
+      await Promise.all([fake.close(), telegram.close()]);
+      removeHome(home);
+    }
+  }, 60_000);
 });
