@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-server.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   type FakeOtlpCollector,
@@ -28,6 +29,7 @@ const CLIENT = 3;
 
 describe("traces", () => {
   let fake: FakeOpenAI;
+  let anthropic: FakeAnthropic;
   let collector: FakeOtlpCollector;
   let home: string;
   let daemon: TestDaemon;
@@ -37,7 +39,11 @@ describe("traces", () => {
   let turn: ReceivedSpan;
 
   beforeAll(async () => {
-    [fake, collector] = await Promise.all([startFakeOpenAI(), startFakeOtlpCollector()]);
+    [fake, anthropic, collector] = await Promise.all([
+      startFakeOpenAI(),
+      startFakeAnthropic(),
+      startFakeOtlpCollector(),
+    ]);
     home = tempHome();
     const port = await freePort();
     writeConfig(
@@ -45,9 +51,13 @@ describe("traces", () => {
       port,
       fake.url,
       `\n[creed]\nreflect = false\n\n[traces]\nenabled = true\nendpoint = "${collector.url}"\n` +
-        `service_name = "spar-e2e"\nheaders_env = "SPAR_OTLP_HEADERS"\n`,
+        `service_name = "spar-e2e"\nheaders_env = "SPAR_OTLP_HEADERS"\n\n` +
+        `[[providers.endpoints]]\nprovider = "anthropic"\nbase_url = "${anthropic.url}"\n`,
     );
-    daemon = await startDaemon(home, port, { SPAR_OTLP_HEADERS: "x-collector-key=e2e%20key" });
+    daemon = await startDaemon(home, port, {
+      SPAR_OTLP_HEADERS: "x-collector-key=e2e%20key",
+      ANTHROPIC_API_KEY: "sk-ant-e2e",
+    });
     const spawned = await daemon.request("POST", "/api/v1/fighters", {
       manifest: {
         name: "tracer",
@@ -83,7 +93,7 @@ describe("traces", () => {
 
   afterAll(async () => {
     await daemon?.stop();
-    await Promise.all([fake?.close(), collector?.close()]);
+    await Promise.all([fake?.close(), anthropic?.close(), collector?.close()]);
     if (home) removeHome(home);
   });
 
@@ -184,5 +194,32 @@ describe("traces", () => {
     const root = all.find((s) => !before.has(s.spanId) && s.name === "invoke_agent tracer");
     expect(root?.parentSpanId ?? "").toBe("");
     expect(root?.traceId).not.toBe(traceId);
+  });
+
+  it("carries the trace into an Anthropic model's requests too", async () => {
+    const spawned = await daemon.request("POST", "/api/v1/fighters", {
+      manifest: {
+        name: "claude",
+        description: "claude",
+        system_prompt: "You are brief.",
+        model: { provider: "anthropic", model: "claude-fake", base_url: anthropic.url },
+      },
+    });
+    expect(spawned.status).toBe(201);
+    anthropic.enqueue({ text: "hello" });
+    const trace = randomBytes(16).toString("hex");
+    const response = await fetch(`${daemon.url}/api/v1/fighters/claude/message`, {
+      method: "POST",
+      headers: { "content-type": "application/json", traceparent: `00-${trace}-${callerSpan}-01` },
+      body: JSON.stringify({ message: "hi" }),
+    });
+    expect(response.status).toBe(200);
+    const header = String(anthropic.requests.at(-1)?.headers.traceparent ?? "");
+    expect(header.split("-")[1]).toBe(trace);
+    const received = await collector.waitFor((all) =>
+      all.some((s) => s.traceId === trace && s.name === "chat claude-fake"),
+    );
+    const call = received.find((s) => s.traceId === trace && s.name === "chat claude-fake");
+    expect(call?.attributes["gen_ai.provider.name"]).toBe("anthropic");
   });
 });
