@@ -3,7 +3,8 @@
  * `[metrics] enabled` and a listener of its own, a scripted conversation against the fake model (a
  * turn with a tool call, a turn the model fails, a call the fighter holds no grant for), then the
  * text format fetched from the metrics listener and from the API, checked for exact counts and by
- * Prometheus's own `promtool check metrics`.
+ * Prometheus's own `promtool check metrics`. A scheduled gorilla run and a Telegram reply are
+ * counted too.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
