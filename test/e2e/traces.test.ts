@@ -8,6 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic-server.js";
+import { type FakeGemini, startFakeGemini } from "../fakes/gemini-server.js";
+import { type FakeOllama, startFakeOllama } from "../fakes/ollama-server.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import {
   type FakeOtlpCollector,
@@ -30,6 +32,8 @@ const CLIENT = 3;
 describe("traces", () => {
   let fake: FakeOpenAI;
   let anthropic: FakeAnthropic;
+  let gemini: FakeGemini;
+  let ollama: FakeOllama;
   let collector: FakeOtlpCollector;
   let home: string;
   let daemon: TestDaemon;
@@ -39,9 +43,11 @@ describe("traces", () => {
   let turn: ReceivedSpan;
 
   beforeAll(async () => {
-    [fake, anthropic, collector] = await Promise.all([
+    [fake, anthropic, gemini, ollama, collector] = await Promise.all([
       startFakeOpenAI(),
       startFakeAnthropic(),
+      startFakeGemini(),
+      startFakeOllama(),
       startFakeOtlpCollector(),
     ]);
     home = tempHome();
@@ -52,11 +58,14 @@ describe("traces", () => {
       fake.url,
       `\n[creed]\nreflect = false\n\n[traces]\nenabled = true\nendpoint = "${collector.url}"\n` +
         `service_name = "spar-e2e"\nheaders_env = "SPAR_OTLP_HEADERS"\n\n` +
-        `[[providers.endpoints]]\nprovider = "anthropic"\nbase_url = "${anthropic.url}"\n`,
+        `[[providers.endpoints]]\nprovider = "anthropic"\nbase_url = "${anthropic.url}"\n\n` +
+        `[[providers.endpoints]]\nprovider = "google"\nbase_url = "${gemini.url}"\n\n` +
+        `[[providers.endpoints]]\nprovider = "ollama"\nbase_url = "${ollama.url}"\n`,
     );
     daemon = await startDaemon(home, port, {
       SPAR_OTLP_HEADERS: "x-collector-key=e2e%20key",
       ANTHROPIC_API_KEY: "sk-ant-e2e",
+      GEMINI_API_KEY: "gem-e2e",
     });
     const spawned = await daemon.request("POST", "/api/v1/fighters", {
       manifest: {
@@ -93,7 +102,13 @@ describe("traces", () => {
 
   afterAll(async () => {
     await daemon?.stop();
-    await Promise.all([fake?.close(), anthropic?.close(), collector?.close()]);
+    await Promise.all([
+      fake?.close(),
+      anthropic?.close(),
+      gemini?.close(),
+      ollama?.close(),
+      collector?.close(),
+    ]);
     if (home) removeHome(home);
   });
 
@@ -196,30 +211,35 @@ describe("traces", () => {
     expect(root?.traceId).not.toBe(traceId);
   });
 
-  it("carries the trace into an Anthropic model's requests too", async () => {
+  it.each([
+    ["anthropic", "claude-fake", () => anthropic],
+    ["google", "gemini-fake", () => gemini],
+    ["ollama", "llama-fake", () => ollama],
+  ] as const)("carries the trace into a %s model's requests too", async (provider, model, server) => {
+    const fakeServer = server();
     const spawned = await daemon.request("POST", "/api/v1/fighters", {
       manifest: {
-        name: "claude",
-        description: "claude",
+        name: `via-${provider}`,
+        description: provider,
         system_prompt: "You are brief.",
-        model: { provider: "anthropic", model: "claude-fake", base_url: anthropic.url },
+        model: { provider, model, base_url: fakeServer.url },
       },
     });
     expect(spawned.status).toBe(201);
-    anthropic.enqueue({ text: "hello" });
+    fakeServer.enqueue({ text: "hello" });
     const trace = randomBytes(16).toString("hex");
-    const response = await fetch(`${daemon.url}/api/v1/fighters/claude/message`, {
+    const response = await fetch(`${daemon.url}/api/v1/fighters/via-${provider}/message`, {
       method: "POST",
       headers: { "content-type": "application/json", traceparent: `00-${trace}-${callerSpan}-01` },
       body: JSON.stringify({ message: "hi" }),
     });
     expect(response.status).toBe(200);
-    const header = String(anthropic.requests.at(-1)?.headers.traceparent ?? "");
+    const header = String(fakeServer.requests.at(-1)?.headers.traceparent ?? "");
     expect(header.split("-")[1]).toBe(trace);
     const received = await collector.waitFor((all) =>
-      all.some((s) => s.traceId === trace && s.name === "chat claude-fake"),
+      all.some((s) => s.traceId === trace && s.name === `chat ${model}`),
     );
-    const call = received.find((s) => s.traceId === trace && s.name === "chat claude-fake");
-    expect(call?.attributes["gen_ai.provider.name"]).toBe("anthropic");
+    const call = received.find((s) => s.traceId === trace && s.name === `chat ${model}`);
+    expect(call?.attributes["gen_ai.provider.name"]).toBe(provider);
   });
 });
