@@ -22,6 +22,7 @@ import {
   writeConfig,
 } from "../helpers/daemon.js";
 import { gorillaToml, writeGorilla } from "../helpers/gorillas.js";
+import { dropSchemas, SKIP_REASON, TEST_DATABASE_URL } from "../helpers/postgres.js";
 
 const PROMTOOL = "/usr/bin/promtool";
 
@@ -323,3 +324,39 @@ describe("metrics of a channel", () => {
     }
   }, 60_000);
 });
+
+describe.skipIf(!TEST_DATABASE_URL)(
+  `metrics of a PostgreSQL store${TEST_DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    it("times the store's commits, labelled postgres", async () => {
+      const schema = `t_metrics_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+      const fake = await startFakeOpenAI();
+      const home = tempHome();
+      const port = await freePort();
+      writeConfig(
+        home,
+        port,
+        fake.url,
+        `\n[plugins]\nstore = "store-postgres"\n\n[store.postgres]\nschema = "${schema}"\npool_max = 4\n\n` +
+          "[creed]\nreflect = false\n\n[metrics]\nenabled = true\n",
+      );
+      const daemon = await startDaemon(home, port, { SPAR_DATABASE_URL: TEST_DATABASE_URL ?? "" });
+      try {
+        expect(
+          (await daemon.request("POST", "/api/v1/fighters/spar/message", { message: "hi" })).status,
+        ).toBe(200);
+        const text = await (await fetch(`${daemon.url}/api/v1/metrics`)).text();
+        expect(
+          sample(text, "spar_store_commit_duration_seconds_count", { store: "postgres" }),
+        ).toBeGreaterThan(0);
+        expect(sample(text, "spar_store_commit_duration_seconds_count", { store: "sqlite" })).toBeUndefined();
+        expect(sample(text, "spar_turns_total", { outcome: "completed", origin: "user" })).toBe(1);
+      } finally {
+        await daemon.stop();
+        await fake.close();
+        removeHome(home);
+        await dropSchemas(TEST_DATABASE_URL ?? "", [schema]);
+      }
+    }, 60_000);
+  },
+);
