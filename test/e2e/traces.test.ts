@@ -211,6 +211,22 @@ describe("traces", () => {
     expect(root?.traceId).not.toBe(traceId);
   });
 
+  it("accepts a traceparent on the OpenAI-compatible endpoint too", async () => {
+    fake.enqueue({ text: "compatible", usage: { prompt_tokens: 2, completion_tokens: 1 } });
+    const trace = randomBytes(16).toString("hex");
+    const response = await fetch(`${daemon.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", traceparent: `00-${trace}-${callerSpan}-01` },
+      body: JSON.stringify({ model: "tracer", messages: [{ role: "user", content: "hello" }] }),
+    });
+    expect(response.status).toBe(200);
+    const received = await collector.waitFor((all) =>
+      all.some((s) => s.traceId === trace && s.name === "invoke_agent tracer"),
+    );
+    const root = received.find((s) => s.traceId === trace && s.name === "invoke_agent tracer");
+    expect(root?.parentSpanId).toBe(callerSpan);
+  });
+
   it.each([
     ["anthropic", "claude-fake", () => anthropic],
     ["google", "gemini-fake", () => gemini],
