@@ -1,13 +1,14 @@
 // npm run bench [-- part …] [--profile] [--write] [--messages N]
 // Runs the benchmarks of the built daemon (npm run build first) against a fake model server, prints
 // each figure beside its baseline and writes bench/RESULTS.md (after a run of every part, or with
-// --write). Parts: startup overhead throughput ws soak listing prompt sandbox skills recall; opt-in:
+// --write). Parts: startup overhead observability throughput ws soak listing prompt sandbox skills recall; opt-in:
 // openclaw (BENCH_OPENCLAW=1) and profile (also --profile).
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { listing } from "./parts/listing.mjs";
+import { observability } from "./parts/observability.mjs";
 import { openclaw } from "./parts/openclaw.mjs";
 import { overhead } from "./parts/overhead.mjs";
 import { profile } from "./parts/profile.mjs";
@@ -37,6 +38,7 @@ const { values, positionals } = parseArgs({
 const counts = {
   startup: { runs: 7, cliRuns: 15 },
   overhead: { messages: Number(values.messages), warmup: 50 },
+  observability: { messages: Number(values.messages), warmup: 50 },
   throughput: { fighterCounts: [1, 10, 100, 1000], clients: 64, roundMs: 3000, rounds: 5, warmup: 200 },
   ws: { turns: 120, warmup: 10, chunks: 20, gapMs: 2 },
   soak: { warmup: 1000, turns: 10_000, every: 1000, fighters: 100, clients: 16 },
@@ -51,6 +53,7 @@ const counts = {
 const parts = {
   startup,
   overhead,
+  observability,
   throughput,
   ws,
   soak,
@@ -65,6 +68,7 @@ const parts = {
 const DEFAULT_PARTS = [
   "startup",
   "overhead",
+  "observability",
   "throughput",
   "ws",
   "soak",

@@ -8,11 +8,13 @@
  */
 import type { RingHooks, SpendContext, SpendFigures, SpendHold } from "../sdk/hooks.js";
 import type { Logger } from "../sdk/index.js";
+import { observing } from "../sdk/observe.js";
 import type { ApprovalNotice } from "../sdk/services.js";
 import type { UsageRecord } from "../sdk/store-rows.js";
 import type { Store } from "../sdk/store-types.js";
 import { promptTokens } from "../sdk/tokens.js";
 import type { FighterRow, LlmDriver, LlmRequest, ModelSettings } from "../sdk/types.js";
+import { observeModelCall } from "./observe-points.js";
 import { costMicros, type Price, type PriceBook } from "./pricing.js";
 
 /** The reply a call's worst case counts when its model sets no `max_tokens`. */
@@ -120,7 +122,10 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
               ));
             let reply: Awaited<ReturnType<LlmDriver["complete"]>>;
             try {
-              reply = await driver.complete(request);
+              // One observed model call per attempt (lib/observe-points.ts), free while none observes.
+              reply = await (observing()
+                ? observeModelCall(settings, request, price, () => driver.complete(request))
+                : driver.complete(request));
             } catch (err) {
               await held?.hold.release().catch(warnOf("budget release failed"));
               throw err;

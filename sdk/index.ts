@@ -90,6 +90,24 @@ export type {
   TurnSummary,
 } from "./hooks.js";
 export type {
+  GaugeName,
+  HeaderCarrier,
+  Observation,
+  ObservedEnd,
+  ObservedKind,
+  ObservedOperation,
+  Observer,
+} from "./observe.js";
+export {
+  addObserver,
+  observe,
+  observing,
+  outgoingHeaders,
+  provideGauge,
+  readGauge,
+  withIncoming,
+} from "./observe.js";
+export type {
   ApprovalAnswerer,
   ApprovalPress,
   ApprovalPressOutcome,

@@ -21,6 +21,7 @@ export const PLUGIN_KINDS = [
   "routing",
   "dashboard",
   "policy",
+  "observability",
 ] as const;
 
 export type PluginKind = (typeof PLUGIN_KINDS)[number];

@@ -1,4 +1,5 @@
 import { createIdempotency, requestHash } from "../../lib/idempotency.js";
+import { observeTurns } from "../../lib/observe-points.js";
 import type { CredentialCheck } from "../../lib/provider-keys.js";
 import type { UsageMeter } from "../../lib/usage-meter.js";
 import { cancellation, childController, shutdownCancellation } from "../../sdk/cancel.js";
@@ -128,7 +129,8 @@ export function createMessagePath(deps: MessagePathDeps) {
     );
   }
 
-  async function send(
+  const send = observeTurns(admitAndRun);
+  async function admitAndRun(
     live: LiveFighter,
     text: string,
     opts: MessageOptions,
@@ -154,12 +156,8 @@ export function createMessagePath(deps: MessagePathDeps) {
     const { controller, unlink } = childController(opts.signal);
     const active: ActiveTurn = { controller };
     turns.add(active);
-    const progress: TurnProgress = {
-      usage: { input_tokens: 0, output_tokens: 0 },
-      iterations: 0,
-      model: "",
-      tool_calls: [],
-    };
+    const usage = { input_tokens: 0, output_tokens: 0 };
+    const progress: TurnProgress = { usage, iterations: 0, model: "", tool_calls: [] };
     // The fighter is idle again the moment its turn is cancelled, whatever is still winding down.
     const idleOnCancel = () => quotas.settleStatus(live);
     let lease: TurnLease | undefined;

@@ -1,4 +1,5 @@
 import { callerGrants } from "../../lib/fighter-chain.js";
+import { observeMoves } from "../../lib/observe-points.js";
 import { cancelledError, isCancelled } from "../../sdk/cancel.js";
 import { isSparError, SparError } from "../../sdk/errors.js";
 import type { MoveCallInfo, MoveOutcome } from "../../sdk/hooks.js";
@@ -10,9 +11,9 @@ import type { TurnDeps, TurnInput } from "./agent-loop.js";
 /**
  * One tool call of a turn (DESIGN §4 steps 3–4): the declaration, `move.beforeCall` (the kernel's
  * capability check among its taps), the input's schema, the move itself within `tool_timeout_s`
- * and the turn's cancellation, then `move.afterCall`, whatever the outcome.
+ * and the turn's cancellation, then `move.afterCall`, whatever the outcome. Every failure becomes
+ * an error result for the model, never an exception.
  */
-/** Runs one tool call; every failure becomes an error result for the model, never an exception. */
 export async function runMove(
   call: ToolCall,
   input: TurnInput,
@@ -27,7 +28,7 @@ export async function runMove(
     name: call.name,
     call_id: call.id,
   });
-  const outcome = await attemptMove(call, input, deps, resumed);
+  const outcome = await attempt(call, input, deps, resumed);
   deps.events.publish({
     kind: "move.result",
     fighter_id: fighter.id,
@@ -39,6 +40,7 @@ export async function runMove(
   return outcome;
 }
 
+const attempt = observeMoves(attemptMove);
 async function attemptMove(
   call: ToolCall,
   input: TurnInput,

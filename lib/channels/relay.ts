@@ -10,8 +10,13 @@
  * and `post`.
  */
 import { type EventBus, isSparError, type Logger, type RingServices } from "../../sdk/index.js";
+import { observe, observing } from "../../sdk/observe.js";
+import { errorCode } from "../observe-points.js";
 import type { ChannelRecords } from "./records.js";
 import { splitMessage } from "./split.js";
+
+const deliveryEnd = (_value: unknown, error: unknown) =>
+  error === undefined ? { outcome: "ok" } : { outcome: "error", error_code: errorCode(error) };
 
 /** The two calls a platform supplies to the relay (and the length of its messages). */
 export interface PlatformIo {
@@ -75,10 +80,17 @@ export function createChannelRelay(options: {
   const inFlight = new Set<Promise<void>>();
   const counts: ChannelRelay["counts"] = { outbound: 0 };
 
+  async function post(chat: string, parts: string[], ids: string[]): Promise<void> {
+    for (const part of parts) ids.push(await io.post(chat, part));
+  }
+
   async function send(chat: string, text: string, fighterId?: string): Promise<string[]> {
     const parts = splitMessage(text, io.limit);
     const ids: string[] = [];
-    for (const part of parts) ids.push(await io.post(chat, part));
+    // A delivery is a measured point (README "Metrics and traces"), free while none observes.
+    if (observing())
+      await observe({ kind: "channel_delivery", platform }, () => post(chat, parts, ids), deliveryEnd);
+    else await post(chat, parts, ids);
     counts.outbound += parts.length;
     events.publish({
       kind: "channel.outbound",

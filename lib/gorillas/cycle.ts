@@ -15,6 +15,7 @@ import {
   type RingServices,
   type Usage,
 } from "../../sdk/index.js";
+import { observe, observing } from "../../sdk/observe.js";
 import { type CycleBudget, createCycleBudget } from "./budget.js";
 import { cycleMessage, cycleOutcome, type Stop } from "./lifecycle.js";
 import type { LoadedGorilla } from "./manifest.js";
@@ -133,7 +134,21 @@ export function startCycle(
       ...(scheduledAt ? { scheduled_at: scheduledAt.toISOString() } : {}),
     });
     begun(run);
-    const ended = await runCycle(gorilla, cycle, run, deps);
+    // A run is a measured point (README "Metrics and traces"), free while none observes.
+    const ended = await (observing()
+      ? observe(
+          {
+            kind: "gorilla_run",
+            gorilla: gorilla.name,
+            trigger,
+            lateness_s: scheduledAt
+              ? Math.max(0, Date.parse(run.started_at) - scheduledAt.getTime()) / 1000
+              : 0,
+          },
+          () => runCycle(gorilla, cycle, run, deps),
+          (value) => ({ outcome: value?.outcome ?? "failed" }),
+        )
+      : runCycle(gorilla, cycle, run, deps));
     deps.ended(gorilla, ended);
     if (cycle.overBudget) deps.overBudget?.(gorilla, cycle.overBudget);
     deps.events.publish({

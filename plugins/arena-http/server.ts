@@ -17,6 +17,7 @@ import { createRateLimiter } from "./rate-limit.js";
 import { fighterRoutes } from "./routes.js";
 import { registerSecurity } from "./security.js";
 import type { ArenaSettings } from "./settings.js";
+import { acceptTraceContext } from "./trace-context.js";
 import { usageRoutes } from "./usage-route.js";
 import { registerWebSocket } from "./ws.js";
 import { createTicketBook } from "./ws-tickets.js";
@@ -54,6 +55,7 @@ export function buildServer(
   });
   // First, so it sees every route registered after it: the OpenAPI document is made of them.
   registerOpenApi(app, routes, ring.version);
+  acceptTraceContext(app);
   // JSON only: a text/plain body (what a cross-site form can send) is 415, not a string.
   app.removeContentTypeParser("text/plain");
   // Past max_connections (or a peer's share) new connections are closed on arrival; idle ones time out.

@@ -4,7 +4,7 @@
  * recorded in the plugin's collections (records.ts) so any node of a cluster can answer it; a
  * gorilla's or a schedule's turn, with no one to ask, is refused at once.
  */
-import { definePlugin } from "../../sdk/index.js";
+import { definePlugin, provideGauge } from "../../sdk/index.js";
 import { createChatPrompts } from "./chat.js";
 import { createGate } from "./gate.js";
 import type { ApprovalSettings } from "./policy.js";
@@ -59,6 +59,9 @@ export default definePlugin<{ approvals: ApprovalSettings }>({
     const spendAsk = createSpendAsk({ settings, records, events, log, chat, announce: gate.announce });
     hooks.spend.ask.tap((question) => spendAsk(question));
     hooks.arena.routes.tap((routes) => addApprovalRoutes(routes, { records, settings, events }));
+    // Read when metrics are scraped (README "Metrics and traces"); withdrawn as the daemon closes.
+    const withdraw = provideGauge("approvals_pending", () => records.pending());
+    hooks.daemon.close.tap(() => withdraw());
     // Before the Arena opens the webhook listener (normal phase): no press finds a channel unanswered.
     hooks.daemon.ready.tap(() => chat.attach(), { phase: "early" });
     if (settings.mode === "off") {

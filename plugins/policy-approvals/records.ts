@@ -137,6 +137,13 @@ export function createRecords(data: PluginData) {
     /** The stored record as it is (the waiting turn reads it, never the shown view). */
     read: (id: string) => requests.get(id),
 
+    /** Requests waiting for an answer now (not past their expiry): the `approvals_pending` gauge. */
+    pending: async () => {
+      const now = Date.now();
+      const waiting = await requests.find({ where: { status: "pending" } });
+      return waiting.filter((r) => Date.parse(r.expires_at) > now).length;
+    },
+
     async list(filter: {
       status?: RequestStatus;
       limit: number;

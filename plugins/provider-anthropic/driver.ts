@@ -6,7 +6,13 @@
 import { join } from "node:path";
 import Anthropic, { AnthropicError, APIConnectionError, APIError } from "@anthropic-ai/sdk";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
-import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
+import {
+  isSparError,
+  outgoingHeaders,
+  parseRetryAfter,
+  providerError,
+  type SparError,
+} from "../../sdk/index.js";
 import { foldStream, IncompleteReply } from "./stream.js";
 import { fromWireContent, requestBody, stopReason, usageOf } from "./wire.js";
 
@@ -88,10 +94,16 @@ export function createAnthropicDriver(
   };
 }
 
+/** The call's signal, and the trace context headers when traces are on (README "Metrics and traces"). */
+function requestOptions(request: LlmRequest): { signal?: AbortSignal; headers?: Record<string, string> } {
+  const headers = outgoingHeaders();
+  return headers ? { signal: request.signal, headers } : { signal: request.signal };
+}
+
 async function unary(api: Anthropic, request: LlmRequest): Promise<LlmResponse> {
   const message = await api.messages.create(
     { ...requestBody(request), stream: false },
-    { signal: request.signal },
+    requestOptions(request),
   );
   return {
     ...fromWireContent(message.content),
@@ -108,7 +120,7 @@ async function streamed(
 ): Promise<LlmResponse> {
   const events = await api.messages.create(
     { ...requestBody(request), stream: true },
-    { signal: request.signal },
+    requestOptions(request),
   );
   return foldStream(events, onDelta, { model: request.model.model, signal: request.signal });
 }

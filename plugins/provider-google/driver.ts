@@ -4,7 +4,7 @@
  */
 import { GoogleGenAI } from "@google/genai";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
-import { checkEmbeddings, placeContext } from "../../sdk/index.js";
+import { checkEmbeddings, outgoingHeaders, placeContext } from "../../sdk/index.js";
 import { IncompleteReply, missingKey, PROVIDER, toSparError } from "./errors.js";
 import {
   readParts,
@@ -137,12 +137,15 @@ interface Reply {
 }
 
 function params(request: LlmRequest, signatureOf: SignatureOf) {
+  // The trace context when traces are on (README "Metrics and traces"), as this request's headers.
+  const headers = outgoingHeaders();
   return {
     model: request.model.model,
     contents: toContents(request.messages, signatureOf, placeContext(request)),
     config: {
       ...requestConfig(request),
       abortSignal: request.signal,
+      ...(headers ? { httpOptions: { headers } } : {}),
       // One request per call. Left on, the SDK would resend the request to continue a reply that
       // stopped with a CONTINUATION finish, and reconnect a stream that dropped: retries and time the
       // kernel could not see. A CONTINUATION finish now ends the reply as stop reason "other".

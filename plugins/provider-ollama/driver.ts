@@ -4,7 +4,7 @@
  */
 import type { ChatResponse } from "ollama";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings, ToolCall } from "../../sdk/index.js";
-import { checkEmbeddings } from "../../sdk/index.js";
+import { checkEmbeddings, outgoingHeaders } from "../../sdk/index.js";
 import { type Call, IncompleteReply, openCall, PROVIDER, toSparError } from "./connection.js";
 import { requestBody, stopReason, toolCallsOf, usageOf } from "./wire.js";
 
@@ -35,7 +35,10 @@ export function createOllamaDriver(settings: ModelSettings, options: OllamaDrive
   // Read per call, so a key set or rotated in-process applies without a new driver.
   function open(signal: AbortSignal | undefined): { call: Call; apiKey: string | undefined } {
     const apiKey = settings.api_key_env ? env[settings.api_key_env] || undefined : undefined;
-    const headers = apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined;
+    // The trace context when traces are on (README "Metrics and traces"): open() runs per call.
+    const trace = outgoingHeaders();
+    const headers =
+      apiKey || trace ? { ...trace, ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}) } : undefined;
     return { call: openCall(host, baseFetch, headers, signal), apiKey };
   }
 

@@ -8,7 +8,13 @@ import { join } from "node:path";
 import OpenAI, { APIConnectionError, APIError } from "openai";
 import type { ChatCompletion } from "openai/resources/chat/completions";
 import type { LlmDriver, LlmRequest, LlmResponse, ModelSettings } from "../../sdk/index.js";
-import { isSparError, parseRetryAfter, providerError, type SparError } from "../../sdk/index.js";
+import {
+  isSparError,
+  outgoingHeaders,
+  parseRetryAfter,
+  providerError,
+  type SparError,
+} from "../../sdk/index.js";
 import { embedded, isFunctionCall, parseToolCall, requestBody, stopReason, usageOf } from "./wire.js";
 
 export interface OpenAiDriverOptions {
@@ -112,7 +118,7 @@ export function createOpenAiDriver(
             encoding_format: "float",
             ...(request.dimensions !== undefined ? { dimensions: request.dimensions } : {}),
           },
-          { signal: request.signal },
+          requestOptions(request),
         );
         return embedded(conn.provider, request, reply);
       } catch (err) {
@@ -134,11 +140,17 @@ export function createOpenAiDriver(
   };
 }
 
+/** The call's signal, and the trace context headers when traces are on (README "Metrics and traces"). */
+function requestOptions(request: { signal?: AbortSignal }): {
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+} {
+  const headers = outgoingHeaders();
+  return headers ? { signal: request.signal, headers } : { signal: request.signal };
+}
+
 async function unary(api: OpenAI, body: Body, request: LlmRequest): Promise<LlmResponse> {
-  const completion = await api.chat.completions.create(
-    { ...body, stream: false },
-    { signal: request.signal },
-  );
+  const completion = await api.chat.completions.create({ ...body, stream: false }, requestOptions(request));
   const choice = completion.choices[0];
   if (!choice) throw new IncompleteReply("the reply had no choices");
   const calls = (choice.message.tool_calls ?? []).filter(isFunctionCall);
@@ -159,7 +171,7 @@ async function streamed(
 ): Promise<LlmResponse> {
   const stream = await api.chat.completions.create(
     { ...body, stream: true, stream_options: { include_usage: true } },
-    { signal: request.signal },
+    requestOptions(request),
   );
   let text = "";
   let model = request.model.model;

@@ -4,7 +4,7 @@
  * it becomes a SparError; nothing here logs the URL.
  */
 import pg from "pg";
-import { isSparError, SparError } from "../../sdk/index.js";
+import { isSparError, observe, observing, SparError } from "../../sdk/index.js";
 
 /** The parts of `[store.postgres]` the store needs, the URL already read from the environment. */
 export interface PostgresSettings {
@@ -52,6 +52,9 @@ export function createPool(settings: PostgresSettings): pg.Pool {
   return pool;
 }
 
+const COMMIT = { kind: "store_commit", store: "postgres" } as const;
+const commitEnd = (_result: unknown, error: unknown) => ({ outcome: error ? "error" : "ok" });
+
 /** Runs `work` in one transaction on one client; rolls back on any error. */
 export async function inTransaction<T>(
   pool: pg.Pool,
@@ -63,7 +66,8 @@ export async function inTransaction<T>(
   try {
     await client.query(begin);
     const result = await work(client);
-    await client.query("COMMIT");
+    // The commit is the store's measured point (README "Metrics and traces"), free while none observes.
+    await (observing() ? observe(COMMIT, () => client.query("COMMIT"), commitEnd) : client.query("COMMIT"));
     return result;
   } catch (err) {
     await client.query("ROLLBACK").catch((rollback: Error) => {

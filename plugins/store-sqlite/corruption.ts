@@ -8,13 +8,16 @@
  */
 import { basename, dirname } from "node:path";
 import type { Logger, Store, StoreCheck, StoreHealth } from "../../sdk/index.js";
-import { SparError } from "../../sdk/index.js";
+import { observe, observing, SparError } from "../../sdk/index.js";
 import type { CollectionRows } from "./collections.js";
 import { createWriteBatch, type GroupSync } from "./durability.js";
 import { type IntegrityOutcome, isCorruptionCode, type RunningCheck, sqliteCode } from "./integrity.js";
 import type { RefusedTurns } from "./refused-turns.js";
 import { isStorageFull, storageFullError } from "./storage-full.js";
 import type { StoreData } from "./sync-store.js";
+
+const COMMIT = { kind: "store_commit", store: "sqlite" } as const;
+const commitEnd = (_result: unknown, error: unknown) => ({ outcome: error ? "error" : "ok" });
 
 /** True for an SQLite error that says the file is damaged (see isCorruptionCode). */
 export function isCorruption(err: unknown): boolean {
@@ -184,7 +187,11 @@ export function guardStore(data: StoreData, options: GuardOptions): GuardedStore
       check.ref();
       return integrity;
     },
-    durable: () => batch.committed().then(() => sync.durable()),
+    // Making a turn's writes durable is the store's measured point (README "Metrics and traces").
+    durable: () =>
+      observing()
+        ? observe(COMMIT, () => batch.committed().then(() => sync.durable()), commitEnd)
+        : batch.committed().then(() => sync.durable()),
     async close() {
       closed = true;
       if (retry) clearTimeout(retry);
