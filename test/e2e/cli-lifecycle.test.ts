@@ -188,7 +188,7 @@ describe("spar start --detach / stop", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'spar: unknown command "wrestle"; commands: init, start, stop, status, chat, context, bout, fighter, usage, gorilla, schedule, budgets, approvals, troop, channel, key, sign, ' +
-        "rekey, doctor, backup, restore, plugin, move, security (VALIDATION_FAILED)\n",
+        "rekey, doctor, backup, restore, plugin, logs, service, move, security (VALIDATION_FAILED)\n",
     );
   });
 });
