@@ -7,6 +7,29 @@
  * @example
  * import { digestMatches, signatureKeyId, verifyRequest } from "spar/sdk/http";
  */
+/**
+ * The API's records as JSON Schemas, for a route's `response` (lib/api-records.ts): a titled one
+ * is a named type in the OpenAPI document.
+ *
+ * @example
+ * routes.add({ ..., operationId: "listTroops", response: { "200": listOf("troops", TROOP_SCHEMA) } });
+ */
+export {
+  APPROVAL_RULE_SCHEMA,
+  APPROVAL_SCHEMA,
+  BUDGET_STATUS_SCHEMA,
+  FREE_OBJECT,
+  GORILLA_LIST_SCHEMA,
+  GORILLA_RUN_SCHEMA,
+  GORILLA_SCHEMA,
+  listOf,
+  openAnswer,
+  PAGE_QUERY,
+  record,
+  SKILL_SCHEMA,
+  TROOP_SCHEMA,
+  TROOP_TASK_SCHEMA,
+} from "../../lib/api-records.js";
 export { originFilter, originMatches, shownBout, USER_ORIGIN } from "../../lib/bout-origins.js";
 export {
   digestMatches,

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
+import { compileWithin } from "../helpers/openapi-check.js";
 import {
   freePort,
   removeHome,
@@ -339,7 +340,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     const ajv = strictAjv();
     const failures = schemas.flatMap(([pointer, schema]) => {
       try {
-        ajv.compile(schema as Json);
+        compileWithin(doc, schema as Json, ajv);
         return [];
       } catch (err) {
         return [`${pointer}: ${(err as Error).message}`];
@@ -382,7 +383,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     for (const { key, method, op } of withBody) {
       const schema = op.requestBody?.content["application/json"]?.schema;
       expect(schema, key).toBeDefined();
-      const validate = ajv.compile(schema as Json);
+      const validate = compileWithin(doc, schema as Json, ajv);
       for (const body of accepted.get(key) ?? []) {
         expect(validate(body), `${key} ${JSON.stringify(body)}: ${ajv.errorsText(validate.errors)}`).toBe(
           true,
@@ -430,7 +431,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       const schema = errorSchemaOf(template);
       expect(schema, template).toBeDefined();
       const ajv = strictAjv();
-      const validate = ajv.compile(schema as Json);
+      const validate = compileWithin(doc, schema as Json, ajv);
       expect(
         validate(answer.body),
         `${path} ${JSON.stringify(answer.body)}: ${ajv.errorsText(validate.errors)}`,
