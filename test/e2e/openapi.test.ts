@@ -10,7 +10,6 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
-import { compileWithin } from "../helpers/openapi-check.js";
 import {
   freePort,
   removeHome,
@@ -19,6 +18,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { compileWithin } from "../helpers/openapi-check.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
