@@ -31,6 +31,8 @@ interface Parameter {
   schema?: Json;
 }
 interface Operation {
+  operationId?: string;
+  summary?: string;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema?: Json }> };
   responses?: Record<string, Json>;
@@ -361,6 +363,41 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       ]),
     );
     expect(operationsOf(doc).sort()).toEqual([...new Set([...listed, ...NOT_IN_TABLES])].sort());
+  });
+
+  it("names every operation (uniquely), summarises it and says what its success answers, plugins' routes included", () => {
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+    );
+    const problems = operations.flatMap(({ key, op }) => {
+      const responses = op.responses ?? {};
+      const described = Object.entries(responses).some(([status, response]) => {
+        if (status === "204" || status === "101") return true;
+        const content = (response.content ?? {}) as Record<string, { schema?: Json }>;
+        return (
+          /^2/.test(status) && Object.values(content).some((c) => Object.keys(c.schema ?? {}).length > 0)
+        );
+      });
+      return [
+        ...(op.operationId ? [] : [`${key}: no operationId`]),
+        ...(op.summary ? [] : [`${key}: no summary`]),
+        ...(described ? [] : [`${key}: no schema for its success`]),
+      ];
+    });
+    expect(problems).toEqual([]);
+    const ids = operations.map(({ op }) => op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    // The main resources are named types with an example, the manifest the kernel's own schema.
+    for (const name of ["Fighter", "Bout", "MessageReply", "Gorilla", "Troop"]) {
+      expect(doc.components.schemas[name]?.examples, name).toHaveLength(1);
+    }
+    expect(doc.components.schemas.FighterManifest).toMatchObject({
+      additionalProperties: false,
+      required: ["name", "description", "system_prompt"],
+    });
+    const sse = doc.paths["/api/v1/fighters/{id}/message"]?.post?.responses?.["200"]?.content as Json;
+    expect(Object.keys(sse)).toEqual(["application/json", "text/event-stream"]);
+    expect(doc.paths["/api/v1/ws"]?.get?.responses?.["101"]).toBeDefined();
   });
 
   it("has no /api alias and no HEAD twin: one operation per route", () => {
