@@ -341,7 +341,7 @@ export const GORILLA_SCHEMA = record(
     caged_reason: string,
     caged_until: time,
     fighter: string,
-    capabilities: { type: "array", items: CAPABILITY },
+    capabilities: { ...strings, description: "the capability types its moves need" },
     settings: FREE_OBJECT,
     model: MODEL_SETTINGS,
     running_run_id: nullableString,

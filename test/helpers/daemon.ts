@@ -184,6 +184,12 @@ export async function startDaemon(
         parsed,
       );
       if (mismatch) throw new Error(`the answer does not match the OpenAPI document: ${mismatch}`);
+      // A body that lacks what its response schema requires fails to serialise (fast-json-stringify
+      // throws "<key>" is required!): a 500 the document covers, but a wrong schema all the same.
+      const unserialised = response.status === 500 && /error="\\"[^"\\]+\\" is required!"/.exec(output);
+      if (unserialised) {
+        throw new Error(`${method} ${path}: the answer failed its response schema: ${unserialised[0]}`);
+      }
       return { status: response.status, body: parsed as never, headers: response.headers };
     },
   };
