@@ -43,19 +43,23 @@ export function listOf(key: string, item: Schema, description?: string): Schema 
   });
 }
 
+/** Tokens a turn, run or step used (Usage). */
 export const USAGE_SCHEMA = record(
   "Usage",
   { input_tokens: integer, output_tokens: integer },
   { cached_tokens: integer, cache_write_tokens: integer },
 );
 
+/** Untrusted content a turn took in (TaintSource). */
 export const TAINT_SOURCE_SCHEMA = record(
   "TaintSource",
   { kind: { enum: ["web", "mcp", "file", "channel", "fighter", "skill"] }, detail: string },
   { move: string },
 );
 
+/** Model settings, as a manifest and `[default_model]` give them. */
 export const MODEL_SETTINGS = { title: "ModelSettings", ...MODEL_SETTINGS_SCHEMA };
+/** A capability grant of a manifest. */
 export const CAPABILITY = { title: "Capability", ...FIGHTER_MANIFEST_SCHEMA.properties.capabilities.items };
 
 /** The manifest a spawn takes: the very schema the kernel validates it with (kernel/fighters/). */
@@ -71,6 +75,7 @@ export const FIGHTER_MANIFEST = {
 
 const FIGHTER_STATUS = { enum: ["idle", "fighting", "resting", "awaiting_approval"] } as const;
 
+/** A fighter as the API shows it (FighterRecord). */
 export const FIGHTER_SCHEMA = record(
   "Fighter",
   {
@@ -102,6 +107,7 @@ export const FIGHTER_SCHEMA = record(
   },
 );
 
+/** A bout (a conversation) of a fighter, with its origin. */
 export const BOUT_SCHEMA = record(
   "Bout",
   {
@@ -132,6 +138,7 @@ export const BOUT_SCHEMA = record(
   },
 );
 
+/** A move an assistant message called. */
 export const TOOL_CALL_SCHEMA = record(
   "ToolCall",
   { id: string, name: string, arguments: FREE_OBJECT },
@@ -159,6 +166,7 @@ export const MESSAGE_SCHEMA = record(
   },
 );
 
+/** A turn of a bout (TurnRecord). */
 export const TURN_SCHEMA = record(
   "Turn",
   {
@@ -179,6 +187,7 @@ export const TURN_SCHEMA = record(
   },
 );
 
+/** A fighter's reply to a message (FighterMessageResult). */
 export const MESSAGE_REPLY_SCHEMA = record(
   "MessageReply",
   {
@@ -228,6 +237,7 @@ const BUDGET_LIMITS = record(
   },
 );
 
+/** A troop as its routes show it: the record, its members' names and who is missing. */
 export const TROOP_SCHEMA = record(
   "Troop",
   {
@@ -266,6 +276,7 @@ export const TROOP_SCHEMA = record(
 
 const RECORDED_ERROR = { anyOf: [record(undefined, { code: string, message: string }), { type: "null" }] };
 
+/** A task given to a troop, with its steps (TroopTaskRecord). */
 export const TROOP_TASK_SCHEMA = record(
   "TroopTask",
   {
@@ -305,6 +316,7 @@ export const TROOP_TASK_SCHEMA = record(
   open,
 );
 
+/** One cycle of a gorilla, or a skipped fire (GorillaRunRecord). */
 export const GORILLA_RUN_SCHEMA = record(
   "GorillaRun",
   {
@@ -321,6 +333,7 @@ export const GORILLA_RUN_SCHEMA = record(
 
 const GORILLA_STATUS = { enum: ["CAGED", "UNLEASHED", "RAMPAGING"] } as const;
 
+/** A gorilla as its routes show it (GorillaView; one gorilla's route adds its details). */
 export const GORILLA_SCHEMA = record(
   "Gorilla",
   {
@@ -368,6 +381,7 @@ export const GORILLA_SCHEMA = record(
   },
 );
 
+/** The gorilla list: the gorillas, and the files that failed to load. */
 export const GORILLA_LIST_SCHEMA = record(
   undefined,
   {
@@ -382,6 +396,7 @@ export const GORILLA_LIST_SCHEMA = record(
   open,
 );
 
+/** An approval request: a call waiting for, or given, the operator's answer. */
 export const APPROVAL_SCHEMA = record(
   "Approval",
   {
@@ -402,6 +417,7 @@ export const APPROVAL_SCHEMA = record(
   open,
 );
 
+/** An approval rule: config.toml's, or one stored by an approval with always. */
 export const APPROVAL_RULE_SCHEMA = record(
   "ApprovalRule",
   { id: string, source: { enum: ["config", "stored"] }, action: string },
@@ -409,6 +425,7 @@ export const APPROVAL_RULE_SCHEMA = record(
   open,
 );
 
+/** One limit of one budget, with its period's spend (BudgetStatus). */
 export const BUDGET_STATUS_SCHEMA = record("BudgetStatus", {
   budget: string,
   scope: { enum: ["global", "fighter", "gorilla", "troop", "channel"] },

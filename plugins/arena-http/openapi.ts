@@ -6,8 +6,8 @@
  * is written per route, so the document cannot drift from the routes.
  */
 import type { FastifyInstance, FastifySchema } from "fastify";
-import { FREE_OBJECT } from "../../lib/api-records.js";
 import { ERROR_CATALOG, type PluginRoute } from "../../sdk/index.js";
+import { FREE_OBJECT } from "../../sdk/kits/http.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 declare module "fastify" {
@@ -88,7 +88,8 @@ const DESCRIPTION = [
   "The Spar daemon's HTTP API, generated from the routes it serves, plugins' routes included.",
   "Every `/api/v1/...` path is also served under `/api/...`, with the same handler and shapes; only the `/api/v1` paths are listed.",
   "Request bodies are JSON and checked against their schema: unknown fields are refused.",
-  "Routes that declare no response schema answer JSON described in README.md (HTTP API).",
+  "Each answer is serialised with the schema shown for its status; a plugin route that declares none answers JSON described in its README.",
+  "Errors are the one envelope `{error: {code, message, ...}}` (components.schemas.Error), the HTTP status following from the code.",
   "Not listed: the webhook listener's routes (`[channels] webhook_listen`, platform deliveries each checked by its platform's signature) and the public assets plugins serve (a dashboard's files).",
 ].join(" ");
 

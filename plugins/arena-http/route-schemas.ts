@@ -13,7 +13,7 @@ import {
   record,
   SKILL_SCHEMA,
   TURN_SCHEMA,
-} from "../../lib/api-records.js";
+} from "../../sdk/kits/http.js";
 
 type Schema = Record<string, unknown>;
 

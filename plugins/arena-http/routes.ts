@@ -1,9 +1,8 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { FIGHTER_MANIFEST } from "../../lib/api-records.js";
 import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
-import { originFilter, originMatches, shownBout } from "../../sdk/kits/http.js";
+import { FIGHTER_MANIFEST, originFilter, originMatches, shownBout } from "../../sdk/kits/http.js";
 import { ID_PARAM, MESSAGE_FIELDS } from "./message-fields.js";
 import { MESSAGE_RESPONSES, RESPONSES } from "./route-schemas.js";
 import { streamReply } from "./sse.js";

@@ -17,18 +17,24 @@
 export {
   APPROVAL_RULE_SCHEMA,
   APPROVAL_SCHEMA,
+  BOUT_SCHEMA,
   BUDGET_STATUS_SCHEMA,
+  FIGHTER_MANIFEST,
+  FIGHTER_SCHEMA,
   FREE_OBJECT,
   GORILLA_LIST_SCHEMA,
   GORILLA_RUN_SCHEMA,
   GORILLA_SCHEMA,
   listOf,
+  MESSAGE_REPLY_SCHEMA,
+  MESSAGE_SCHEMA,
   openAnswer,
   PAGE_QUERY,
   record,
   SKILL_SCHEMA,
   TROOP_SCHEMA,
   TROOP_TASK_SCHEMA,
+  TURN_SCHEMA,
 } from "../../lib/api-records.js";
 export { originFilter, originMatches, shownBout, USER_ORIGIN } from "../../lib/bout-origins.js";
 export {
