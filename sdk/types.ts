@@ -456,6 +456,30 @@ export interface PluginRoute {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** `:name` segments are params; a trailing `*` matches the rest. */
   path: string;
+  /**
+   * The operation's stable name in the OpenAPI document (`listTroops`): what a generated client
+   * calls it. Every api route has one (a test holds them unique).
+   */
+  operationId?: string;
+  /** One line on what the route does, for the OpenAPI document. */
+  summary?: string;
+  /** More than a line, when needed (Markdown), for the OpenAPI document. */
+  description?: string;
+  /**
+   * JSON Schema of the query parameters the route reads (an object schema): documented, and
+   * validated only by the handler (the query of a plugin route is passed on as strings).
+   */
+  query?: Record<string, unknown>;
+  /**
+   * The answers by status (`"200"`, `"201"`), each a JSON Schema: a JSON body is serialised with
+   * the schema of its status (fast-json-stringify, as fastify does: a property it does not declare
+   * is left out), and the OpenAPI document shows them. A schema with `title: "Troop"` is a named
+   * record there. Errors need none: they are the one envelope.
+   *
+   * @example
+   * response: { "200": { type: "object", required: ["removed"], properties: { removed: { type: "boolean" } } } }
+   */
+  response?: Record<string, Record<string, unknown>>;
   /** JSON Schema the `:name` params must pass (an object schema); the OpenAPI document shows it. */
   params?: Record<string, unknown>;
   /** JSON Schema the body must pass (unknown fields refused, as everywhere). */

@@ -106,18 +106,38 @@ export function openAiRoutes(ring: RingServices, log: Logger, data: PluginData) 
 
     app.post<ChatRoute>(
       "/chat/completions",
-      { schema: { body: chatBody, headers: chatHeaders, response: chatResponses } },
+      {
+        schema: {
+          operationId: "createChatCompletion",
+          summary: "OpenAI-compatible chat completion: `model` names the fighter",
+          body: chatBody,
+          headers: chatHeaders,
+          response: chatResponses,
+        },
+      },
       chat,
     );
 
-    app.get("/models", { schema: { response: modelsResponses } }, async () => ({
+    const listModels = {
+      operationId: "listModels",
+      summary: "OpenAI-compatible: the fighters, as models",
+      response: modelsResponses,
+    };
+    app.get("/models", { schema: listModels }, async () => ({
       object: "list",
       data: (await ring.fighters.list()).map(modelOf),
     }));
 
     app.get<{ Params: { model: string } }>(
       "/models/:model",
-      { schema: { params: modelParams, response: modelResponses } },
+      {
+        schema: {
+          operationId: "getModel",
+          summary: "OpenAI-compatible: a fighter, as a model",
+          params: modelParams,
+          response: modelResponses,
+        },
+      },
       async (request) => modelOf(await fighterFor(request.params.model)),
     );
 

@@ -7,10 +7,17 @@
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { addGorillaRoutes } from "../../lib/gorillas/routes.js";
 import { ERROR_CATALOG } from "../../sdk/index.js";
+import { installRoutes } from "../moves-skills/install-routes.js";
+import { lockRoutes } from "../moves-skills/lock-routes.js";
+import { addApprovalRoutes } from "../policy-approvals/routes.js";
+import { addBudgetRoutes } from "../policy-budgets/routes.js";
+import { addTroopRoutes } from "../troops-local/routes.js";
 import { canonicalApiUrl } from "./api-alias.js";
 import { type OpenApiDocument, openApiPath, registerOpenApi } from "./openapi.js";
 import { createPluginRoutes, type PluginRoutes } from "./plugin-routes.js";
+import { buildServer } from "./server.js";
 
 const thingBody = {
   type: "object",
@@ -288,5 +295,99 @@ describe("openApiPath", () => {
     ["/api/v1/files/*", "/api/v1/files/{rest}", ["rest"]],
   ])("%s → %s", (from, path, params) => {
     expect(openApiPath(from)).toEqual({ path, params });
+  });
+});
+
+/**
+ * The Arena as the daemon builds it (buildServer), with the plugin routes whose adders are their own
+ * modules: every operation there must be named, summarised and say what it answers, so a route
+ * added without them fails here. (The routes plugins add from their index, and the served document
+ * as a whole, are checked the same way in test/e2e/openapi.test.ts.)
+ */
+describe("the document of the Arena's real routes", () => {
+  it("gives every operation a unique operationId, a summary and a schema for its success", async () => {
+    const routes = createPluginRoutes();
+    const unused = new Proxy({}, { get: () => () => Promise.resolve(undefined) }) as never;
+    const ring = new Proxy(
+      { version: "1.2.3" },
+      {
+        get: (target, name) => (name === "version" ? target.version : unused),
+      },
+    ) as never;
+    const settings = {
+      api: {
+        body_limit_bytes: 1_000_000,
+        rate_limit_per_minute: 600,
+        cors_origins: [],
+        max_connections: 100,
+        websocket_max_per_peer: 10,
+        websocket_max_total: 100,
+        max_connections_per_peer: 50,
+        idle_timeout_ms: 60_000,
+        headers_timeout_ms: 10_000,
+        request_timeout_ms: 60_000,
+        keep_alive_timeout_ms: 5_000,
+      },
+      auth: { allow_unsigned_loopback: true },
+      channels: { webhook_listen: "127.0.0.1:0" },
+    };
+    const log = { debug() {}, info() {}, warn() {}, error() {} } as never;
+    app = buildServer(ring, unused, settings, log, routes, unused);
+    addGorillaRoutes(routes, unused);
+    addTroopRoutes(routes, unused);
+    addApprovalRoutes(routes, { records: unused, settings: { rules: [] } as never, events: unused });
+    addBudgetRoutes(routes, unused);
+    const skills = {
+      home: "/nowhere",
+      settings: unused,
+      events: unused,
+      log,
+      reload() {},
+      skills: unused,
+      moves: unused,
+    };
+    installRoutes(routes, skills as never);
+    lockRoutes(routes, skills as never);
+    await app.ready();
+    const res = await app.inject({ method: "GET", url: "/api/v1/openapi.json", remoteAddress: "127.0.0.1" });
+    expect(res.statusCode, res.body).toBe(200);
+    const doc = res.json<OpenApiDocument>();
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+    );
+    expect(operations.length).toBeGreaterThan(50);
+    const problems = operations.flatMap(({ key, op }) => {
+      const success = Object.entries(op.responses).filter(([status]) => /^2/.test(status));
+      const described = success.some(([status, response]) => {
+        if (status === "204") return true;
+        const content = (response as { content?: Record<string, { schema?: object }> }).content ?? {};
+        return Object.values(content).some((c) => c.schema !== undefined && Object.keys(c.schema).length > 0);
+      });
+      return [
+        ...(op.operationId ? [] : [`${key}: no operationId`]),
+        ...(op.summary ? [] : [`${key}: no summary`]),
+        ...(described || op.responses["101"] ? [] : [`${key}: no schema for a 2XX answer`]),
+      ];
+    });
+    expect(problems).toEqual([]);
+    const ids = operations.map(({ op }) => op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z0-9]*$/);
+    // The records are named types, the manifest the kernel's own schema.
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining([
+        "Fighter",
+        "FighterManifest",
+        "Bout",
+        "Message",
+        "MessageReply",
+        "Troop",
+        "Gorilla",
+      ]),
+    );
+    expect(doc.components.schemas.FighterManifest).toMatchObject({
+      required: ["name", "description", "system_prompt"],
+    });
+    expect(doc.paths["/api/v1/health"]?.get?.security).toEqual([]);
   });
 });

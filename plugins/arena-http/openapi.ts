@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, FastifySchema } from "fastify";
 import { ERROR_CATALOG, type PluginRoute } from "../../sdk/index.js";
+import { FREE_OBJECT } from "../../sdk/kits/http.js";
 import type { PluginRoutes } from "./plugin-routes.js";
 
 declare module "fastify" {
@@ -16,6 +17,19 @@ declare module "fastify" {
      * that only refuses, such as a prefix's own path answering 404.
      */
     hide?: boolean;
+    /** The operation's stable name (camelCase verb first): what a generated client calls it. */
+    operationId?: string;
+    /** One line on what the route does. */
+    summary?: string;
+    /** More on the route, when one line is not enough (Markdown). */
+    description?: string;
+    /**
+     * The body as documented, when the route validates less of it than the kernel does afterwards
+     * (a spawn's `manifest`, checked by the kernel against the same schema, for its own error paths).
+     */
+    documentedBody?: Record<string, unknown>;
+    /** OpenAPI's `security` for the route, when it differs from the document's (`[]`: open to all). */
+    security?: Record<string, string[]>[];
   }
 }
 
@@ -45,6 +59,10 @@ export interface ResponseObject {
 }
 
 export interface Operation {
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  security?: Record<string, string[]>[];
   parameters?: Parameter[];
   requestBody?: { required: true; content: { "application/json": { schema: Schema } } };
   responses: Record<string, ResponseObject | { $ref: string }>;
@@ -70,7 +88,8 @@ const DESCRIPTION = [
   "The Spar daemon's HTTP API, generated from the routes it serves, plugins' routes included.",
   "Every `/api/v1/...` path is also served under `/api/...`, with the same handler and shapes; only the `/api/v1` paths are listed.",
   "Request bodies are JSON and checked against their schema: unknown fields are refused.",
-  "Routes that declare no response schema answer JSON described in README.md (HTTP API).",
+  "Each answer is serialised with the schema shown for its status; a plugin route that declares none answers JSON described in its README.",
+  "Errors are the one envelope `{error: {code, message, ...}}` (components.schemas.Error), the HTTP status following from the code.",
   "Not listed: the webhook listener's routes (`[channels] webhook_listen`, platform deliveries each checked by its platform's signature) and the public assets plugins serve (a dashboard's files).",
 ].join(" ");
 
@@ -89,10 +108,17 @@ const ERROR_SCHEMA: Schema = {
         code: { type: "string", enum: Object.keys(ERROR_CATALOG) },
         message: { type: "string" },
       },
+      additionalProperties: true,
     },
   },
 };
 
+/**
+ * RFC 9421 as well as OpenAPI can say it. Not `type: http` with a custom scheme name: an `http`
+ * scheme means the `Authorization` header (RFC 7235), which a signed request does not use, and
+ * generators would then send `Authorization: <scheme> <token>`. An `apiKey` in the `Signature`
+ * header names a header the API really reads; the description says it is computed per request.
+ */
 const SIGNATURE_SCHEME: Schema = {
   type: "apiKey",
   in: "header",
@@ -102,6 +128,7 @@ const SIGNATURE_SCHEME: Schema = {
     "`Signature-Input` and `Signature` headers covering `@method` and `@target-uri` and, with a body, " +
     "`content-digest` (the `Content-Digest` header, RFC 9530), with `created`, `keyid` and `nonce`, " +
     'signed with a key authorized by `spar key add`. See README.md, "Signing requests from other clients" ' +
+    "(README.md#signing-requests-from-other-clients) " +
     "(`spar sign`, or `signedHeaders` from `spar/sign`). Unsigned requests are accepted only from this " +
     "machine while `[auth] allow_unsigned_loopback = true` (the default): hence the empty alternative in `security`.",
 };
@@ -139,7 +166,12 @@ export function registerOpenApi(
     document ??= buildOpenApi(served, plugins.list(), version);
     return document;
   };
-  app.get("/api/v1/openapi.json", serve);
+  const schema = {
+    operationId: "getOpenApiDocument",
+    summary: "This document: the API in OpenAPI 3.1",
+    response: { 200: { description: "An OpenAPI 3.1 document", ...FREE_OBJECT } },
+  };
+  app.get("/api/v1/openapi.json", { schema }, serve);
 }
 
 /**
@@ -173,20 +205,24 @@ export function buildOpenApi(
   for (const route of added) {
     if (route.listener !== "api") continue;
     const { path, params } = openApiPath(route.path);
+    const declared = declaredResponses(route.response ?? {});
     put(route.method, path, {
-      ...withParameters(pathParameters(params, route.params)),
+      ...named(route),
+      ...withParameters([...pathParameters(params, route.params), ...namedParameters("query", route.query)]),
       ...withBody(route.body),
-      responses: { ...UNDESCRIBED_SUCCESS, default: ERROR_RESPONSE_REF },
+      responses: withDefaults(declared),
     });
   }
+  const schemas: Record<string, Schema> = { Error: ERROR_SCHEMA };
+  const sorted = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
   return {
     openapi: "3.1.0",
     info: { title: "Spar", version, description: DESCRIPTION },
     servers: [{ url: "/" }],
     security: [{ signature: [] }, {}],
-    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    paths: hoistNamed(sorted, schemas) as OpenApiDocument["paths"],
     components: {
-      schemas: { Error: ERROR_SCHEMA },
+      schemas: Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b))),
       responses: {
         Error: {
           description: "An error, with its code from Spar's catalog; the HTTP status follows from the code.",
@@ -238,17 +274,65 @@ function servedOperation(route: ServedRoute, params: string[]): Operation {
         },
       }
     : declaredResponses((schema.response ?? {}) as Record<string, Schema>);
-  const statuses = Object.keys(declared);
-  // What a route does not declare is said without guessing: some success, and the one error envelope.
   return {
+    ...named(schema),
+    ...(schema.security ? { security: schema.security } : {}),
     ...withParameters(parameters),
-    ...withBody(schema.body as Schema | undefined),
-    responses: {
-      ...(statuses.some((s) => /^[123]/.test(s)) ? {} : UNDESCRIBED_SUCCESS),
-      ...declared,
-      ...(statuses.some((s) => /^([45]|default$)/.test(s)) ? {} : { default: ERROR_RESPONSE_REF }),
-    },
+    ...withBody((schema.documentedBody ?? schema.body) as Schema | undefined),
+    responses: withDefaults(declared),
   };
+}
+
+/** What a route does not declare is said without guessing: some success, and the one error envelope. */
+function withDefaults(declared: Operation["responses"]): Operation["responses"] {
+  const statuses = Object.keys(declared);
+  return {
+    ...(statuses.some((s) => /^[123]/.test(s)) ? {} : UNDESCRIBED_SUCCESS),
+    ...declared,
+    // A route answering its own 4xx shape (the OpenAI-compatible ones) says so; a 503 of its own
+    // (health) is not all its errors.
+    ...(statuses.some((s) => /^(4|default$)/.test(s)) ? {} : { default: ERROR_RESPONSE_REF }),
+  };
+}
+
+function named(route: { operationId?: string; summary?: string; description?: string }) {
+  return {
+    ...(route.operationId ? { operationId: route.operationId } : {}),
+    ...(route.summary ? { summary: route.summary } : {}),
+    ...(route.description ? { description: route.description } : {}),
+  };
+}
+
+/** A schema's `title` that makes it a named record: `Fighter`, `GorillaRun`. */
+const RECORD_TITLE = /^[A-Z][A-Za-z0-9]*$/;
+
+/**
+ * A copy of `node` where each schema titled like a record (`title: "Fighter"`) is a `$ref` to
+ * `components.schemas.<title>`, which gets the schema (its own records referred to in turn), so a
+ * generator makes one named type of it. The routes keep their schemas whole (fastify serialises
+ * with them); only the document refers. Two different schemas under one title are an error.
+ */
+export function hoistNamed(node: unknown, schemas: Record<string, Schema>): unknown {
+  if (Array.isArray(node)) return node.map((item) => hoistNamed(item, schemas));
+  if (typeof node !== "object" || node === null) return node;
+  const copy = Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [
+      key,
+      // `examples` and `enum`/`const` values are data, not schemas: they are kept as they are.
+      key === "examples" || key === "example" || key === "enum" || key === "const"
+        ? value
+        : hoistNamed(value, schemas),
+    ]),
+  );
+  const title = (node as Schema).title;
+  if (typeof title !== "string" || !RECORD_TITLE.test(title) || !("type" in node || "anyOf" in node))
+    return copy;
+  const known = schemas[title];
+  if (known !== undefined && JSON.stringify(known) !== JSON.stringify(copy)) {
+    throw new Error(`two different schemas are titled ${title}`);
+  }
+  schemas[title] = copy;
+  return { $ref: `#/components/schemas/${title}` };
 }
 
 function withParameters(parameters: Parameter[]): Pick<Operation, "parameters"> {
@@ -296,7 +380,8 @@ function declaredResponses(response: Record<string, Schema>): Record<string, Res
         typeof value.content === "object" && value.content !== null
           ? (value.content as ResponseObject["content"])
           : { "application/json": { schema: value } };
-      return [key, { description, content }];
+      // `content: {}` (a 204): no body at all.
+      return [key, Object.keys(content ?? {}).length > 0 ? { description, content } : { description }];
     }),
   );
 }

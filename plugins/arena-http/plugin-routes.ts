@@ -187,5 +187,13 @@ export async function runPluginRoute(
     signal: disconnectSignal(reply),
   });
   if (answer.headers) reply.headers(answer.headers);
-  return reply.status(answer.status ?? 200).send(answer.body ?? null);
+  const status = answer.status ?? 200;
+  const schema = route.response?.[String(status)];
+  const json = !Buffer.isBuffer(answer.body) && typeof answer.body !== "string";
+  if (schema && json && answer.body !== undefined) {
+    // Serialised with the schema the document shows, as fastify does its own routes' answers.
+    const payload = reply.serializeInput(answer.body as Record<string, unknown>, schema);
+    return reply.status(status).type("application/json; charset=utf-8").send(payload);
+  }
+  return reply.status(status).send(answer.body ?? null);
 }

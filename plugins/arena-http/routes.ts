@@ -2,8 +2,9 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { cancellation, type RingServices, SparError } from "../../sdk/index.js";
-import { originFilter, originMatches, shownBout } from "../../sdk/kits/http.js";
+import { FIGHTER_MANIFEST, originFilter, originMatches, shownBout } from "../../sdk/kits/http.js";
 import { ID_PARAM, MESSAGE_FIELDS } from "./message-fields.js";
+import { MESSAGE_RESPONSES, RESPONSES } from "./route-schemas.js";
 import { streamReply } from "./sse.js";
 
 const idParams = {
@@ -31,6 +32,21 @@ const spawnBody = {
     name: { type: "string", minLength: 1 },
   },
 } as const;
+
+/** The spawn body as documented: the kernel checks `manifest` against its own schema, for its error paths. */
+const spawnDocumented = {
+  ...spawnBody,
+  properties: { ...spawnBody.properties, manifest: FIGHTER_MANIFEST },
+  examples: [
+    { manifest: { name: "scout", description: "finds things out", system_prompt: "You are scout." } },
+    { template: "coder", name: "builder" },
+  ],
+};
+
+/** A route's name, line and answers in the OpenAPI document (openapi.ts); fastify serialises with them. */
+function doc<K extends keyof typeof RESPONSES>(operationId: K, summary: string) {
+  return { operationId, summary, response: RESPONSES[operationId] };
+}
 
 const boutsQuery = {
   type: "object",
@@ -67,11 +83,19 @@ const backupBody = {
  */
 export function fighterRoutes(ring: RingServices) {
   return async (app: FastifyInstance) => {
-    app.get("/fighters", async () => ({ fighters: await ring.fighters.list() }));
+    app.get("/fighters", { schema: doc("listFighters", "List the fighters") }, async () => ({
+      fighters: await ring.fighters.list(),
+    }));
 
     app.post<{ Body: { manifest?: unknown; template?: string; name?: string } }>(
       "/fighters",
-      { schema: { body: spawnBody } },
+      {
+        schema: {
+          ...doc("spawnFighter", "Spawn a fighter from a manifest or a template"),
+          body: spawnBody,
+          documentedBody: spawnDocumented,
+        },
+      },
       async (request, reply) => {
         const { manifest, template, name } = request.body;
         if ((manifest === undefined) === (template === undefined)) {
@@ -91,23 +115,29 @@ export function fighterRoutes(ring: RingServices) {
       },
     );
 
-    app.get<{ Params: { id: string } }>("/fighters/:id", { schema: { params: idParams } }, async (request) =>
-      ring.fighters.get(request.params.id),
+    app.get<{ Params: { id: string } }>(
+      "/fighters/:id",
+      { schema: { ...doc("getFighter", "Show a fighter"), params: idParams } },
+      async (request) => ring.fighters.get(request.params.id),
     );
 
     app.delete<{ Params: { id: string } }>(
       "/fighters/:id",
-      { schema: { params: idParams } },
+      { schema: { ...doc("killFighter", "Kill a fighter (its bouts are kept)"), params: idParams } },
       async (request, reply) => {
         await ring.fighters.kill(request.params.id);
         return reply.status(204).send();
       },
     );
 
-    for (const verb of ["message", "chat"]) {
+    const verbs = {
+      message: { operationId: "sendMessage", summary: "Send a fighter a message; its reply, or streamed" },
+      chat: { operationId: "sendChat", summary: "Send a fighter a message (the same as /message)" },
+    };
+    for (const [verb, named] of Object.entries(verbs)) {
       app.post<{ Params: { id: string }; Body: { message: string; bout_id?: string; bout?: "new" } }>(
         `/fighters/:id/${verb}`,
-        { schema: { params: idParams, body: messageBody } },
+        { schema: { ...named, response: MESSAGE_RESPONSES, params: idParams, body: messageBody } },
         async (request, reply) => {
           const { id } = request.params;
           const { message, bout_id, bout } = request.body;
@@ -134,13 +164,20 @@ export function fighterRoutes(ring: RingServices) {
 
     app.post<{ Params: { id: string } }>(
       "/fighters/:id/cancel",
-      { schema: { params: idParams } },
+      { schema: { ...doc("cancelTurn", "Cancel the fighter's running turn"), params: idParams } },
       async (request) => ({ cancelled: true, ...(await ring.fighters.cancel(request.params.id)) }),
     );
 
     app.post<{ Params: { id: string; target: string }; Body: { content: string } }>(
       "/fighters/:id/message-to/:target",
-      { schema: { body: messageToBody } },
+      {
+        schema: {
+          operationId: "messageFighterToFighter",
+          summary: "Send a message from one fighter to another, as that fighter",
+          response: MESSAGE_RESPONSES,
+          body: messageToBody,
+        },
+      },
       async (request, reply) =>
         ring.fighters.messageTo(request.params.id, request.params.target, request.body.content, {
           signal: disconnectSignal(reply),
@@ -150,7 +187,13 @@ export function fighterRoutes(ring: RingServices) {
     // Each bout with its origin (`user` for a user's own); `?origin=` keeps one origin, or one kind.
     app.get<{ Params: { id: string }; Querystring: { origin?: string } }>(
       "/fighters/:id/bouts",
-      { schema: { params: idParams, querystring: boutsQuery } },
+      {
+        schema: {
+          ...doc("listBouts", "List a fighter's bouts (conversations)"),
+          params: idParams,
+          querystring: boutsQuery,
+        },
+      },
       async (request) => {
         const origin = request.query.origin === undefined ? undefined : originFilter(request.query.origin);
         const bouts = (await ring.fighters.bouts(request.params.id)).map(shownBout);
@@ -160,26 +203,32 @@ export function fighterRoutes(ring: RingServices) {
 
     app.get<{ Params: { id: string } }>(
       "/bouts/:id/messages",
-      { schema: { params: idParams } },
+      { schema: { ...doc("listMessages", "List a bout's messages"), params: idParams } },
       async (request) => ({ messages: await ring.bouts.messages(request.params.id) }),
     );
 
     app.get<{ Params: { id: string } }>(
       "/bouts/:id/turns",
-      { schema: { params: idParams } },
+      { schema: { ...doc("listTurns", "List a bout's turns"), params: idParams } },
       async (request) => ({ turns: await ring.bouts.turns(request.params.id) }),
     );
 
     app.get<{ Params: { id: string } }>(
       "/fighters/:id/usage",
-      { schema: { params: idParams } },
+      { schema: { ...doc("getFighterUsage", "A fighter's usage and cost, by model"), params: idParams } },
       async (request) => ring.fighters.usage(request.params.id),
     );
 
     // What the fighter's next turn would send and cost, part by part: a dry run, no model call.
     app.get<{ Params: { id: string }; Querystring: { bout?: string; message?: string } }>(
       "/fighters/:id/context",
-      { schema: { params: idParams, querystring: contextQuery } },
+      {
+        schema: {
+          ...doc("getFighterContext", "What the fighter's next turn would send, part by part (a dry run)"),
+          params: idParams,
+          querystring: contextQuery,
+        },
+      },
       async (request) => {
         const { bout, message } = request.query;
         return ring.fighters.context(request.params.id, {
@@ -189,12 +238,14 @@ export function fighterRoutes(ring: RingServices) {
       },
     );
 
-    app.get("/moves", async () => {
+    app.get("/moves", { schema: doc("listMoves", "List the moves and skills") }, async () => {
       const [moves, skills] = await Promise.all([ring.moves.list(), ring.moves.skills()]);
       return { moves, skills };
     });
 
-    app.get("/plugins", async () => ({ plugins: await ring.plugins.list() }));
+    app.get("/plugins", { schema: doc("listPlugins", "List the plugins") }, async () => ({
+      plugins: await ring.plugins.list(),
+    }));
 
     // Channels: each configured platform's state (`spar channel list|status`), and the tunnel's URL.
     const channelStatus = async (platform: string) => {
@@ -206,15 +257,25 @@ export function fighterRoutes(ring: RingServices) {
         );
       return adapter.status();
     };
-    app.get("/channels", async () => ({
-      channels: await Promise.all(ring.channels.configured().map(channelStatus)),
-    }));
-    app.get<{ Params: { id: string } }>("/channels/:id", { schema: { params: idParams } }, async (request) =>
-      channelStatus(request.params.id),
+    app.get(
+      "/channels",
+      { schema: doc("listChannels", "List the configured channels' state") },
+      async () => ({
+        channels: await Promise.all(ring.channels.configured().map(channelStatus)),
+      }),
     );
-    app.get("/tunnel", async () => ring.tunnel.open());
+    app.get<{ Params: { id: string } }>(
+      "/channels/:id",
+      { schema: { ...doc("getChannel", "A channel's state"), params: idParams } },
+      async (request) => channelStatus(request.params.id),
+    );
+    app.get(
+      "/tunnel",
+      { schema: doc("getTunnel", "Open the tunnel (if not open) and show its URL") },
+      async () => ring.tunnel.open(),
+    );
 
-    app.get("/status", async () => ({
+    app.get("/status", { schema: doc("getStatus", "The daemon's status") }, async () => ({
       status: "ok",
       version: ring.version,
       uptime_s: Math.round((Date.now() - ring.startedAt.getTime()) / 1000),
@@ -227,7 +288,7 @@ export function fighterRoutes(ring: RingServices) {
     // needs beside it (the store writes both). 201 with `{path, manifest, bytes, schema_version}`.
     app.post<{ Body: { path: string } }>(
       "/store/backup",
-      { schema: { body: backupBody } },
+      { schema: { ...doc("backupStore", "Back the store up while the daemon runs"), body: backupBody } },
       async (request, reply) => {
         const { path } = request.body;
         if (!isAbsolute(path)) {
@@ -247,11 +308,16 @@ export function fighterRoutes(ring: RingServices) {
     );
 
     // Open to unsigned callers, so it names the problem's kind only: the paths are for spar doctor.
-    app.get("/health", async (_request, reply) => {
-      const store = ring.store.health();
-      if (store.status === "ok") return { status: "ok", version: ring.version };
-      return reply.status(503).send({ status: "unhealthy", version: ring.version, store: store.status });
-    });
+    app.get(
+      "/health",
+      // Open to every caller, signed or not (security.ts): the document says so.
+      { schema: { ...doc("getHealth", "Whether the daemon and its store are healthy"), security: [] } },
+      async (_request, reply) => {
+        const store = ring.store.health();
+        if (store.status === "ok") return { status: "ok", version: ring.version };
+        return reply.status(503).send({ status: "unhealthy", version: ring.version, store: store.status });
+      },
+    );
   };
 }
 

@@ -14,6 +14,7 @@ import { registerOpenApi } from "./openapi.js";
 import { limitBody, MAX_ROUTE_BODY_BYTES, type PluginRoutes, runPluginRoute } from "./plugin-routes.js";
 import { notFound, serveAsset, servesAsset } from "./public-assets.js";
 import { createRateLimiter } from "./rate-limit.js";
+import { RESPONSES } from "./route-schemas.js";
 import { fighterRoutes } from "./routes.js";
 import { registerSecurity } from "./security.js";
 import type { ArenaSettings } from "./settings.js";
@@ -81,9 +82,24 @@ export function buildServer(
     maxTotal: config.api.websocket_max_total,
   });
   // A browser cannot sign a WebSocket upgrade: a signed client asks for a one-use ticket first.
-  app.post("/api/v1/ws/ticket", async (request) => tickets.issue(request.sparKeyId));
+  app.post(
+    "/api/v1/ws/ticket",
+    {
+      schema: {
+        operationId: "issueWsTicket",
+        summary: "A one-use ticket to open the WebSocket with (for clients that cannot sign it)",
+        response: RESPONSES.issueWsTicket,
+      },
+    },
+    async (request) => tickets.issue(request.sparKeyId),
+  );
   // Who the caller is and what it may do: the dashboard shows and hides its views by it.
-  app.get("/api/v1/key", async (request) => {
+  const keySchema = {
+    operationId: "getKey",
+    summary: "Who the caller is and what it may do",
+    response: RESPONSES.getKey,
+  };
+  app.get("/api/v1/key", { schema: keySchema }, async (request) => {
     const scope = request.sparScope ?? { kind: "admin" };
     return {
       key: request.sparKeyId ?? null,

@@ -76,7 +76,14 @@ export function usageRoutes(ring: RingServices) {
   return async (app: FastifyInstance) => {
     app.get<{ Querystring: UsageReportRequest }>(
       "/usage",
-      { schema: { querystring: usageQuery, response: { 200: usageResponse } } },
+      {
+        schema: {
+          operationId: "getUsage",
+          summary: "The usage ledger summed by day, model, fighter, origin or provider",
+          querystring: usageQuery,
+          response: { 200: { title: "UsageReport", ...usageResponse } },
+        },
+      },
       async (request) => ring.usage.report(request.query),
     );
   };

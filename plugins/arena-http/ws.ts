@@ -68,6 +68,12 @@ export function registerWebSocket(
     scoped.route({
       method: "GET",
       url: "/api/v1/ws",
+      schema: {
+        operationId: "connectWebSocket",
+        summary: "Upgrade to a WebSocket: the daemon's events, and messages to fighters",
+        description:
+          "Send `Upgrade: websocket`; sign the upgrade request, or pass `?ticket=` from `POST /api/v1/ws/ticket`. README.md (WebSocket) lists the frames.",
+      },
       // Before the upgrade, so a refusal is a plain HTTP error and no socket is kept.
       preValidation: async (request) => {
         const peer = request.ip;

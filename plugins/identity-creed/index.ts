@@ -6,6 +6,7 @@
  * edit it and list the relationships. Both live in the plugin's own collections (records.ts), under
  * the fighter's name, so they survive a kill and a respawn.
  */
+
 import {
   definePlugin,
   type FighterRow,
@@ -13,6 +14,7 @@ import {
   type RouteRequest,
   SparError,
 } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import {
   type CreedConfig,
   countConversation,
@@ -146,6 +148,9 @@ export default definePlugin<{ creed: CreedConfig }>({
         listener: "api",
         method: "GET",
         path: "/api/v1/fighters/:id/relationships",
+        operationId: "listRelationships",
+        summary: "What a fighter's Creed knows of those it talks with",
+        response: { "200": openAnswer({ relationships: { type: "array", items: FREE_OBJECT } }) },
         params: fighterParams,
         handler: async (request) => {
           const fighter = await ring.fighters.get(request.params.id ?? "");
@@ -156,12 +161,18 @@ export default definePlugin<{ creed: CreedConfig }>({
         listener: "api",
         method: "GET",
         path: "/api/v1/fighters/:id/creed",
+        operationId: "getCreed",
+        summary: "A fighter's Creed: identity, traits, directives and what it learned",
+        response: { "200": openAnswer({ fighter: { type: "string" } }) },
         handler: async (request) => ({ body: await view(ring, request, creedOf) }),
       });
       routes.add({
         listener: "api",
         method: "PUT",
         path: "/api/v1/fighters/:id/creed",
+        operationId: "editCreed",
+        summary: "Replace a fighter's identity, traits and directives",
+        response: { "200": openAnswer({ fighter: { type: "string" } }) },
         body: editBody,
         // Identity, traits and directives are replaced; what was learned and the counters stay.
         handler: async (request) => {

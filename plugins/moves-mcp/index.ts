@@ -13,8 +13,10 @@
  * server process. A tool's answer is untrusted content (mail, tickets, pages anyone can write): it
  * taints the turn as `<server>/<tool>`, unless the operator marked the server `trusted = true`.
  */
+
 import { join } from "node:path";
 import { type Capability, definePlugin, type MoveDeclaration, type MoveHandler } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import type { ServerConnection, ServerFailed, ServerStarted } from "./server.js";
 import { type McpSettings, serverSpecs } from "./settings.js";
 import { notStarted, type ServerStatus } from "./status.js";
@@ -92,6 +94,9 @@ export default definePlugin<{ mcp: McpSettings }>({
         listener: "api",
         method: "GET",
         path: "/api/v1/mcp/servers",
+        operationId: "listMcpServers",
+        summary: "The configured MCP servers and their state",
+        response: { "200": openAnswer({ servers: { type: "array", items: FREE_OBJECT } }) },
         handler: async () => ({ body: { servers: statuses() } }),
       });
     });

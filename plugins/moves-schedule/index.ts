@@ -7,6 +7,7 @@
 
 import { randomUUID } from "node:crypto";
 import { definePlugin, type MoveHandler, refuseLasting, SparError } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import { createScheduleRunner } from "./runner.js";
 import { createSchedules, type ScheduleRecord } from "./schedules.js";
 import { firstRun } from "./when.js";
@@ -72,6 +73,9 @@ export default definePlugin({
         listener: "api",
         method: "GET",
         path: "/api/v1/schedules",
+        operationId: "listSchedules",
+        summary: "List every fighter's schedules",
+        response: { "200": openAnswer({ schedules: { type: "array", items: FREE_OBJECT } }) },
         handler: async () => {
           const all = await schedules.list();
           const names = await fighterNames();
@@ -90,6 +94,15 @@ export default definePlugin({
         listener: "api",
         method: "DELETE",
         path: "/api/v1/schedules/:id",
+        operationId: "removeSchedule",
+        summary: "Remove a schedule",
+        response: {
+          "200": openAnswer({
+            removed: { type: "string" },
+            fighter_id: { type: "string" },
+            fighter: { type: "string" },
+          }),
+        },
         handler: async (request) => {
           const id = request.params.id ?? "";
           const found = await schedules.get(id);

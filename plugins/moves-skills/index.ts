@@ -7,6 +7,7 @@ import {
   SparError,
   type TaintSource,
 } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import {
   deriveCapabilities,
   disabledNames,
@@ -312,6 +313,19 @@ export default definePlugin<{ "moves.skills": SkillsSettings }>({
         listener: "api",
         method: "GET",
         path: "/api/v1/moves/search",
+        operationId: "searchMoves",
+        summary: "Search the moves and skills by words",
+        query: {
+          type: "object",
+          required: ["q"],
+          properties: {
+            q: { type: "string", description: "what to search for" },
+            limit: { type: "integer", minimum: 1, maximum: 100, description: "default 10" },
+          },
+        },
+        response: {
+          "200": openAnswer({ query: { type: "string" }, results: { type: "array", items: FREE_OBJECT } }),
+        },
         async handler({ query }) {
           const q = (query.q ?? "").trim();
           if (q === "") throw new SparError("VALIDATION_FAILED", "give what to search for as ?q=");

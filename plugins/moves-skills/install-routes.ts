@@ -1,6 +1,7 @@
 import { basename } from "node:path";
 import type { EventBus, Logger, MoveDeclaration, RouteRegistry } from "../../sdk/index.js";
 import { SparError } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import type { RepoSkill, SkillFiles } from "../../sdk/kits/skill-install.js";
 import type { Finding, Skill } from "../../sdk/kits/skills.js";
 import { bundledSwitch, DEFAULT_LIMITS, SKILL_FILE, SKILL_NAME } from "../../sdk/kits/skills.js";
@@ -13,6 +14,10 @@ import {
   refuseHigh,
 } from "./install-set.js";
 import type { SkillsSettings } from "./settings.js";
+
+/** What a scan found, one object a finding. */
+const FINDINGS = { type: "array", items: FREE_OBJECT } as const;
+
 import { fetchRemote, isRemote } from "./sources.js";
 
 /**
@@ -140,6 +145,9 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "POST",
     path: "/api/v1/moves/scan",
+    operationId: "scanSkill",
+    summary: "Scan a skill (a source, or uploaded files) for what it would do, without installing it",
+    response: { "200": openAnswer({ source: { type: "string" }, findings: FINDINGS }) },
     bodyLimit: UPLOAD_BYTES,
     body: {
       ...SOURCE_BODY,
@@ -184,6 +192,16 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "POST",
     path: "/api/v1/moves/install",
+    operationId: "installSkill",
+    summary: "Install a skill (201), or enable a bundled one again (200)",
+    response: {
+      "200": openAnswer({ skill: FREE_OBJECT, findings: FINDINGS }, "a bundled skill enabled again"),
+      "201": openAnswer({
+        skill: FREE_OBJECT,
+        skills: { type: "array", items: FREE_OBJECT },
+        findings: FINDINGS,
+      }),
+    },
     bodyLimit: UPLOAD_BYTES,
     body: SOURCE_BODY,
     async handler({ body, signal }) {
@@ -268,6 +286,9 @@ export function installRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "DELETE",
     path: "/api/v1/moves/:name",
+    operationId: "removeSkill",
+    summary: "Remove an installed skill, or disable a bundled one",
+    response: { "200": openAnswer({ removed: { type: "string" }, source: { type: "string" } }) },
     async handler({ params }) {
       const name = params.name ?? "";
       const catalog = await deps.skills();

@@ -2,6 +2,7 @@ import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import type { RouteRegistry } from "../../sdk/index.js";
 import { isSparError, SparError } from "../../sdk/index.js";
+import { FREE_OBJECT, openAnswer } from "../../sdk/kits/http.js";
 import type { LockEntry, LockFinding } from "../../sdk/kits/skill-install.js";
 import type { Finding } from "../../sdk/kits/skills.js";
 import { SKILL_NAME } from "../../sdk/kits/skills.js";
@@ -49,6 +50,9 @@ export function lockRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "GET",
     path: "/api/v1/moves/skills/:name",
+    operationId: "getSkill",
+    summary: "Show a skill: its folder, its lock entry and its files",
+    response: { "200": openAnswer({ name: { type: "string" }, dir: { type: "string" } }) },
     params: { type: "object", properties: { name: NAME } },
     async handler({ params }) {
       const name = params.name ?? "";
@@ -75,6 +79,12 @@ export function lockRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "GET",
     path: "/api/v1/moves/verify",
+    operationId: "verifySkills",
+    summary: "Check installed skills' files against their lock (?name= for one)",
+    query: { type: "object", properties: { name: { type: "string" } } },
+    response: {
+      "200": openAnswer({ ok: { type: "boolean" }, skills: { type: "array", items: FREE_OBJECT } }),
+    },
     async handler({ query }) {
       const name = query.name;
       const { readLock, verifyInstalled } = await kit();
@@ -94,6 +104,14 @@ export function lockRoutes(routes: RouteRegistry, deps: InstallDeps): void {
     listener: "api",
     method: "POST",
     path: "/api/v1/moves/update",
+    operationId: "updateSkills",
+    summary: "Check installed skills for updates, and install them when asked",
+    response: {
+      "200": openAnswer({
+        skills: { type: "array", items: FREE_OBJECT },
+        installed: { type: "array", items: { type: "string" } },
+      }),
+    },
     body: {
       type: "object",
       additionalProperties: false,

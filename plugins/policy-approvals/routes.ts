@@ -4,7 +4,14 @@
  * route table, plugins/arena-http/access.ts), and the rules, config's and those `--always` stored.
  */
 import { type EventBus, type RouteRegistry, SparError } from "../../sdk/index.js";
-import { pageOf } from "../../sdk/kits/http.js";
+import {
+  APPROVAL_RULE_SCHEMA,
+  APPROVAL_SCHEMA,
+  listOf,
+  PAGE_QUERY,
+  pageOf,
+  record,
+} from "../../sdk/kits/http.js";
 import type { ApprovalSettings } from "./policy.js";
 import { type Records, type RequestStatus, STATUSES } from "./records.js";
 
@@ -48,6 +55,9 @@ export function addApprovalRoutes(
     listener: "api",
     method: "GET",
     path: `${BASE}/rules`,
+    operationId: "listApprovalRules",
+    summary: "List the approval rules: config.toml's and those stored with always",
+    response: { "200": listOf("rules", APPROVAL_RULE_SCHEMA) },
     handler: async () => ({
       body: {
         rules: [
@@ -61,6 +71,9 @@ export function addApprovalRoutes(
     listener: "api",
     method: "DELETE",
     path: `${BASE}/rules/:id`,
+    operationId: "removeApprovalRule",
+    summary: "Remove a stored approval rule",
+    response: { "200": record(undefined, { removed: {} }, {}, { additionalProperties: true }) },
     params: ID,
     handler: async ({ params }) => {
       const id = params.id as string;
@@ -78,6 +91,16 @@ export function addApprovalRoutes(
     listener: "api",
     method: "GET",
     path: BASE,
+    operationId: "listApprovals",
+    summary: "List approval requests, newest first",
+    query: {
+      type: "object",
+      properties: {
+        ...PAGE_QUERY.properties,
+        status: { enum: ["pending", "approved", "denied", "expired", "cancelled", "all"] },
+      },
+    },
+    response: { "200": listOf("approvals", APPROVAL_SCHEMA) },
     handler: async ({ query }) => {
       const page = pageOf(query, "request");
       return { body: { approvals: await records.list({ ...page, ...optional(statusOf(query)) }) } };
@@ -87,6 +110,9 @@ export function addApprovalRoutes(
     listener: "api",
     method: "GET",
     path: `${BASE}/:id`,
+    operationId: "getApproval",
+    summary: "Show an approval request",
+    response: { "200": APPROVAL_SCHEMA },
     params: ID,
     handler: async ({ params }) => ({ body: await records.get(params.id as string) }),
   });
@@ -94,6 +120,15 @@ export function addApprovalRoutes(
     listener: "api",
     method: "POST",
     path: `${BASE}/:id/approve`,
+    operationId: "approveRequest",
+    summary: "Approve a waiting call (with always, store a rule for it too)",
+    response: {
+      "200": record(
+        undefined,
+        { approval: APPROVAL_SCHEMA },
+        { rule: { type: "object", additionalProperties: true } },
+      ),
+    },
     params: ID,
     body: {
       type: "object",
@@ -136,6 +171,9 @@ export function addApprovalRoutes(
     listener: "api",
     method: "POST",
     path: `${BASE}/:id/deny`,
+    operationId: "denyRequest",
+    summary: "Deny a waiting call",
+    response: { "200": record(undefined, { approval: APPROVAL_SCHEMA }) },
     params: ID,
     body: {
       type: "object",

@@ -11,6 +11,7 @@ import type {
   RingServices,
   RouteRegistry,
 } from "../../sdk/index.js";
+import { BUDGET_STATUS_SCHEMA, listOf } from "../../sdk/kits/http.js";
 import { type BudgetsSettings, configuredRules } from "./rules.js";
 import { type Line, type Spend, shown } from "./spend.js";
 
@@ -61,6 +62,9 @@ export function addBudgetRoutes(routes: RouteRegistry, deps: Parameters<typeof b
     listener: "api",
     method: "GET",
     path: "/api/v1/budgets",
+    operationId: "listBudgets",
+    summary: "Every budget's limits, with what the current period spent and holds reserved",
+    response: { "200": listOf("budgets", BUDGET_STATUS_SCHEMA) },
     handler: async () => ({ body: { budgets: await budgetRows(deps) } }),
   });
 }

@@ -18,6 +18,7 @@ import {
   tempHome,
   writeConfig,
 } from "../helpers/daemon.js";
+import { compileWithin } from "../helpers/openapi-check.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -30,6 +31,8 @@ interface Parameter {
   schema?: Json;
 }
 interface Operation {
+  operationId?: string;
+  summary?: string;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema?: Json }> };
   responses?: Record<string, Json>;
@@ -339,7 +342,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     const ajv = strictAjv();
     const failures = schemas.flatMap(([pointer, schema]) => {
       try {
-        ajv.compile(schema as Json);
+        compileWithin(doc, schema as Json, ajv);
         return [];
       } catch (err) {
         return [`${pointer}: ${(err as Error).message}`];
@@ -362,6 +365,41 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     expect(operationsOf(doc).sort()).toEqual([...new Set([...listed, ...NOT_IN_TABLES])].sort());
   });
 
+  it("names every operation (uniquely), summarises it and says what its success answers, plugins' routes included", () => {
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+    );
+    const problems = operations.flatMap(({ key, op }) => {
+      const responses = op.responses ?? {};
+      const described = Object.entries(responses).some(([status, response]) => {
+        if (status === "204" || status === "101") return true;
+        const content = (response.content ?? {}) as Record<string, { schema?: Json }>;
+        return (
+          /^2/.test(status) && Object.values(content).some((c) => Object.keys(c.schema ?? {}).length > 0)
+        );
+      });
+      return [
+        ...(op.operationId ? [] : [`${key}: no operationId`]),
+        ...(op.summary ? [] : [`${key}: no summary`]),
+        ...(described ? [] : [`${key}: no schema for its success`]),
+      ];
+    });
+    expect(problems).toEqual([]);
+    const ids = operations.map(({ op }) => op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    // The main resources are named types with an example, the manifest the kernel's own schema.
+    for (const name of ["Fighter", "Bout", "MessageReply", "Gorilla", "Troop"]) {
+      expect(doc.components.schemas[name]?.examples, name).toHaveLength(1);
+    }
+    expect(doc.components.schemas.FighterManifest).toMatchObject({
+      additionalProperties: false,
+      required: ["name", "description", "system_prompt"],
+    });
+    const sse = doc.paths["/api/v1/fighters/{id}/message"]?.post?.responses?.["200"]?.content as Json;
+    expect(Object.keys(sse)).toEqual(["application/json", "text/event-stream"]);
+    expect(doc.paths["/api/v1/ws"]?.get?.responses?.["101"]).toBeDefined();
+  });
+
   it("has no /api alias and no HEAD twin: one operation per route", () => {
     expect(Object.keys(doc.paths).filter((p) => p.startsWith("/api/") && !p.startsWith("/api/v1/"))).toEqual(
       [],
@@ -382,7 +420,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
     for (const { key, method, op } of withBody) {
       const schema = op.requestBody?.content["application/json"]?.schema;
       expect(schema, key).toBeDefined();
-      const validate = ajv.compile(schema as Json);
+      const validate = compileWithin(doc, schema as Json, ajv);
       for (const body of accepted.get(key) ?? []) {
         expect(validate(body), `${key} ${JSON.stringify(body)}: ${ajv.errorsText(validate.errors)}`).toBe(
           true,
@@ -430,7 +468,7 @@ describe("the OpenAPI document at /api/v1/openapi.json", () => {
       const schema = errorSchemaOf(template);
       expect(schema, template).toBeDefined();
       const ajv = strictAjv();
-      const validate = ajv.compile(schema as Json);
+      const validate = compileWithin(doc, schema as Json, ajv);
       expect(
         validate(answer.body),
         `${path} ${JSON.stringify(answer.body)}: ${ajv.errorsText(validate.errors)}`,

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { conformance, type OpenApiLike } from "./openapi-check.js";
 
 export const SPAR_BIN = resolve(import.meta.dirname, "..", "..", "bin", "spar.js");
 
@@ -159,6 +160,7 @@ export async function startDaemon(
     output: () => output,
     async stop() {
       stopping = true;
+      forgetDocument(url);
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
     },
@@ -171,13 +173,52 @@ export async function startDaemon(
         body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
       });
       const text = await response.text();
-      return {
-        status: response.status,
-        body: (text ? JSON.parse(text) : undefined) as never,
-        headers: response.headers,
-      };
+      const parsed = text ? JSON.parse(text) : undefined;
+      // Every answer a suite receives matches what the daemon's own document says of it.
+      const checker = await documentOf(url);
+      const mismatch = checker?.check(
+        method,
+        path,
+        response.status,
+        response.headers.get("content-type"),
+        parsed,
+      );
+      if (mismatch) throw new Error(`the answer does not match the OpenAPI document: ${mismatch}`);
+      // A body that lacks what its response schema requires fails to serialise (fast-json-stringify
+      // throws "<key>" is required!): a 500 the document covers, but a wrong schema all the same.
+      const unserialised = response.status === 500 && /error="\\"[^"\\]+\\" is required!"/.exec(output);
+      if (unserialised) {
+        throw new Error(`${method} ${path}: the answer failed its response schema: ${unserialised[0]}`);
+      }
+      return { status: response.status, body: parsed as never, headers: response.headers };
     },
   };
+}
+
+const documents = new Map<string, Promise<ReturnType<typeof conformance> | undefined>>();
+
+/**
+ * The conformance checker for the daemon at `url`: its OpenAPI document, fetched once (undefined
+ * when the daemon does not serve it unsigned: a suite that turns `allow_unsigned_loopback` off).
+ * Each daemon of a suite has its own port, so the URL names it.
+ *
+ * @example
+ * const mismatch = (await documentOf(d.url))?.check("GET", "/api/v1/fighters", 200, "application/json", body);
+ */
+export function documentOf(url: string): Promise<ReturnType<typeof conformance> | undefined> {
+  let known = documents.get(url);
+  if (!known) {
+    known = fetch(`${url}/api/v1/openapi.json`)
+      .then(async (res) => (res.ok ? conformance((await res.json()) as OpenApiLike) : undefined))
+      .catch(() => undefined);
+    documents.set(url, known);
+  }
+  return known;
+}
+
+/** Forgets the document of a daemon that stopped: another may take its port. */
+function forgetDocument(url: string): void {
+  documents.delete(url);
 }
 
 export function removeHome(home: string): void {

@@ -1,7 +1,9 @@
 /** Raw HTTP for security tests: every header under the test's control, and correctly signed requests. */
 import type { KeyObject } from "node:crypto";
 import { request as httpRequest } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { contentDigest, signRequest } from "../../lib/http-signatures.js";
+import { documentOf } from "./daemon.js";
 
 export interface RawResponse {
   status: number;
@@ -24,12 +26,33 @@ export function raw(
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
         const data = Buffer.concat(chunks);
-        done({
+        const answer = {
           status: res.statusCode ?? 0,
           headers: res.headers,
           body: data,
           json: () => JSON.parse(data.toString()),
-        });
+        };
+        // As daemon.ts's request(): a JSON answer matches what the daemon's document says of it.
+        const type = res.headers["content-type"] ?? null;
+        const json = type?.startsWith("application/json") && data.length > 0;
+        // A compressed answer (a test asking for gzip) is checked as it was before compression.
+        const plain = () => (res.headers["content-encoding"] === "gzip" ? gunzipSync(data) : data);
+        documentOf(`http://127.0.0.1:${port}`)
+          .then((checker) =>
+            checker?.check(
+              method,
+              path,
+              answer.status,
+              type,
+              json ? JSON.parse(plain().toString()) : undefined,
+            ),
+          )
+          .then((mismatch) =>
+            mismatch
+              ? fail(new Error(`the answer does not match the OpenAPI document: ${mismatch}`))
+              : done(answer),
+          )
+          .catch(fail);
       });
     });
     req.on("error", fail);
