@@ -26,6 +26,14 @@ export default definePlugin<{ metrics: MetricsSettings }>({
         listener: "api",
         method: "GET",
         path: "/api/v1/metrics",
+        operationId: "getMetrics",
+        summary: "The daemon's metrics in the Prometheus text format (with [metrics] enabled)",
+        response: {
+          "200": {
+            description: "Prometheus text exposition format 0.0.4",
+            content: { "text/plain": { schema: { type: "string" } } },
+          },
+        },
         handler: async () => ({
           headers: { "content-type": metrics.contentType },
           body: await metrics.text(),

@@ -43,6 +43,13 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
+interface OpenApiPaths {
+  paths: Record<
+    string,
+    Record<string, { operationId?: string; responses: Record<string, { content?: Record<string, unknown> }> }>
+  >;
+}
+
 describe("metrics", () => {
   let fake: FakeOpenAI;
   let home: string;
@@ -203,6 +210,12 @@ describe("metrics", () => {
     expect(api.status).toBe(200);
     const body = await api.text();
     expect(sample(body, "spar_turns_total", { outcome: "completed", origin: "user" })).toBe(2);
+    expect(api.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    // In the API's document, as a generator needs it: named, and text rather than JSON.
+    const document = (await daemon.request<OpenApiPaths>("GET", "/api/v1/openapi.json")).body;
+    const operation = document.paths["/api/v1/metrics"]?.get;
+    expect(operation?.operationId).toBe("getMetrics");
+    expect(Object.keys(operation?.responses["200"]?.content ?? {})).toEqual(["text/plain"]);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/api/v1/fighters`)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { method: "POST" })).status).toBe(405);
   });
