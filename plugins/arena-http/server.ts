@@ -8,6 +8,7 @@ import { allowances, registerAccess } from "./access.js";
 import { canonicalApiUrl } from "./api-alias.js";
 import { guardConnections, serverTimeouts } from "./connections.js";
 import { answerClientError, createErrorHandler, envelope, toSparError } from "./errors.js";
+import { compileSerializersLazily } from "./lazy-serializers.js";
 import { registerCors, registerMiddleware } from "./middleware.js";
 import { openAiRoutes } from "./openai-compat.js";
 import { registerOpenApi } from "./openapi.js";
@@ -54,6 +55,7 @@ export function buildServer(
     // `/api/...` is served as `/api/v1/...`: every route is registered once (api-alias.ts).
     rewriteUrl: (request) => canonicalApiUrl(request.url ?? "/"),
   });
+  compileSerializersLazily(app);
   // First, so it sees every route registered after it: the OpenAPI document is made of them.
   registerOpenApi(app, routes, ring.version);
   acceptTraceContext(app);
