@@ -1,9 +1,8 @@
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { definePlugin, parseListen, SparError } from "../../sdk/index.js";
-import { isLoopbackHost } from "../../sdk/kits/http.js";
+import { isLoopbackHost, portInUse } from "../../sdk/kits/http.js";
 import { createPluginRoutes } from "./plugin-routes.js";
-import { findPortOwner } from "./port-owner.js";
 import { buildServer } from "./server.js";
 import type { ArenaSettings } from "./settings.js";
 import { buildWebhookServer } from "./webhooks.js";
@@ -65,20 +64,8 @@ async function listen(app: FastifyInstance, host: string, port: number): Promise
   try {
     await app.listen({ host, port });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port);
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
+      throw portInUse(host, port, "api_listen in config.toml (or SPAR_API_LISTEN)");
     throw err;
   }
-}
-
-function portInUse(host: string, port: number): SparError {
-  const owner = findPortOwner(port);
-  const who = owner ? ` by ${owner.command} (pid ${owner.pid})` : "";
-  const fix = owner
-    ? `stop that process (kill ${owner.pid}) and start again`
-    : `find the process holding it (lsof -i :${port}) and stop it`;
-  return new SparError(
-    "PORT_IN_USE",
-    `port ${port} on ${host} is already in use${who}. Fix: ${fix}, or set api_listen in config.toml (or SPAR_API_LISTEN) to a free address`,
-    { port },
-  );
 }

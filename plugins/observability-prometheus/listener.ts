@@ -6,7 +6,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { parseListen, SparError } from "../../sdk/index.js";
-import { isLoopbackHost } from "../../sdk/kits/http.js";
+import { isLoopbackHost, portInUse } from "../../sdk/kits/http.js";
 import type { Metrics, MetricsSettings } from "./metrics.js";
 
 /** Where the listener binds and the token it requires; CONFIG_INVALID for an open non-loopback one. */
@@ -69,11 +69,10 @@ export async function startListener(
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(plan.port, plan.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
+    server.once("error", (err: NodeJS.ErrnoException) =>
+      reject(err.code === "EADDRINUSE" ? portInUse(plan.host, plan.port, "[metrics] listen") : err),
+    );
+    server.listen(plan.port, plan.host, () => resolve());
   });
   return server;
 }

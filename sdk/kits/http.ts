@@ -48,3 +48,4 @@ export {
 export { formatScope } from "../../lib/keys.js";
 export { isLoopbackAddress, isLoopbackHost, isLoopbackHostHeader } from "../../lib/loopback.js";
 export { pageOf } from "../../lib/paging.js";
+export { portInUse } from "../../lib/port-owner.js";

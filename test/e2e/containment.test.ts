@@ -148,7 +148,9 @@ describe("containment: the sandbox against an evil model, through the real daemo
     expect(created.status).toBe(201);
     workspace = join(home, "workspaces", "spar");
     mkdirSync(workspace, { recursive: true });
-    before = tree(home).filter((f) => !f.startsWith("workspaces/") && !/^spar\.db|^logs\/spar\.(log|out)/.test(f));
+    before = tree(home).filter(
+      (f) => !f.startsWith("workspaces/") && !/^spar\.db|^logs\/spar\.(log|out)/.test(f),
+    );
   });
 
   afterEach(() => fake.reset());
@@ -217,7 +219,9 @@ describe("containment: the sandbox against an evil model, through the real daemo
     expect(results[2]?.stderr).toMatch(/cli\.key': No such file or directory/);
     expect(results[3]?.stderr).toMatch(/Read-only file system/);
     expect(readFileSync(join(home, "master.key")).length).toBeGreaterThan(0);
-    const after = tree(home).filter((f) => !f.startsWith("workspaces/") && !/^spar\.db|^logs\/spar\.(log|out)/.test(f));
+    const after = tree(home).filter(
+      (f) => !f.startsWith("workspaces/") && !/^spar\.db|^logs\/spar\.(log|out)/.test(f),
+    );
     expect(after).toEqual(before);
     expect(existsSync("/usr/local/bin/spar-evil")).toBe(false);
     expect(JSON.stringify(seen)).not.toContain(CANARY);

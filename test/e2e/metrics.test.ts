@@ -9,6 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-server.js";
 import { startFakeTelegram, textUpdate } from "../fakes/telegram-server.js";
@@ -243,6 +244,29 @@ describe("metrics", () => {
         /not a loopback address: set \[metrics\] bearer_token_env/,
       );
     } finally {
+      removeHome(other);
+    }
+  });
+
+  it("refuses to start, naming the setting and the holder, when the metrics port is taken", async () => {
+    const other = tempHome();
+    const holder = createServer();
+    const taken = await freePort();
+    await new Promise<void>((done) => holder.listen(taken, "127.0.0.1", done));
+    try {
+      writeConfig(
+        other,
+        await freePort(),
+        fake.url,
+        `\n[metrics]\nenabled = true\nlisten = "127.0.0.1:${taken}"\n`,
+      );
+      await expect(startDaemon(other, 0)).rejects.toThrow(
+        new RegExp(
+          `port ${taken} on 127\\.0\\.0\\.1 is already in use by .*set \\[metrics\\] listen to a free address`,
+        ),
+      );
+    } finally {
+      holder.close();
       removeHome(other);
     }
   });

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { SparError } from "../sdk/errors.js";
 
 /**
  * Finds the process listening on a TCP port, from /proc (Linux). Returns undefined where /proc is
@@ -53,4 +54,24 @@ export function findPortOwner(port: number): { pid: number; command: string } | 
     }
   }
   return undefined;
+}
+
+/**
+ * PORT_IN_USE for a listener that could not bind: which process holds the port (where /proc tells),
+ * how to stop it, and the setting that chooses another address.
+ *
+ * @example
+ * if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw portInUse(host, port, "[metrics] listen");
+ */
+export function portInUse(host: string, port: number, setting: string): SparError {
+  const owner = findPortOwner(port);
+  const who = owner ? ` by ${owner.command} (pid ${owner.pid})` : "";
+  const fix = owner
+    ? `stop that process (kill ${owner.pid}) and start again`
+    : `find the process holding it (lsof -i :${port}) and stop it`;
+  return new SparError(
+    "PORT_IN_USE",
+    `port ${port} on ${host} is already in use${who}. Fix: ${fix}, or set ${setting} to a free address`,
+    { port },
+  );
 }
